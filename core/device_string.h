@@ -1,0 +1,27 @@
+// Device strings, the same everywhere (C ABI, CLI, daemon config, blobs):
+//   CPU           the first CPU device
+//   OPENCL.1      device "1" of the OPENCL driver
+//   HETERO:OPENCL,CPU   a model split across devices, in priority order
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hetero::core {
+
+struct DeviceName {
+  std::string driver;  // "CPU"
+  std::string id;      // "" for the driver's first device, else "1", ...
+  std::string to_string() const { return id.empty() ? driver : driver + "." + id; }
+};
+
+struct DeviceString {
+  bool hetero = false;
+  std::vector<DeviceName> devices;  // one unless hetero
+  std::string to_string() const;
+};
+
+// Fails with INVALID_ARGUMENT saying what is wrong with `text`.
+DeviceString parse_device_string(const std::string& text);
+
+}  // namespace hetero::core

@@ -1,0 +1,141 @@
+#include "core/driver_registry.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.h"
+#include "hetero_build_config.h"
+
+namespace hetero::core {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void split_path(const std::string& list, std::vector<std::string>& out) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t colon = list.find(':', start);
+    const std::string dir = list.substr(start, colon - start);
+    if (!dir.empty()) out.push_back(dir);
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+}
+
+// True when this library was loaded from the build tree, so that a developer's
+// fresh build uses its own modules before any older installed ones.
+bool running_from_build_tree() {
+  Dl_info info{};
+  if (!dladdr(reinterpret_cast<void*>(&running_from_build_tree), &info) || !info.dli_fname) return false;
+  const std::string self = info.dli_fname;
+  const std::string build_root = fs::path(HETERO_BUILD_DRIVER_DIR).parent_path().string();
+  return self.rfind(build_root + "/", 0) == 0;
+}
+
+// The build tree keeps each module in drivers/<name>/.
+void add_build_dirs(std::vector<std::string>& out) {
+  std::error_code ec;
+  std::vector<std::string> dirs;
+  for (const auto& entry : fs::directory_iterator(HETERO_BUILD_DRIVER_DIR, ec))
+    if (entry.is_directory(ec)) dirs.push_back(entry.path().string());
+  std::sort(dirs.begin(), dirs.end());
+  out.insert(out.end(), dirs.begin(), dirs.end());
+}
+
+bool is_module_name(const std::string& file) {
+  const std::string prefix = "hetero_driver_", suffix = ".so";
+  return file.size() > prefix.size() + suffix.size() && file.rfind(prefix, 0) == 0 &&
+         file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+std::vector<std::string> driver_search_path(const std::string& configured) {
+  std::vector<std::string> path;
+  split_path(configured, path);
+  if (const char* env = std::getenv("HETERO_DRIVER_PATH")) split_path(env, path);
+  if (running_from_build_tree()) {
+    add_build_dirs(path);
+    path.push_back(HETERO_DRIVER_INSTALL_DIR);
+  } else {
+    path.push_back(HETERO_DRIVER_INSTALL_DIR);
+    add_build_dirs(path);
+  }
+  return path;
+}
+
+DriverRegistry::DriverRegistry(const std::vector<std::string>& search_path) {
+  for (const std::string& dir : search_path) {
+    std::error_code ec;
+    if (fs::is_regular_file(dir, ec)) {  // a module named directly
+      load(dir);
+      continue;
+    }
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (is_module_name(name)) files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::string& f : files) load(f);
+  }
+}
+
+void DriverRegistry::load(const std::string& path) {
+  for (const LoadedDriver& d : drivers_)
+    if (d.path == path) return;
+  // RTLD_LOCAL: modules' own dependencies (oneDNN, the OpenCL loader) stay
+  // private to them.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* err = dlerror();
+    failures_.push_back({path, std::string("cannot load: ") + (err ? err : "unknown dlopen error")});
+    return;
+  }
+  auto open = reinterpret_cast<hetero_driver_open_fn>(dlsym(handle, HETERO_DRIVER_ENTRY_SYMBOL));
+  if (!open) {
+    failures_.push_back({path, "not a heterod driver: it does not export " HETERO_DRIVER_ENTRY_SYMBOL});
+    dlclose(handle);
+    return;
+  }
+  char error[512] = {0};
+  driver::Driver* raw = nullptr;
+  try {
+    raw = open(HETERO_DRIVER_ABI_VERSION, error, sizeof error);
+  } catch (const std::exception& e) {
+    std::snprintf(error, sizeof error, "%s", e.what());
+  } catch (...) {
+    std::snprintf(error, sizeof error, "initialisation threw an unknown exception");
+  }
+  if (!raw) {
+    error[sizeof error - 1] = 0;
+    failures_.push_back({path, error[0] ? error : "initialisation failed without a reason"});
+    dlclose(handle);
+    return;
+  }
+  std::shared_ptr<driver::Driver> drv(raw, [handle](driver::Driver* d) {
+    delete d;
+    dlclose(handle);
+  });
+  const std::string name = drv->name();
+  for (const LoadedDriver& d : drivers_) {
+    if (d.driver->name() == name) {
+      // Earlier search-path entries win; a later copy is not an error.
+      return;
+    }
+  }
+  drivers_.push_back({path, std::move(drv)});
+}
+
+driver::Driver* DriverRegistry::find(const std::string& name) const {
+  for (const LoadedDriver& d : drivers_)
+    if (d.driver->name() == name) return d.driver.get();
+  return nullptr;
+}
+
+}  // namespace hetero::core

@@ -1,0 +1,32 @@
+// Errors inside the core and the drivers: one exception type carrying a
+// public status code and a message that names the thing that was wrong.
+// Exceptions never cross the C ABI (capi/ converts them) nor a driver module
+// boundary built by another compiler (modules are built with the core).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "hetero/status.h"
+
+namespace hetero {
+
+class Error : public std::runtime_error {
+ public:
+  Error(hetero_status status, const std::string& message)
+      : std::runtime_error(message), status_(status) {}
+  hetero_status status() const noexcept { return status_; }
+
+ private:
+  hetero_status status_;
+};
+
+[[noreturn]] inline void fail(hetero_status status, const std::string& message) {
+  throw Error(status, message);
+}
+
+// Name and message of a status code, from the one table in hetero/status.h.
+const char* status_name(hetero_status status) noexcept;
+const char* status_message(hetero_status status) noexcept;
+
+}  // namespace hetero

@@ -1,0 +1,234 @@
+#include "core/graph.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/error.h"
+
+namespace hetero::core {
+
+std::optional<Shape> Value::static_shape() const {
+  if (!shape) return std::nullopt;
+  Shape s;
+  s.reserve(shape->size());
+  for (const Dim& d : *shape) {
+    if (!d.known()) return std::nullopt;
+    s.push_back(d.size);
+  }
+  return s;
+}
+
+const Attribute* Node::attr(const std::string& attr_name) const {
+  for (const Attribute& a : attributes)
+    if (a.name == attr_name) return &a;
+  return nullptr;
+}
+
+namespace {
+[[noreturn]] void wrong_type(const Node& node, const std::string& attr_name, const char* expected) {
+  fail(HETERO_INVALID_MODEL, node.describe() + ": attribute '" + attr_name + "' is not " + expected);
+}
+}  // namespace
+
+int64_t Node::attr_int(const std::string& attr_name, int64_t fallback) const {
+  const Attribute* a = attr(attr_name);
+  if (!a) return fallback;
+  if (a->type != AttrType::Int) wrong_type(*this, attr_name, "an int");
+  return a->i;
+}
+
+float Node::attr_float(const std::string& attr_name, float fallback) const {
+  const Attribute* a = attr(attr_name);
+  if (!a) return fallback;
+  if (a->type == AttrType::Int) return static_cast<float>(a->i);
+  if (a->type != AttrType::Float) wrong_type(*this, attr_name, "a float");
+  return a->f;
+}
+
+std::string Node::attr_string(const std::string& attr_name, const std::string& fallback) const {
+  const Attribute* a = attr(attr_name);
+  if (!a) return fallback;
+  if (a->type != AttrType::String) wrong_type(*this, attr_name, "a string");
+  return a->s;
+}
+
+std::vector<int64_t> Node::attr_ints(const std::string& attr_name, std::vector<int64_t> fallback) const {
+  const Attribute* a = attr(attr_name);
+  if (!a) return fallback;
+  if (a->type == AttrType::Int) return {a->i};
+  if (a->type != AttrType::Ints) wrong_type(*this, attr_name, "a list of ints");
+  return a->ints;
+}
+
+std::vector<float> Node::attr_floats(const std::string& attr_name, std::vector<float> fallback) const {
+  const Attribute* a = attr(attr_name);
+  if (!a) return fallback;
+  if (a->type == AttrType::Float) return {a->f};
+  if (a->type != AttrType::Floats) wrong_type(*this, attr_name, "a list of floats");
+  return a->floats;
+}
+
+std::string Node::describe() const { return "node '" + name + "' (" + op_type + ")"; }
+
+Value* Graph::add_value(std::string value_name) {
+  auto v = std::make_unique<Value>();
+  v->name = std::move(value_name);
+  v->owner = this;
+  values_.push_back(std::move(v));
+  return values_.back().get();
+}
+
+Node* Graph::add_node(std::string op_type, std::string node_name) {
+  auto n = std::make_unique<Node>();
+  n->op_type = std::move(op_type);
+  n->name = std::move(node_name);
+  n->index = nodes_.size();
+  nodes_.push_back(std::move(n));
+  return nodes_.back().get();
+}
+
+void Graph::set_input(Node* node, size_t index, Value* value) {
+  if (node->inputs.size() <= index) node->inputs.resize(index + 1, nullptr);
+  node->inputs[index] = value;
+  if (value) value->uses.push_back({node, index});
+}
+
+void Graph::set_output(Node* node, size_t index, Value* value) {
+  if (node->outputs.size() <= index) node->outputs.resize(index + 1, nullptr);
+  node->outputs[index] = value;
+  if (value) {
+    value->producer = node;
+    value->producer_output = index;
+  }
+}
+
+void Graph::erase_node(Node* node) {
+  for (Value* in : node->inputs) {
+    if (!in) continue;
+    std::erase_if(in->uses, [&](const Use& u) { return u.node == node; });
+  }
+  for (Value* out : node->outputs)
+    if (out && out->producer == node) out->producer = nullptr;
+  std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) { return n.get() == node; });
+  for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i]->index = i;
+}
+
+Value* Graph::find_value(const std::string& value_name) const {
+  for (const auto& v : values_)
+    if (v->name == value_name) return v.get();
+  return nullptr;
+}
+
+Node* Graph::find_node(const std::string& node_name) const {
+  for (const auto& n : nodes_)
+    if (n->name == node_name) return n.get();
+  return nullptr;
+}
+
+void Graph::sort_topologically() {
+  // Kahn's algorithm over producer→consumer edges inside this graph; a stable
+  // choice (lowest current index first) keeps an already sorted graph as is.
+  const size_t n = nodes_.size();
+  for (size_t i = 0; i < n; ++i) nodes_[i]->index = i;
+  std::vector<size_t> pending(n, 0);
+  std::vector<std::vector<size_t>> consumers(n);
+  for (const auto& node : nodes_) {
+    for (const Value* in : node->inputs) {
+      if (!in || !in->producer || in->owner != this) continue;
+      consumers[in->producer->index].push_back(node->index);
+      ++pending[node->index];
+    }
+  }
+  std::vector<size_t> ready;
+  for (size_t i = n; i-- > 0;)
+    if (pending[i] == 0) ready.push_back(i);
+  // `ready` is kept sorted descending so that back() is the lowest index.
+  std::vector<std::unique_ptr<Node>> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    const size_t i = ready.back();
+    ready.pop_back();
+    for (size_t c : consumers[i]) {
+      if (--pending[c] == 0) {
+        ready.insert(std::upper_bound(ready.begin(), ready.end(), c, std::greater<size_t>()), c);
+      }
+    }
+    order.push_back(std::move(nodes_[i]));
+  }
+  if (order.size() != n) {
+    for (size_t i = 0; i < n; ++i)
+      if (nodes_[i] && pending[i] != 0)
+        fail(HETERO_INVALID_MODEL, "graph '" + name + "' has a cycle through " + nodes_[i]->describe());
+  }
+  nodes_ = std::move(order);
+  for (size_t i = 0; i < n; ++i) nodes_[i]->index = i;
+}
+
+namespace {
+
+// Deep copy of `src` into `dst`; `map` translates values of src (and, for
+// subgraphs, of src's enclosing graphs) to their copies.
+void clone_into(const Graph& src, Graph& dst, std::unordered_map<const Value*, Value*>& map) {
+  dst.name = src.name;
+  for (const auto& v : src.values()) {
+    Value* c = dst.add_value(v->name);
+    c->dtype = v->dtype;
+    c->shape = v->shape;
+    c->constant = v->constant;
+    map[v.get()] = c;
+  }
+  auto lookup = [&](const Value* v) -> Value* {
+    if (!v) return nullptr;
+    auto it = map.find(v);
+    return it == map.end() ? const_cast<Value*>(v) : it->second;
+  };
+  for (const auto& n : src.nodes()) {
+    Node* c = dst.add_node(n->op_type, n->name);
+    c->domain = n->domain;
+    c->opset = n->opset;
+    c->attributes = n->attributes;
+    for (Attribute& a : c->attributes) {
+      auto copy_graph = [&](const std::shared_ptr<Graph>& g) {
+        auto sub = std::make_shared<Graph>();
+        sub->parent = &dst;
+        clone_into(*g, *sub, map);
+        return sub;
+      };
+      if (a.g) a.g = copy_graph(a.g);
+      for (auto& g : a.graphs) g = copy_graph(g);
+    }
+    for (size_t i = 0; i < n->inputs.size(); ++i) dst.set_input(c, i, lookup(n->inputs[i]));
+    for (size_t i = 0; i < n->outputs.size(); ++i) dst.set_output(c, i, lookup(n->outputs[i]));
+  }
+  for (const Value* v : src.inputs) dst.inputs.push_back(lookup(v));
+  for (const Value* v : src.outputs) dst.outputs.push_back(lookup(v));
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto g = std::make_unique<Graph>();
+  g->parent = parent;
+  std::unordered_map<const Value*, Value*> map;
+  clone_into(*this, *g, map);
+  return g;
+}
+
+int64_t Model::opset(const std::string& domain) const {
+  auto it = opsets.find(domain == "ai.onnx" ? std::string() : domain);
+  return it == opsets.end() ? 0 : it->second;
+}
+
+std::unique_ptr<Model> Model::clone() const {
+  auto m = std::make_unique<Model>();
+  std::unordered_map<const Value*, Value*> map;
+  clone_into(graph, m->graph, map);
+  m->ir_version = ir_version;
+  m->opsets = opsets;
+  m->producer_name = producer_name;
+  m->source = source;
+  m->mappings = mappings;
+  return m;
+}
+
+}  // namespace hetero::core

@@ -1,0 +1,129 @@
+#include "core/runtime.h"
+
+#include <map>
+
+#include "core/blob_container.h"
+#include "core/error.h"
+
+namespace hetero::core {
+
+namespace {
+
+// "CPU.num_threads" → ("CPU", "num_threads"); keys without a driver prefix
+// are refused, so a typo never passes silently.
+std::map<std::string, driver::Config> split_config(const driver::Config& config) {
+  std::map<std::string, driver::Config> per_driver;
+  for (const auto& [key, value] : config) {
+    const size_t dot = key.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == key.size())
+      fail(HETERO_INVALID_ARGUMENT,
+           "config key '" + key + "' must name its driver, as in CPU.num_threads");
+    per_driver[key.substr(0, dot)][key.substr(dot + 1)] = value;
+  }
+  return per_driver;
+}
+
+std::string load_failure_for(const DriverRegistry& registry, const std::string& driver_name) {
+  std::string lower = driver_name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const DriverFailure& f : registry.failures())
+    if (f.path.find("hetero_driver_" + lower) != std::string::npos) return f.path + ": " + f.reason;
+  return {};
+}
+
+}  // namespace
+
+Runtime::Runtime(const RuntimeOptions& options) : registry_(driver_search_path(options.driver_path)) {
+  for (const auto& [name, config] : split_config(options.config)) {
+    driver::Driver* d = registry_.find(name);
+    if (!d) fail(HETERO_NOT_FOUND, "config names driver '" + name + "', which is not loaded");
+    d->set_config(config);
+  }
+}
+
+std::vector<DeviceInfo> Runtime::devices() const {
+  std::vector<DeviceInfo> out;
+  for (const LoadedDriver& ld : registry_.drivers()) {
+    const auto ids = ld.driver->devices();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      DeviceInfo info;
+      info.driver = ld.driver->name();
+      info.id = ids[i];
+      // The first device answers to the bare driver name too; list it so.
+      info.name = i == 0 ? info.driver : info.driver + "." + ids[i];
+      info.full_name = ld.driver->metric(ids[i], driver::kMetricFullDeviceName);
+      out.push_back(std::move(info));
+    }
+  }
+  return out;
+}
+
+std::pair<driver::Driver*, std::string> Runtime::resolve(const DeviceName& device) const {
+  driver::Driver* d = registry_.find(device.driver);
+  if (!d) {
+    std::string why = load_failure_for(registry_, device.driver);
+    fail(HETERO_NOT_FOUND, "device " + device.to_string() + ": no " + device.driver + " driver is loaded" +
+                               (why.empty() ? "" : " (" + why + ")"));
+  }
+  const auto ids = d->devices();
+  if (ids.empty()) {
+    const std::string why = d->no_device_reason();
+    fail(HETERO_NOT_FOUND, "device " + device.to_string() + ": the " + device.driver + " driver has no device" +
+                               (why.empty() ? "" : ": " + why));
+  }
+  if (device.id.empty()) return {d, ids.front()};
+  for (const std::string& id : ids)
+    if (id == device.id) return {d, id};
+  std::string known;
+  for (const std::string& id : ids) known += (known.empty() ? "" : ", ") + device.driver + "." + id;
+  fail(HETERO_NOT_FOUND, "device " + device.to_string() + " does not exist (devices: " + known + ")");
+}
+
+namespace {
+DeviceName single_device(const std::string& device) {
+  const DeviceString ds = parse_device_string(device);
+  if (ds.hetero) fail(HETERO_NOT_SUPPORTED, "device " + device + ": HETERO devices are not supported yet");
+  return ds.devices.front();
+}
+}  // namespace
+
+std::string Runtime::metric(const std::string& device, const std::string& name) const {
+  auto [d, id] = resolve(single_device(device));
+  return d->metric(id, name);
+}
+
+std::vector<driver::NodeSupport> Runtime::query(const Model& model, const std::string& device,
+                                                const driver::Config& config) const {
+  auto [d, id] = resolve(single_device(device));
+  return d->query(model, id, config);
+}
+
+std::unique_ptr<driver::CompiledModel> Runtime::compile(const Model& model, const std::string& device,
+                                                        const driver::Config& config) const {
+  auto [d, id] = resolve(single_device(device));
+  return d->compile(model, id, config);
+}
+
+std::vector<uint8_t> Runtime::export_blob(const driver::CompiledModel& compiled) const {
+  const DeviceName device = single_device(compiled.device());
+  driver::Driver* d = resolve(device).first;
+  BlobHeader header;
+  header.driver = d->name();
+  header.driver_version = d->version();
+  header.device = compiled.device();
+  const std::vector<uint8_t> payload = compiled.export_blob();
+  return write_blob(header, payload);
+}
+
+std::unique_ptr<driver::CompiledModel> Runtime::import_blob(std::span<const uint8_t> blob,
+                                                            const driver::Config& config) const {
+  const BlobView view = read_blob(blob);
+  const DeviceName device = single_device(view.header.device);
+  auto [d, id] = resolve(device);
+  if (d->version() != view.header.driver_version)
+    fail(HETERO_BLOB_MISMATCH, "blob driver_version is " + view.header.driver_version + ", the loaded " + d->name() +
+                                   " driver is " + d->version());
+  return d->import_blob(view.payload, id, config);
+}
+
+}  // namespace hetero::core

@@ -1,0 +1,58 @@
+// The core: drivers, device strings and models, behind the C ABI, the daemon
+// and the CLI alike.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/device_string.h"
+#include "core/driver_registry.h"
+#include "core/graph.h"
+#include "hetero/driver.hpp"
+
+namespace hetero::core {
+
+struct RuntimeOptions {
+  std::string driver_path;  // colon-separated directories searched first
+  driver::Config config;    // "DRIVER.KEY" entries go to that driver (e.g. CPU.num_threads)
+};
+
+struct DeviceInfo {
+  std::string name;       // "CPU", "OPENCL.1"
+  std::string driver;     // "CPU"
+  std::string id;         // "0"
+  std::string full_name;  // FULL_DEVICE_NAME
+};
+
+class Runtime {
+ public:
+  explicit Runtime(const RuntimeOptions& options = {});
+
+  const DriverRegistry& registry() const noexcept { return registry_; }
+  // Every device of every loaded driver.
+  std::vector<DeviceInfo> devices() const;
+  std::string metric(const std::string& device, const std::string& name) const;
+
+  // The driver and device id a plain device name ("CPU", "CPU.1") refers to.
+  // Fails with NOT_FOUND naming the device, with the driver's no-device reason
+  // or load failure when there is one.
+  std::pair<driver::Driver*, std::string> resolve(const DeviceName& device) const;
+
+  // Per-node support of `device` for `model` (plain device names only).
+  std::vector<driver::NodeSupport> query(const Model& model, const std::string& device,
+                                         const driver::Config& config = {}) const;
+  std::unique_ptr<driver::CompiledModel> compile(const Model& model, const std::string& device,
+                                                 const driver::Config& config = {}) const;
+  // Blobs as written by export_blob() (core/blob_container.h).
+  std::vector<uint8_t> export_blob(const driver::CompiledModel& compiled) const;
+  std::unique_ptr<driver::CompiledModel> import_blob(std::span<const uint8_t> blob,
+                                                     const driver::Config& config = {}) const;
+
+ private:
+  DriverRegistry registry_;
+};
+
+}  // namespace hetero::core

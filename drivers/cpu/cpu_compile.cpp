@@ -1,0 +1,123 @@
+#include "drivers/cpu/cpu_compile.h"
+
+#include <omp.h>
+
+#include <charconv>
+
+#include "core/error.h"
+#include "core/function_expand.h"
+#include "core/onnx_export.h"
+#include "core/onnx_import.h"
+
+namespace hetero::cpu {
+
+void CpuOptions::apply(const driver::Config& config) {
+  for (const auto& [key, value] : config) {
+    if (key == "num_threads") {
+      int n = -1;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n < 0 || n > 1024)
+        fail(HETERO_INVALID_ARGUMENT, "CPU config num_threads must be an integer 0..1024 (0: one per core), got '" +
+                                          value + "'");
+      num_threads = n;
+    } else if (key == "optimize") {
+      if (value != "true" && value != "false")
+        fail(HETERO_INVALID_ARGUMENT, "CPU config optimize must be true or false, got '" + value + "'");
+      optimize = value == "true";
+    } else {
+      fail(HETERO_INVALID_ARGUMENT, "the CPU driver has no config key '" + key + "' (keys: num_threads, optimize)");
+    }
+  }
+}
+
+std::string CpuOptions::get(const std::string& key) const {
+  if (key == "num_threads") return std::to_string(num_threads);
+  if (key == "optimize") return optimize ? "true" : "false";
+  fail(HETERO_INVALID_ARGUMENT, "the CPU driver has no config key '" + key + "' (keys: num_threads, optimize)");
+}
+
+int CpuOptions::threads() const { return num_threads > 0 ? num_threads : omp_get_num_procs(); }
+
+namespace {
+
+bool has_kernel(const core::Node& node) {
+  return KernelRegistry::builtin().find(node.op_type, node.domain, node.opset) != nullptr;
+}
+
+// Replaces nodes no kernel handles by their ONNX function bodies, until every
+// node has a kernel or no body is left to expand.
+void expand_functions(core::Graph& graph, const core::Model& model) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& node : graph.nodes()) {
+      if (!has_kernel(*node) && core::has_function_body(*node) && core::expand_function(graph, *node, model)) {
+        changed = true;
+        break;  // the node list changed under us
+      }
+    }
+  }
+}
+
+driver::Port port_of(const core::Value& v) {
+  driver::Port p;
+  p.name = v.name;
+  p.dtype = v.dtype;
+  p.has_rank = v.shape.has_value();
+  if (v.shape) p.shape = *v.shape;
+  return p;
+}
+
+}  // namespace
+
+std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options,
+                                            dnnl::engine& engine) {
+  auto program = std::make_shared<CpuProgram>();
+  program->source = core::export_onnx(model);
+  program->model = model.clone();
+  expand_functions(program->model->graph, *program->model);
+  program->engine = engine;
+  program->threads = options.threads();
+  // Weight reorders at compile time use the same thread count as inference.
+  omp_set_num_threads(program->threads);
+  program->plan = Plan::compile(program->model->graph, *program->model, program->engine);
+  for (const core::Value* v : program->model->graph.inputs) program->inputs.push_back(port_of(*v));
+  for (const core::Value* v : program->model->graph.outputs) program->outputs.push_back(port_of(*v));
+  return program;
+}
+
+std::vector<driver::NodeSupport> query_nodes(const core::Model& model, dnnl::engine& engine) {
+  std::vector<driver::NodeSupport> result(model.graph.nodes().size());
+  KernelBuild::Compiler compile_subgraph = [&](const core::Graph& g) { return Plan::compile(g, model, engine); };
+  for (const auto& node : model.graph.nodes()) {
+    driver::NodeSupport& s = result[node->index];
+    const KernelFactory* factory = KernelRegistry::builtin().find(node->op_type, node->domain, node->opset);
+    if (!factory) {
+      if (core::has_function_body(*node)) {
+        s.supported = true;  // runs as its ONNX function body
+      } else {
+        s.reason = "no CPU kernel for " + (node->domain.empty() ? "" : node->domain + ".") + node->op_type +
+                   " at opset " + std::to_string(node->opset);
+      }
+      continue;
+    }
+    try {
+      KernelBuild build{*node, node->opset, engine, compile_subgraph};
+      (void)(*factory)(build);
+      s.supported = true;
+    } catch (const Error& e) {
+      s.reason = e.what();
+    }
+  }
+  return result;
+}
+
+std::vector<uint8_t> export_program(const CpuProgram& program) { return program.source; }
+
+std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options,
+                                           dnnl::engine& engine) {
+  core::ImportOptions import_options;
+  auto model = core::import_onnx_bytes(blob, import_options, "<CPU blob>");
+  return compile_program(*model, options, engine);
+}
+
+}  // namespace hetero::cpu

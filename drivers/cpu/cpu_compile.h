@@ -1,0 +1,46 @@
+// Compiling a model for the CPU driver: options, the compiled program that
+// infer requests share, and its export/import.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include "drivers/cpu/plan.h"
+#include "hetero/driver.hpp"
+
+namespace hetero::cpu {
+
+// The CPU driver's config keys.
+struct CpuOptions {
+  int num_threads = 0;  // 0: one per core
+  bool optimize = true; // graph passes (BatchNorm folding, post-op fusion)
+
+  // Fails with INVALID_ARGUMENT naming an unknown key or a bad value.
+  void apply(const driver::Config& config);
+  std::string get(const std::string& key) const;
+  int threads() const;
+};
+
+struct CpuProgram {
+  std::unique_ptr<core::Model> model;  // the driver's own, optimized copy
+  std::vector<uint8_t> source;         // the ONNX bytes it was compiled from (for export)
+  dnnl::engine engine;
+  std::shared_ptr<Plan> plan;
+  std::vector<driver::Port> inputs, outputs;
+  int threads = 1;
+  std::string device;
+};
+
+std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options,
+                                            dnnl::engine& engine);
+std::vector<driver::NodeSupport> query_nodes(const core::Model& model, dnnl::engine& engine);
+std::vector<uint8_t> export_program(const CpuProgram& program);
+std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options,
+                                           dnnl::engine& engine);
+
+}  // namespace hetero::cpu

@@ -1,0 +1,205 @@
+// The CPU driver: oneDNN primitives for the heavy ops, plain C++ kernels for
+// the long tail, one execution plan per compiled model.
+#include <omp.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <dnnl.hpp>
+
+#include "core/async_request.h"
+#include "core/error.h"
+#include "core/function_expand.h"
+#include "drivers/cpu/cpu_compile.h"
+#include "drivers/cpu/plan.h"
+#include "hetero/driver.hpp"
+#include "hetero_build_config.h"
+
+namespace hetero::cpu {
+
+namespace {
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "CPU";
+}
+
+class CpuInferRequest final : public core::AsyncInferRequest {
+ public:
+  explicit CpuInferRequest(std::shared_ptr<const CpuProgram> program)
+      : program_(std::move(program)),
+        stream_(program_->engine),
+        frame_(*program_->plan, nullptr, stream_, program_->threads),
+        inputs_(program_->inputs.size()),
+        outputs_(program_->outputs.size()) {}
+  ~CpuInferRequest() override { stop_worker(); }
+
+  void set_input(size_t index, const core::Tensor& tensor) override {
+    if (index >= inputs_.size())
+      fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range (the model has " +
+                                        std::to_string(inputs_.size()) + " inputs)");
+    check_input(program_->inputs[index], tensor);
+    inputs_[index] = tensor;
+  }
+
+  core::Tensor output(size_t index) const override {
+    if (index >= outputs_.size())
+      fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range (the model has " +
+                                        std::to_string(outputs_.size()) + " outputs)");
+    if (outputs_[index].empty()) fail(HETERO_INVALID_ARGUMENT, "no inference has finished on this request yet");
+    return outputs_[index];
+  }
+
+  void infer() override {
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (inputs_[i].empty())
+        fail(HETERO_INVALID_ARGUMENT, "input '" + program_->inputs[i].name + "' is not set");
+    // OpenMP's thread count is per calling thread: set it for this one.
+    omp_set_num_threads(program_->threads);
+    outputs_ = frame_.run(inputs_);
+  }
+
+ private:
+  static void check_input(const driver::Port& port, const core::Tensor& t) {
+    if (t.dtype() != port.dtype)
+      fail(HETERO_INVALID_ARGUMENT, "input '" + port.name + "' must be " + core::dtype_name(port.dtype) + ", got " +
+                                        core::dtype_name(t.dtype()));
+    if (!port.has_rank) return;
+    if (t.rank() != port.shape.size())
+      fail(HETERO_INVALID_ARGUMENT, "input '" + port.name + "' must have rank " + std::to_string(port.shape.size()) +
+                                        ", got shape " + core::shape_to_string(t.shape()));
+    for (size_t d = 0; d < t.rank(); ++d) {
+      if (port.shape[d].known() && port.shape[d].size != t.dim(d))
+        fail(HETERO_INVALID_ARGUMENT, "input '" + port.name + "' dimension " + std::to_string(d) + " must be " +
+                                          std::to_string(port.shape[d].size) + ", got shape " +
+                                          core::shape_to_string(t.shape()));
+    }
+  }
+
+  std::shared_ptr<const CpuProgram> program_;
+  dnnl::stream stream_;
+  Frame frame_;
+  std::vector<core::Tensor> inputs_;
+  std::vector<core::Tensor> outputs_;
+};
+
+class CpuCompiledModel final : public driver::CompiledModel {
+ public:
+  explicit CpuCompiledModel(std::shared_ptr<const CpuProgram> program) : program_(std::move(program)) {}
+  const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
+  const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
+  std::unique_ptr<driver::InferRequest> create_infer_request() override {
+    return std::make_unique<CpuInferRequest>(program_);
+  }
+  std::vector<uint8_t> export_blob() const override { return export_program(*program_); }
+  std::string device() const override { return program_->device; }
+
+ private:
+  std::shared_ptr<const CpuProgram> program_;
+};
+
+class CpuDriver final : public driver::Driver {
+ public:
+  CpuDriver() : engine_(dnnl::engine::kind::cpu, 0), full_name_(cpu_model_name()) {}
+
+  std::string name() const override { return "CPU"; }
+  std::string version() const override {
+    const dnnl_version_t* v = dnnl_version();
+    return std::string(HETERO_VERSION) + "+onednn." + std::to_string(v->major) + "." + std::to_string(v->minor) +
+           "." + std::to_string(v->patch);
+  }
+  std::vector<std::string> devices() const override { return {"0"}; }
+
+  std::string metric(const std::string& device_id, const std::string& name) const override {
+    check_device(device_id);
+    if (name == driver::kMetricAvailableDevices) return "0";
+    if (name == driver::kMetricFullDeviceName) return full_name_;
+    if (name == driver::kMetricSupportedProperties)
+      return std::string(driver::kMetricAvailableDevices) + " " + driver::kMetricFullDeviceName + " " +
+             driver::kMetricSupportedProperties + " " + driver::kMetricOptimizationCapabilities + " " +
+             driver::kMetricRangeForAsyncInferRequests + " num_threads";
+    if (name == driver::kMetricOptimizationCapabilities) return "FP32 FP64 INT8 INT32 INT64 BOOL";
+    if (name == driver::kMetricRangeForAsyncInferRequests)
+      return "1 " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " 1";
+    fail(HETERO_NOT_FOUND, "the CPU driver has no metric '" + name + "'");
+  }
+
+  std::string get_config(const std::string& key) const override {
+    std::lock_guard lock(mutex_);
+    return options_.get(key);
+  }
+  void set_config(const driver::Config& config) override {
+    std::lock_guard lock(mutex_);
+    CpuOptions next = options_;
+    next.apply(config);
+    options_ = next;
+  }
+
+  std::vector<driver::NodeSupport> query(const core::Model& model, const std::string& device_id,
+                                         const driver::Config& config) const override {
+    check_device(device_id);
+    (void)options_with(config);
+    return query_nodes(model, engine_);
+  }
+
+  std::unique_ptr<driver::CompiledModel> compile(const core::Model& model, const std::string& device_id,
+                                                 const driver::Config& config) override {
+    check_device(device_id);
+    auto program = compile_program(model, options_with(config), engine_);
+    program->device = "CPU";
+    return std::make_unique<CpuCompiledModel>(std::move(program));
+  }
+
+  std::unique_ptr<driver::CompiledModel> import_blob(std::span<const uint8_t> blob, const std::string& device_id,
+                                                     const driver::Config& config) override {
+    check_device(device_id);
+    auto program = import_program(blob, options_with(config), engine_);
+    program->device = "CPU";
+    return std::make_unique<CpuCompiledModel>(std::move(program));
+  }
+
+ private:
+  static void check_device(const std::string& device_id) {
+    if (device_id != "0") fail(HETERO_NOT_FOUND, "the CPU driver has no device '" + device_id + "'");
+  }
+  CpuOptions options_with(const driver::Config& config) const {
+    std::lock_guard lock(mutex_);
+    CpuOptions o = options_;
+    o.apply(config);
+    return o;
+  }
+
+  mutable dnnl::engine engine_;
+  std::string full_name_;
+  mutable std::mutex mutex_;
+  CpuOptions options_;
+};
+
+}  // namespace
+
+}  // namespace hetero::cpu
+
+extern "C" __attribute__((visibility("default"))) hetero::driver::Driver* hetero_driver_open(
+    uint32_t host_abi_version, char* error, size_t error_size) {
+  if (host_abi_version != HETERO_DRIVER_ABI_VERSION) {
+    std::snprintf(error, error_size, "driver ABI version %u, host expects %u", HETERO_DRIVER_ABI_VERSION,
+                  host_abi_version);
+    return nullptr;
+  }
+  try {
+    return new hetero::cpu::CpuDriver();
+  } catch (const std::exception& e) {
+    std::snprintf(error, error_size, "CPU driver initialisation failed: %s", e.what());
+    return nullptr;
+  }
+}

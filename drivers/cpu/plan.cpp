@@ -1,0 +1,215 @@
+#include "drivers/cpu/plan.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <dnnl.hpp>
+
+namespace hetero::cpu {
+
+namespace {
+constexpr int kAbsent = -1;
+constexpr int kOuterScope = -2;
+}  // namespace
+
+int Plan::slot_of(const core::Value* v) const {
+  auto it = slot_index_.find(v);
+  return it == slot_index_.end() ? kAbsent : it->second;
+}
+
+std::shared_ptr<Plan> Plan::compile(const core::Graph& graph, const core::Model& model, dnnl::engine& engine) {
+  std::shared_ptr<Plan> plan(new Plan(graph));
+  auto slot = [&](const core::Value* v) {
+    auto [it, inserted] = plan->slot_index_.emplace(v, static_cast<int>(plan->slot_values_.size()));
+    if (inserted) plan->slot_values_.push_back(v);
+    return it->second;
+  };
+  for (const core::Value* v : graph.inputs) plan->input_slots_.push_back(slot(v));
+
+  KernelBuild::Compiler compile_subgraph = [&model, &engine](const core::Graph& g) {
+    return Plan::compile(g, model, engine);
+  };
+
+  const KernelRegistry& registry = KernelRegistry::builtin();
+  for (const auto& node_ptr : graph.nodes()) {
+    const core::Node& node = *node_ptr;
+    const int64_t opset = node.opset ? node.opset : model.opset(node.domain);
+    const KernelFactory* factory = registry.find(node.op_type, node.domain, opset);
+    if (!factory) {
+      fail(HETERO_NOT_SUPPORTED, node.describe() + ": the CPU driver has no kernel for " +
+                                     (node.domain.empty() ? "" : node.domain + ".") + node.op_type +
+                                     " at opset " + std::to_string(opset));
+    }
+    Step step;
+    step.node = &node;
+    KernelBuild build{node, opset, engine, compile_subgraph};
+    step.kernel = (*factory)(build);
+    for (const core::Value* in : node.inputs) {
+      if (!in) {
+        step.inputs.push_back(kAbsent);
+      } else if (in->owner != &graph) {
+        step.inputs.push_back(kOuterScope);
+      } else {
+        step.inputs.push_back(slot(in));
+      }
+    }
+    for (const core::Value* out : node.outputs) step.outputs.push_back(out ? slot(out) : kAbsent);
+    plan->steps_.push_back(std::move(step));
+  }
+  for (const core::Value* v : graph.outputs) {
+    if (v->owner != &graph)
+      fail(HETERO_NOT_SUPPORTED, "graph '" + graph.name + "' output '" + v->name + "' is an outer-scope value");
+    plan->output_slots_.push_back(slot(v));
+  }
+
+  // After which step each intermediate is read for the last time, so that its
+  // buffer returns to the frame's pool early. Graph inputs, outputs and
+  // constants are never released.
+  std::vector<int> last(plan->slot_values_.size(), -1);
+  for (size_t i = 0; i < plan->steps_.size(); ++i)
+    for (int s : plan->steps_[i].inputs)
+      if (s >= 0) last[s] = static_cast<int>(i);
+  // A step's output nobody reads dies right after that step.
+  for (size_t i = 0; i < plan->steps_.size(); ++i)
+    for (int s : plan->steps_[i].outputs)
+      if (s >= 0 && last[s] < 0) last[s] = static_cast<int>(i);
+  for (int s : plan->input_slots_) last[s] = -1;
+  for (int s : plan->output_slots_) last[s] = -1;
+  plan->last_use_.resize(plan->steps_.size());
+  for (size_t s = 0; s < last.size(); ++s) {
+    if (last[s] >= 0 && !plan->slot_values_[s]->is_constant()) plan->last_use_[last[s]].push_back(static_cast<int>(s));
+  }
+  return plan;
+}
+
+// The KernelRun a step sees: its inputs from the frame's slots, its outputs
+// into them, buffers from the frame's pool.
+class StepRun final : public KernelRun {
+ public:
+  StepRun(Frame& frame, const Plan::Step& step) : frame_(frame), step_(step) {}
+
+  const core::Node& node() const override { return *step_.node; }
+  size_t num_inputs() const override { return step_.inputs.size(); }
+  const core::Tensor* input(size_t i) const override {
+    if (i >= step_.inputs.size()) return nullptr;
+    const int s = step_.inputs[i];
+    if (s == kAbsent) return nullptr;
+    const core::Tensor* t = s == kOuterScope ? frame_.lookup(step_.node->inputs[i]) : &frame_.slots_[s];
+    if (!t || t->empty())
+      fail(HETERO_INTERNAL, node().describe() + ": input '" + step_.node->inputs[i]->name + "' has no value");
+    return t;
+  }
+  size_t num_outputs() const override { return step_.outputs.size(); }
+  bool output_wanted(size_t i) const override {
+    if (i >= step_.outputs.size() || step_.outputs[i] == kAbsent) return false;
+    const core::Value* v = step_.node->outputs[i];
+    if (!v->uses.empty()) return true;
+    const auto& outs = frame_.plan_.graph().outputs;
+    return std::find(outs.begin(), outs.end(), v) != outs.end();
+  }
+  core::Tensor& output(size_t i, core::DType dtype, const core::Shape& shape) override {
+    core::Tensor& dst = slot(i);
+    dst = frame_.take_buffer(dtype, shape);
+    return dst;
+  }
+  void set_output(size_t i, core::Tensor tensor) override { slot(i) = std::move(tensor); }
+  dnnl::stream& stream() override { return frame_.stream_; }
+  int threads() const override { return frame_.threads_; }
+  const Frame& frame() const override { return frame_; }
+
+ private:
+  core::Tensor& slot(size_t i) {
+    if (i >= step_.outputs.size())
+      fail(HETERO_INTERNAL, node().describe() + ": output " + std::to_string(i) + " does not exist");
+    const int s = step_.outputs[i];
+    if (s == kAbsent) {
+      // An omitted optional output still needs somewhere to be written.
+      if (scratch_.size() <= i) scratch_.resize(i + 1);
+      return scratch_[i];
+    }
+    return frame_.slots_[s];
+  }
+  Frame& frame_;
+  const Plan::Step& step_;
+  std::vector<core::Tensor> scratch_;
+};
+
+Frame::Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int threads)
+    : plan_(plan), outer_(outer), stream_(stream), threads_(threads), slots_(plan.num_slots()) {
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const core::Value* v = plan.slot_value(s);
+    if (v->constant) slots_[s] = *v->constant;
+  }
+}
+
+const core::Tensor* Frame::lookup(const core::Value* v) const {
+  const int s = plan_.slot_of(v);
+  if (s >= 0 && !slots_[s].empty()) return &slots_[s];
+  return outer_ ? outer_->lookup(v) : nullptr;
+}
+
+core::Tensor Frame::take_buffer(core::DType dtype, const core::Shape& shape) {
+  const size_t bytes = core::shape_numel(shape) * core::dtype_size(dtype);
+  // A buffer nobody but this frame references any more (its slot released it,
+  // the caller dropped an output) is free again.
+  for (size_t i = 0; i < owned_.size();) {
+    if (owned_[i].owner.use_count() == 1) {
+      pool_.push_back(std::move(owned_[i]));
+      owned_[i] = std::move(owned_.back());
+      owned_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  // Smallest free buffer that fits.
+  size_t best = pool_.size();
+  for (size_t i = 0; i < pool_.size(); ++i) {
+    if (pool_[i].capacity >= bytes && (best == pool_.size() || pool_[i].capacity < pool_[best].capacity)) best = i;
+  }
+  core::Tensor t;
+  if (best != pool_.size()) {
+    Buffer b = std::move(pool_[best]);
+    pool_[best] = std::move(pool_.back());
+    pool_.pop_back();
+    t = core::Tensor::wrap(dtype, shape, const_cast<void*>(b.owner.get()), b.owner);
+    owned_.push_back(std::move(b));
+  } else {
+    t = core::Tensor::allocate(dtype, shape, false);
+    owned_.push_back({bytes, t.owner()});
+  }
+  // Shapes that keep changing must not grow the pool without bound: keep the
+  // largest few free buffers.
+  constexpr size_t kMaxPooled = 64;
+  if (pool_.size() > kMaxPooled) {
+    std::sort(pool_.begin(), pool_.end(), [](const Buffer& a, const Buffer& b) { return a.capacity > b.capacity; });
+    pool_.resize(kMaxPooled);
+  }
+  return t;
+}
+
+std::vector<core::Tensor> Frame::run(const std::vector<core::Tensor>& inputs) {
+  const auto& in_slots = plan_.input_slots();
+  if (inputs.size() != in_slots.size())
+    fail(HETERO_INVALID_ARGUMENT, "graph '" + plan_.graph().name + "' takes " + std::to_string(in_slots.size()) +
+                                      " inputs, got " + std::to_string(inputs.size()));
+  // Values still held from an earlier run are dropped; their buffers become
+  // free once the caller lets go of them too.
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (!plan_.slot_value(s)->is_constant()) slots_[s] = core::Tensor();
+  for (size_t i = 0; i < inputs.size(); ++i) slots_[in_slots[i]] = inputs[i];
+
+  const auto& steps = plan_.steps();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    StepRun run(*this, steps[i]);
+    steps[i].kernel->run(run);
+    for (int s : plan_.last_use_[i]) slots_[s] = core::Tensor();
+  }
+  std::vector<core::Tensor> outputs;
+  outputs.reserve(plan_.output_slots().size());
+  for (int s : plan_.output_slots()) outputs.push_back(slots_[s]);
+  // Inputs are not kept past the run: the caller's memory is the caller's.
+  for (int s : in_slots) slots_[s] = core::Tensor();
+  return outputs;
+}
+
+}  // namespace hetero::cpu

@@ -1,0 +1,77 @@
+// The CPU driver's execution plan: the graph's nodes in topological order,
+// each with its kernel and the value slots it reads and writes.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/graph.h"
+#include "drivers/cpu/kernel.h"
+
+namespace hetero::cpu {
+
+class Plan {
+ public:
+  // One kernel per node of `graph` (which must outlive the plan). Fails with
+  // NOT_SUPPORTED naming the first node no kernel handles.
+  static std::shared_ptr<Plan> compile(const core::Graph& graph, const core::Model& model, dnnl::engine& engine);
+
+  const core::Graph& graph() const noexcept { return graph_; }
+
+  struct Step {
+    const core::Node* node;
+    std::unique_ptr<Kernel> kernel;
+    std::vector<int> inputs;   // slot per node input; -1 absent; -2 outer scope
+    std::vector<int> outputs;  // slot per node output; -1 absent
+  };
+  const std::vector<Step>& steps() const noexcept { return steps_; }
+  size_t num_slots() const noexcept { return slot_values_.size(); }
+  const core::Value* slot_value(size_t slot) const { return slot_values_[slot]; }
+  int slot_of(const core::Value* v) const;
+  const std::vector<int>& input_slots() const noexcept { return input_slots_; }
+  const std::vector<int>& output_slots() const noexcept { return output_slots_; }
+
+ private:
+  Plan(const core::Graph& graph) : graph_(graph) {}
+  const core::Graph& graph_;
+  std::vector<Step> steps_;
+  std::vector<const core::Value*> slot_values_;
+  std::unordered_map<const core::Value*, int> slot_index_;
+  std::vector<int> input_slots_, output_slots_;
+  // Slot of each value that is read after step i for the last time, so that
+  // its memory can be freed early: last_use_[i] lists slots to drop after step i.
+  std::vector<std::vector<int>> last_use_;
+  friend class Frame;
+};
+
+// The values of one execution of a plan. A frame is reused across runs of the
+// same request so that output buffers can be reused.
+class Frame {
+ public:
+  Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int threads);
+
+  // Runs the plan on `inputs` (graph-input order); returns the graph outputs.
+  std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs);
+  // The current value of `v`, looked up here and then in enclosing frames.
+  const core::Tensor* lookup(const core::Value* v) const;
+  const Plan& plan() const noexcept { return plan_; }
+
+ private:
+  const Plan& plan_;
+  const Frame* outer_;
+  dnnl::stream& stream_;
+  int threads_;
+  std::vector<core::Tensor> slots_;
+  // A buffer this frame allocated; `capacity` bytes at owner.get().
+  struct Buffer {
+    size_t capacity;
+    std::shared_ptr<const void> owner;
+  };
+  core::Tensor take_buffer(core::DType dtype, const core::Shape& shape);
+  std::vector<Buffer> owned_;  // handed out, maybe still in use
+  std::vector<Buffer> pool_;   // free for reuse
+  friend class StepRun;
+};
+
+}  // namespace hetero::cpu

@@ -1,0 +1,123 @@
+// heterod driver module interface.
+//
+// A driver is a shared object loaded with dlopen. It exports one C symbol,
+//
+//   extern "C" hetero::driver::Driver* hetero_driver_open(uint32_t host_abi_version,
+//                                                         char* error, size_t error_size);
+//
+// which returns a new driver when `host_abi_version` equals the module's
+// HETERO_DRIVER_ABI_VERSION, or null with a reason written to `error` (another
+// ABI version, no runtime, init failure). The host deletes the driver before
+// dlclose. Modules are built together with the core (they share its C++ types:
+// core::Model, core::Tensor), so the ABI version is bumped whenever anything
+// in this header or in those types changes layout.
+//
+// The contract follows OpenVINO's plugin API (shared/reference/plugin-api.md):
+// device enumeration and metrics, get/set config rejecting unknown keys, query,
+// compile, infer requests, export/import. Errors are hetero::Error exceptions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/tensor.h"
+
+#define HETERO_DRIVER_ABI_VERSION 1u
+#define HETERO_DRIVER_ENTRY_SYMBOL "hetero_driver_open"
+
+namespace hetero::driver {
+
+using Config = std::map<std::string, std::string>;
+
+// Metric names every driver answers (OpenVINO's names).
+inline constexpr const char* kMetricAvailableDevices = "AVAILABLE_DEVICES";
+inline constexpr const char* kMetricFullDeviceName = "FULL_DEVICE_NAME";
+inline constexpr const char* kMetricSupportedProperties = "SUPPORTED_PROPERTIES";
+inline constexpr const char* kMetricOptimizationCapabilities = "OPTIMIZATION_CAPABILITIES";
+inline constexpr const char* kMetricRangeForAsyncInferRequests = "RANGE_FOR_ASYNC_INFER_REQUESTS";
+
+// Name, element type and (possibly dynamic) shape of a model input or output.
+struct Port {
+  std::string name;
+  core::DType dtype = core::DType::Undefined;
+  std::vector<core::Dim> shape;  // empty with has_rank=false when unknown
+  bool has_rank = true;
+};
+
+// query(): for each node of the graph (by Node::index), whether this device
+// runs it and, if not, why.
+struct NodeSupport {
+  bool supported = false;
+  std::string reason;  // empty when supported
+};
+
+class InferRequest {
+ public:
+  virtual ~InferRequest() = default;
+  // Binds input i (in the compiled model's input order). The tensor's memory
+  // must stay valid until the inference that uses it has finished.
+  virtual void set_input(size_t index, const core::Tensor& tensor) = 0;
+  // Output i of the last finished inference.
+  virtual core::Tensor output(size_t index) const = 0;
+  // Runs one inference on the bound inputs.
+  virtual void infer() = 0;
+  // Starts infer() without blocking; `done` is called once, from another
+  // thread, with null on success or the failure. At most one in flight per
+  // request. Drivers may use core::AsyncInferRequest's default.
+  virtual void start_async(std::function<void(std::exception_ptr)> done) = 0;
+  // Blocks until the inference started by start_async() has finished.
+  virtual void wait() = 0;
+};
+
+class CompiledModel {
+ public:
+  virtual ~CompiledModel() = default;
+  virtual const std::vector<Port>& inputs() const = 0;
+  virtual const std::vector<Port>& outputs() const = 0;
+  virtual std::unique_ptr<InferRequest> create_infer_request() = 0;
+  // Driver-specific bytes that import() turns back into an equal model. The
+  // same model and config give the same bytes.
+  virtual std::vector<uint8_t> export_blob() const = 0;
+  // "CPU", "CPU.1", ...
+  virtual std::string device() const = 0;
+};
+
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  // Device family name used in device strings: "CPU", "OPENCL", "LEVEL_ZERO".
+  virtual std::string name() const = 0;
+  virtual std::string version() const = 0;
+  // Device ids ("0", "1", ...); empty when the runtime has no device.
+  virtual std::vector<std::string> devices() const = 0;
+  // Why devices() is empty, when it is.
+  virtual std::string no_device_reason() const { return {}; }
+  // A metric of one device as text; lists are space-separated. Fails with
+  // NOT_FOUND for a metric it does not know.
+  virtual std::string metric(const std::string& device_id, const std::string& name) const = 0;
+  // Config keys are checked: an unknown key or a bad value fails with
+  // INVALID_ARGUMENT naming it.
+  virtual std::string get_config(const std::string& key) const = 0;
+  virtual void set_config(const Config& config) = 0;
+  // Which nodes of `model`'s main graph the device runs (one entry per node).
+  virtual std::vector<NodeSupport> query(const core::Model& model, const std::string& device_id,
+                                         const Config& config) const = 0;
+  virtual std::unique_ptr<CompiledModel> compile(const core::Model& model, const std::string& device_id,
+                                                 const Config& config) = 0;
+  virtual std::unique_ptr<CompiledModel> import_blob(std::span<const uint8_t> blob, const std::string& device_id,
+                                                     const Config& config) = 0;
+};
+
+}  // namespace hetero::driver
+
+extern "C" {
+typedef hetero::driver::Driver* (*hetero_driver_open_fn)(uint32_t host_abi_version, char* error,
+                                                         size_t error_size);
+}

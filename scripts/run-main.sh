@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs heterod's main job: list the devices, then run the
+# bundled demo model (which the build generates) on the CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/setup.sh
+[[ -d build ]] || meson setup build
+ninja -C build
+
+./build/tools/hetero devices
+./build/tools/hetero run build/tools/demo.onnx --device CPU --shape image=1x3x32x32 --output-dir build/demo-output

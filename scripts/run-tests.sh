@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs the whole test suite: every Meson test of the
+# release build, then the unit tests again under AddressSanitizer and
+# UndefinedBehaviorSanitizer. Ends with one line: "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/setup.sh --test-data || exit 1
+
+status=0
+run_suite() {  # build dir, meson setup args...
+  local dir=$1
+  shift
+  [[ -d $dir ]] || meson setup "$dir" "$@" || return 1
+  ninja -C "$dir" || return 1
+  meson test -C "$dir" --print-errorlogs --num-processes 2 ${SUITES:-} || status=1
+}
+
+run_suite build || status=1
+# The sanitizer build runs the unit tests only: the conformance and model
+# suites are the same code on larger inputs, too slow under ASan on 2 cores.
+SUITES="--suite unit" run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false \
+  -Dbuildtype=debugoptimized || status=1
+
+python3 scripts/test_summary.py build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
+exit $status

@@ -1,0 +1,95 @@
+// Device strings, dtypes, tensors and the blob container.
+#include <gtest/gtest.h>
+
+#include "core/blob_container.h"
+#include "core/device_string.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+using namespace hetero;
+using namespace hetero::core;
+
+TEST(DeviceString, PlainAndIndexed) {
+  auto ds = parse_device_string("CPU");
+  EXPECT_FALSE(ds.hetero);
+  ASSERT_EQ(ds.devices.size(), 1u);
+  EXPECT_EQ(ds.devices[0].driver, "CPU");
+  EXPECT_EQ(ds.devices[0].id, "");
+  ds = parse_device_string("OPENCL.1");
+  EXPECT_EQ(ds.devices[0].driver, "OPENCL");
+  EXPECT_EQ(ds.devices[0].id, "1");
+  EXPECT_EQ(ds.to_string(), "OPENCL.1");
+}
+
+TEST(DeviceString, Hetero) {
+  auto ds = parse_device_string("HETERO:OPENCL,CPU");
+  EXPECT_TRUE(ds.hetero);
+  ASSERT_EQ(ds.devices.size(), 2u);
+  EXPECT_EQ(ds.devices[0].driver, "OPENCL");
+  EXPECT_EQ(ds.devices[1].driver, "CPU");
+  EXPECT_EQ(ds.to_string(), "HETERO:OPENCL,CPU");
+}
+
+TEST(DeviceString, Errors) {
+  for (const char* bad : {"", "cpu", "HETERO", "HETERO:", "HETERO:CPU,", "HETERO:CPU,CPU", "CPU.", "CP U", "CPU.a-b"}) {
+    try {
+      parse_device_string(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT) << bad;
+    }
+  }
+}
+
+TEST(Tensor, AllocateAndViews) {
+  Tensor t = Tensor::allocate(DType::F32, {2, 3});
+  EXPECT_EQ(t.numel(), 6u);
+  EXPECT_EQ(t.nbytes(), 24u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 64, 0u);
+  t.data<float>()[5] = 7;
+  Tensor r = t.reshaped({6});
+  EXPECT_EQ(r.data<float>()[5], 7);
+  EXPECT_EQ(r.raw(), t.raw());
+  Tensor c = t.clone();
+  EXPECT_NE(c.raw(), t.raw());
+  EXPECT_EQ(c.data<float>()[5], 7);
+  EXPECT_THROW(t.reshaped({5}), Error);
+}
+
+TEST(Tensor, AbsurdSizesAreRefused) {
+  try {
+    Tensor::allocate(DType::F32, {1ll << 40, 1ll << 40});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
+  }
+  EXPECT_THROW(Tensor::allocate(DType::F32, {-1}), Error);
+  EXPECT_THROW(Tensor::allocate(DType::String, {1}), Error);
+}
+
+TEST(DType, HalfRoundTrip) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f}) EXPECT_EQ(half_to_float(float_to_half(f)), f);
+  EXPECT_EQ(float_to_half(1e6f), 0x7c00);  // overflow → inf
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.5f)), 1.5f);
+  EXPECT_EQ(dtype_from_name("float32"), DType::F32);
+  EXPECT_STREQ(dtype_name(DType::I64), "int64");
+}
+
+TEST(Blob, RoundTripAndCorruption) {
+  BlobHeader h;
+  h.driver = "CPU";
+  h.driver_version = "1";
+  h.device = "CPU";
+  std::vector<uint8_t> payload = {1, 2, 3, 4, 5};
+  auto blob = write_blob(h, payload);
+  BlobView v = read_blob(blob);
+  EXPECT_EQ(v.header.device, "CPU");
+  EXPECT_EQ(std::vector<uint8_t>(v.payload.begin(), v.payload.end()), payload);
+  // Every truncation and every single-byte flip is refused, never a crash.
+  for (size_t n = 0; n < blob.size(); ++n) EXPECT_THROW(read_blob(std::span(blob).first(n)), Error) << n;
+  for (size_t i = 0; i < blob.size(); ++i) {
+    auto bad = blob;
+    bad[i] ^= 0x5a;
+    EXPECT_THROW(read_blob(bad), Error) << i;
+  }
+}

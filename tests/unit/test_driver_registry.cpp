@@ -1,0 +1,85 @@
+// Loading driver modules: the real CPU driver and modules that fail in each
+// way, each failure reported for that module alone.
+#include <gtest/gtest.h>
+
+#include "core/driver_registry.h"
+#include "core/error.h"
+#include "core/runtime.h"
+
+using namespace hetero;
+using namespace hetero::core;
+
+namespace {
+
+const DriverFailure* failure_for(const DriverRegistry& r, const std::string& fragment) {
+  for (const auto& f : r.failures())
+    if (f.path.find(fragment) != std::string::npos) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(DriverRegistry, BuildTreeFindsCpuDriver) {
+  DriverRegistry r(driver_search_path(""));
+  driver::Driver* cpu = r.find("CPU");
+  ASSERT_NE(cpu, nullptr);
+  EXPECT_EQ(cpu->devices(), std::vector<std::string>{"0"});
+  EXPECT_FALSE(cpu->metric("0", driver::kMetricFullDeviceName).empty());
+  EXPECT_NE(cpu->metric("0", driver::kMetricSupportedProperties).find("RANGE_FOR_ASYNC_INFER_REQUESTS"),
+            std::string::npos);
+  EXPECT_THROW(cpu->metric("0", "NO_SUCH_METRIC"), Error);
+}
+
+TEST(DriverRegistry, BadModulesAreReportedAloneWithReasons) {
+  std::vector<std::string> path = {BAD_DRIVER_WRONG_ABI, BAD_DRIVER_NO_SYMBOL, BAD_DRIVER_INIT_FAILS,
+                                   BAD_DRIVER_INIT_THROWS};
+  for (const auto& d : driver_search_path("")) path.push_back(d);
+  DriverRegistry r(path);
+  ASSERT_NE(r.find("CPU"), nullptr) << "the good driver must still load";
+
+  const DriverFailure* f = failure_for(r, "wrong_abi");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->reason.find("ABI version"), std::string::npos) << f->reason;
+  f = failure_for(r, "no_symbol");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->reason.find("hetero_driver_open"), std::string::npos) << f->reason;
+  f = failure_for(r, "init_fails");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->reason.find("no FAKE runtime"), std::string::npos) << f->reason;
+  f = failure_for(r, "init_throws");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->reason.find("exploded during init"), std::string::npos) << f->reason;
+}
+
+TEST(DriverRegistry, MissingDirectoryIsNotAnError) {
+  DriverRegistry r({"/nonexistent/heterod/drivers"});
+  EXPECT_TRUE(r.drivers().empty());
+  EXPECT_TRUE(r.failures().empty());
+}
+
+TEST(Runtime, ConfigIsChecked) {
+  RuntimeOptions o;
+  o.config["CPU.num_threads"] = "2";
+  Runtime rt(o);
+  EXPECT_EQ(rt.registry().find("CPU")->get_config("num_threads"), "2");
+  o.config = {{"CPU.no_such_key", "1"}};
+  EXPECT_THROW(Runtime{o}, Error);
+  o.config = {{"num_threads", "1"}};
+  EXPECT_THROW(Runtime{o}, Error);
+  o.config = {{"CPU.num_threads", "many"}};
+  EXPECT_THROW(Runtime{o}, Error);
+}
+
+TEST(Runtime, UnknownDevicesNameTheDevice) {
+  Runtime rt;
+  try {
+    rt.metric("NPU", driver::kMetricFullDeviceName);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
+    EXPECT_NE(std::string(e.what()).find("NPU"), std::string::npos);
+  }
+  EXPECT_THROW(rt.metric("CPU.7", driver::kMetricFullDeviceName), Error);
+  ASSERT_EQ(rt.devices().size(), 1u);
+  EXPECT_EQ(rt.devices()[0].name, "CPU");
+}
