@@ -118,6 +118,10 @@ void DriverRegistry::load(const std::string& path) {
     dlclose(handle);
     return;
   }
+  // A driver in use is never unmapped: an exception it threw, a compiled model
+  // or a worker thread of its runtime (OpenMP, an OpenCL ICD) can outlive the
+  // Driver object, and their code and type info must stay valid.
+  if (void* pinned = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(pinned);
   std::shared_ptr<driver::Driver> drv(raw, [handle](driver::Driver* d) {
     delete d;
     dlclose(handle);

@@ -165,41 +165,54 @@ void Graph::sort_topologically() {
 }
 
 namespace {
+void clone_into(const Graph& src, Graph& dst, ValueMap& map);
+}  // namespace
 
-// Deep copy of `src` into `dst`; `map` translates values of src (and, for
-// subgraphs, of src's enclosing graphs) to their copies.
-void clone_into(const Graph& src, Graph& dst, std::unordered_map<const Value*, Value*>& map) {
-  dst.name = src.name;
-  for (const auto& v : src.values()) {
-    Value* c = dst.add_value(v->name);
-    c->dtype = v->dtype;
-    c->shape = v->shape;
-    c->constant = v->constant;
-    map[v.get()] = c;
-  }
+Value* copy_value(const Value& v, Graph& dst) {
+  Value* c = dst.add_value(v.name);
+  c->dtype = v.dtype;
+  c->shape = v.shape;
+  c->constant = v.constant;
+  return c;
+}
+
+Node* copy_node(const Node& n, Graph& dst, ValueMap& map) {
   auto lookup = [&](const Value* v) -> Value* {
     if (!v) return nullptr;
     auto it = map.find(v);
     return it == map.end() ? const_cast<Value*>(v) : it->second;
   };
-  for (const auto& n : src.nodes()) {
-    Node* c = dst.add_node(n->op_type, n->name);
-    c->domain = n->domain;
-    c->opset = n->opset;
-    c->attributes = n->attributes;
-    for (Attribute& a : c->attributes) {
-      auto copy_graph = [&](const std::shared_ptr<Graph>& g) {
-        auto sub = std::make_shared<Graph>();
-        sub->parent = &dst;
-        clone_into(*g, *sub, map);
-        return sub;
-      };
-      if (a.g) a.g = copy_graph(a.g);
-      for (auto& g : a.graphs) g = copy_graph(g);
-    }
-    for (size_t i = 0; i < n->inputs.size(); ++i) dst.set_input(c, i, lookup(n->inputs[i]));
-    for (size_t i = 0; i < n->outputs.size(); ++i) dst.set_output(c, i, lookup(n->outputs[i]));
+  Node* c = dst.add_node(n.op_type, n.name);
+  c->domain = n.domain;
+  c->opset = n.opset;
+  c->attributes = n.attributes;
+  for (Attribute& a : c->attributes) {
+    auto copy_graph = [&](const std::shared_ptr<Graph>& g) {
+      auto sub = std::make_shared<Graph>();
+      sub->parent = &dst;
+      clone_into(*g, *sub, map);
+      return sub;
+    };
+    if (a.g) a.g = copy_graph(a.g);
+    for (auto& g : a.graphs) g = copy_graph(g);
   }
+  for (size_t i = 0; i < n.inputs.size(); ++i) dst.set_input(c, i, lookup(n.inputs[i]));
+  for (size_t i = 0; i < n.outputs.size(); ++i) dst.set_output(c, i, lookup(n.outputs[i]));
+  return c;
+}
+
+namespace {
+
+// Deep copy of `src` into `dst`; `map` translates values of src (and, for
+// subgraphs, of src's enclosing graphs) to their copies.
+void clone_into(const Graph& src, Graph& dst, ValueMap& map) {
+  dst.name = src.name;
+  for (const auto& v : src.values()) map[v.get()] = copy_value(*v, dst);
+  for (const auto& n : src.nodes()) copy_node(*n, dst, map);
+  auto lookup = [&](const Value* v) {
+    auto it = map.find(v);
+    return it == map.end() ? const_cast<Value*>(v) : it->second;
+  };
   for (const Value* v : src.inputs) dst.inputs.push_back(lookup(v));
   for (const Value* v : src.outputs) dst.outputs.push_back(lookup(v));
 }
@@ -209,7 +222,7 @@ void clone_into(const Graph& src, Graph& dst, std::unordered_map<const Value*, V
 std::unique_ptr<Graph> Graph::clone() const {
   auto g = std::make_unique<Graph>();
   g->parent = parent;
-  std::unordered_map<const Value*, Value*> map;
+  ValueMap map;
   clone_into(*this, *g, map);
   return g;
 }
@@ -221,7 +234,7 @@ int64_t Model::opset(const std::string& domain) const {
 
 std::unique_ptr<Model> Model::clone() const {
   auto m = std::make_unique<Model>();
-  std::unordered_map<const Value*, Value*> map;
+  ValueMap map;
   clone_into(graph, m->graph, map);
   m->ir_version = ir_version;
   m->opsets = opsets;

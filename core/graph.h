@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/dtype.h"
@@ -138,6 +139,17 @@ class Graph {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Value>> values_;
 };
+
+// Translation of values from one graph to another while copying.
+using ValueMap = std::unordered_map<const Value*, Value*>;
+
+// A new value in `dst` with `v`'s name, type and constant.
+Value* copy_value(const Value& v, Graph& dst);
+// Copies `node` into `dst`: inputs and outputs (and outer-scope references of
+// its subgraphs) are translated through `map`, values missing from it are
+// used as they are; subgraph bodies are deep-copied, their values added to
+// `map`.
+Node* copy_node(const Node& node, Graph& dst, ValueMap& map);
 
 class Model {
  public:
