@@ -1,5 +1,7 @@
 #include "drivers/cpu/cpu_compile.h"
 
+#include "drivers/cpu/graph_passes.h"
+
 #include <omp.h>
 
 #include <charconv>
@@ -75,6 +77,7 @@ std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuO
   program->source = core::export_onnx(model);
   program->model = model.clone();
   expand_functions(program->model->graph, *program->model);
+  if (options.optimize) optimize_graph(*program->model);
   program->engine = engine;
   program->threads = options.threads();
   // Weight reorders at compile time use the same thread count as inference.

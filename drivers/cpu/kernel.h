@@ -116,6 +116,9 @@ class KernelRegistry {
 
 // Each kernel family registers itself here; kernel_registry.cpp calls them all.
 void register_elementwise_kernels(KernelRegistry& r);
+void register_unary_kernels(KernelRegistry& r);
+void register_cast_kernels(KernelRegistry& r);
+void register_softmax_kernels(KernelRegistry& r);
 void register_reduction_kernels(KernelRegistry& r);
 void register_shape_kernels(KernelRegistry& r);
 void register_data_movement_kernels(KernelRegistry& r);

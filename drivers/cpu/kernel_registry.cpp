@@ -30,6 +30,9 @@ const KernelRegistry& KernelRegistry::builtin() {
   static const KernelRegistry registry = [] {
     KernelRegistry r;
     register_elementwise_kernels(r);
+    register_unary_kernels(r);
+    register_cast_kernels(r);
+    register_softmax_kernels(r);
     register_reduction_kernels(r);
     register_shape_kernels(r);
     register_data_movement_kernels(r);

@@ -1,7 +1,282 @@
-#include "drivers/cpu/kernel.h"
+// Normalisations: BatchNormalization (inference), InstanceNormalization,
+// LRN and LayerNormalization.
+//
+// Plain loops: each is one or two passes over memory, which a loop does at
+// memory speed; oneDNN's versions would add a primitive per shape and
+// layout constraints for no gain. Statistics accumulate in double so that
+// large planes keep float32 accuracy.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/post_ops.h"
 
 namespace hetero::cpu {
 
-void register_nn_kernels(KernelRegistry&) {}
+namespace {
+
+[[noreturn]] void bad(const core::Node& node, const std::string& what) {
+  fail(HETERO_INVALID_ARGUMENT, node.describe() + ": " + what);
+}
+
+const core::Tensor& need(const KernelRun& r, size_t i, const char* name) {
+  const core::Tensor* t = r.input(i);
+  if (!t) bad(r.node(), std::string("input ") + name + " is missing");
+  return *t;
+}
+
+void require_type(const KernelRun& r, const core::Tensor& t, core::DType dtype, const char* name) {
+  if (t.dtype() != dtype)
+    bad(r.node(), std::string(name) + " is " + core::dtype_name(t.dtype()) + ", expected " + core::dtype_name(dtype));
+}
+
+// Element i of a per-channel parameter as double.
+template <typename T>
+double param(const core::Tensor& t, size_t i) {
+  return static_cast<double>(t.data<T>()[t.numel() == 1 ? 0 : i]);
+}
+
+// y = x * a[c] + b[c] over channels-first (N, C, inner) or channels-last
+// (N*inner, C) memory.
+template <typename T>
+void channel_affine(const T* x, T* y, const std::vector<T>& a, const std::vector<T>& b, int64_t n, int64_t c,
+                    int64_t inner, bool channels_last) {
+  const bool parallel = n * c * inner > 32768;
+  if (channels_last) {
+    const int64_t rows = n * inner;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * c;
+      T* yr = y + r * c;
+      for (int64_t k = 0; k < c; ++k) yr[k] = xr[k] * a[k] + b[k];
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t p = 0; p < n * c; ++p) {
+    const T av = a[p % c], bv = b[p % c];
+    const T* xp = x + p * inner;
+    T* yp = y + p * inner;
+    for (int64_t k = 0; k < inner; ++k) yp[k] = xp[k] * av + bv;
+  }
+}
+
+class BatchNormKernel final : public Kernel {
+ public:
+  explicit BatchNormKernel(const KernelBuild& b)
+      : node_(b.node), epsilon_(b.node.attr_float("epsilon", 1e-5f)),
+        channels_last_(b.node.attr_int(kChannelsLastAttr, 0) != 0) {
+    if (b.node.attr_int("training_mode", 0) != 0) b.unsupported("training_mode is not supported");
+    if (b.opset < 9 && b.node.attr_int("spatial", 1) == 0) b.unsupported("spatial=0 is not supported");
+    for (size_t i = 1; i < b.node.outputs.size(); ++i)
+      if (b.node.outputs[i] && !b.node.outputs[i]->uses.empty()) b.unsupported("training outputs are not supported");
+  }
+
+  void run(KernelRun& r) override {
+    use_threads(r.threads());
+    const core::Tensor& x = need(r, 0, "X");
+    if (x.rank() < 2) bad(node_, "X must have rank 2 or more");
+    const int64_t n = x.dim(0), c = channels_last_ ? x.shape().back() : x.dim(1);
+    const int64_t inner = n * c == 0 ? 0 : static_cast<int64_t>(x.numel()) / (n * c);
+    const char* names[] = {"X", "scale", "B", "mean", "var"};
+    for (size_t i = 1; i < 5; ++i) {
+      const core::Tensor& p = need(r, i, names[i]);
+      require_type(r, p, x.dtype(), names[i]);
+      if (p.numel() != static_cast<size_t>(c) && p.numel() != 1)
+        bad(node_, std::string(names[i]) + " must have one value per channel (" + std::to_string(c) + "), got " +
+                       core::shape_to_string(p.shape()));
+    }
+    core::Tensor& y = r.output(0, x.dtype(), x.shape());
+    auto go = [&](auto zero) {
+      using T = decltype(zero);
+      std::vector<T> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
+      for (size_t k = 0; k < a.size(); ++k) {
+        const double s = param<T>(*r.input(1), k) / std::sqrt(param<T>(*r.input(4), k) + epsilon_);
+        a[k] = static_cast<T>(s);
+        b[k] = static_cast<T>(param<T>(*r.input(2), k) - param<T>(*r.input(3), k) * s);
+      }
+      channel_affine<T>(x.data<T>(), y.data<T>(), a, b, n, c, inner, channels_last_);
+    };
+    if (x.dtype() == core::DType::F32) go(float{});
+    else if (x.dtype() == core::DType::F64) go(double{});
+    else fail(HETERO_NOT_SUPPORTED, node_.describe() + ": element type " + core::dtype_name(x.dtype()) + " is not supported");
+  }
+
+ private:
+  const core::Node& node_;
+  double epsilon_;
+  bool channels_last_;
+};
+
+// Mean and 1/sqrt(variance + eps) of `count` values (two passes, in double).
+template <typename T>
+std::pair<double, double> moments(const T* x, int64_t count, double epsilon) {
+  double sum = 0;
+  for (int64_t i = 0; i < count; ++i) sum += static_cast<double>(x[i]);
+  const double mean = count ? sum / static_cast<double>(count) : 0.0;
+  double sq = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const double d = static_cast<double>(x[i]) - mean;
+    sq += d * d;
+  }
+  const double var = count ? sq / static_cast<double>(count) : 0.0;
+  return {mean, 1.0 / std::sqrt(var + epsilon)};
+}
+
+void instance_norm(KernelRun& r, double epsilon) {
+  use_threads(r.threads());
+  const core::Tensor& x = need(r, 0, "input");
+  const core::Tensor& scale = need(r, 1, "scale");
+  const core::Tensor& bias = need(r, 2, "B");
+  if (x.rank() < 3) bad(r.node(), "input must have rank 3 or more");
+  require_type(r, x, core::DType::F32, "input");
+  require_type(r, scale, core::DType::F32, "scale");
+  require_type(r, bias, core::DType::F32, "B");
+  const int64_t n = x.dim(0), c = x.dim(1);
+  if (scale.numel() != static_cast<size_t>(c) || bias.numel() != static_cast<size_t>(c))
+    bad(r.node(), "scale and B must have one value per channel");
+  const int64_t inner = n * c == 0 ? 0 : static_cast<int64_t>(x.numel()) / (n * c);
+  core::Tensor& y = r.output(0, x.dtype(), x.shape());
+  const float* xd = x.data<float>();
+  float* yd = y.data<float>();
+#pragma omp parallel for schedule(static) if (n * c * inner > 32768)
+  for (int64_t p = 0; p < n * c; ++p) {
+    const auto [mean, inv] = moments(xd + p * inner, inner, epsilon);
+    const float a = static_cast<float>(inv * scale.data<float>()[p % c]);
+    const float b = static_cast<float>(bias.data<float>()[p % c] - mean * inv * scale.data<float>()[p % c]);
+    for (int64_t k = 0; k < inner; ++k) yd[p * inner + k] = xd[p * inner + k] * a + b;
+  }
+}
+
+class LrnKernel final : public Kernel {
+ public:
+  explicit LrnKernel(const KernelBuild& b)
+      : alpha_(b.node.attr_float("alpha", 1e-4f)), beta_(b.node.attr_float("beta", 0.75f)),
+        bias_(b.node.attr_float("bias", 1.0f)), size_(b.node.attr_int("size", 0)) {
+    if (size_ < 1) b.unsupported("size must be a positive odd number");
+  }
+  void run(KernelRun& r) override {
+    use_threads(r.threads());
+    const core::Tensor& x = need(r, 0, "X");
+    require_type(r, x, core::DType::F32, "X");
+    if (x.rank() < 3) bad(r.node(), "X must have rank 3 or more");
+    const int64_t n = x.dim(0), c = x.dim(1);
+    const int64_t inner = n * c == 0 ? 0 : static_cast<int64_t>(x.numel()) / (n * c);
+    core::Tensor& y = r.output(0, x.dtype(), x.shape());
+    const int64_t before = (size_ - 1) / 2, after = size_ - 1 - before;
+    const float* xd = x.data<float>();
+    float* yd = y.data<float>();
+#pragma omp parallel for schedule(static) if (n * c * inner > 32768)
+    for (int64_t p = 0; p < n * c; ++p) {
+      const int64_t ch = p % c, img = p / c;
+      const int64_t c0 = std::max<int64_t>(0, ch - before), c1 = std::min<int64_t>(c - 1, ch + after);
+      for (int64_t k = 0; k < inner; ++k) {
+        double sq = 0;
+        for (int64_t j = c0; j <= c1; ++j) {
+          const double v = xd[(img * c + j) * inner + k];
+          sq += v * v;
+        }
+        yd[p * inner + k] = static_cast<float>(xd[p * inner + k] / std::pow(bias_ + alpha_ / size_ * sq, beta_));
+      }
+    }
+  }
+
+ private:
+  double alpha_, beta_, bias_;
+  int64_t size_;
+};
+
+class LayerNormKernel final : public Kernel {
+ public:
+  explicit LayerNormKernel(const KernelBuild& b)
+      : node_(b.node), axis_(b.node.attr_int("axis", -1)), epsilon_(b.node.attr_float("epsilon", 1e-5f)) {}
+
+  void run(KernelRun& r) override {
+    use_threads(r.threads());
+    const core::Tensor& x = need(r, 0, "X");
+    const core::Tensor& scale = need(r, 1, "Scale");
+    const core::Tensor* bias = r.input(2);
+    require_type(r, x, core::DType::F32, "X");
+    require_type(r, scale, core::DType::F32, "Scale");
+    if (bias) require_type(r, *bias, core::DType::F32, "B");
+    const int64_t rank = static_cast<int64_t>(x.rank());
+    if (axis_ < -rank || axis_ >= rank) bad(node_, "axis " + std::to_string(axis_) + " is out of range");
+    const size_t axis = static_cast<size_t>(axis_ < 0 ? axis_ + rank : axis_);
+    const core::Shape norm_shape(x.shape().begin() + static_cast<int64_t>(axis), x.shape().end());
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < axis; ++i) outer *= x.dim(i);
+    for (int64_t d : norm_shape) inner *= d;
+    const std::vector<float> s = expand(scale, norm_shape, "Scale");
+    const std::vector<float> b = bias ? expand(*bias, norm_shape, "B") : std::vector<float>(inner, 0.0f);
+
+    core::Tensor& y = r.output(0, x.dtype(), x.shape());
+    core::Shape stat_shape(x.shape().begin(), x.shape().begin() + static_cast<int64_t>(axis));
+    stat_shape.resize(x.rank(), 1);
+    float* mean_out = r.output_wanted(1) ? r.output(1, core::DType::F32, stat_shape).data<float>() : nullptr;
+    float* inv_out = r.output_wanted(2) ? r.output(2, core::DType::F32, stat_shape).data<float>() : nullptr;
+    const float* xd = x.data<float>();
+    float* yd = y.data<float>();
+#pragma omp parallel for schedule(static) if (outer * inner > 32768)
+    for (int64_t o = 0; o < outer; ++o) {
+      const auto [mean, inv] = moments(xd + o * inner, inner, epsilon_);
+      for (int64_t k = 0; k < inner; ++k)
+        yd[o * inner + k] = static_cast<float>((xd[o * inner + k] - mean) * inv) * s[k] + b[k];
+      if (mean_out) mean_out[o] = static_cast<float>(mean);
+      if (inv_out) inv_out[o] = static_cast<float>(inv);
+    }
+  }
+
+ private:
+  // A parameter broadcast (numpy, right-aligned) onto the normalised shape.
+  std::vector<float> expand(const core::Tensor& t, const core::Shape& shape, const char* name) const {
+    const size_t rank = shape.size();
+    if (t.rank() > rank) bad(node_, std::string(name) + " has more dims than the normalised shape");
+    const core::Shape& ts = t.shape();
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const int64_t want = shape[rank - ts.size() + i];
+      if (ts[i] != want && ts[i] != 1)
+        bad(node_, std::string(name) + " of shape " + core::shape_to_string(ts) + " does not broadcast onto " +
+                       core::shape_to_string(shape));
+    }
+    const size_t n = core::shape_numel(shape);
+    std::vector<float> out(n);
+    for (size_t i = 0; i < n; ++i) {
+      size_t rem = i, src = 0, stride = 1;
+      for (size_t d = rank; d-- > 0;) {
+        const size_t idx = rem % static_cast<size_t>(shape[d]);
+        rem /= static_cast<size_t>(shape[d]);
+        const size_t td = d + ts.size() >= rank ? d + ts.size() - rank : SIZE_MAX;
+        if (td != SIZE_MAX) {
+          if (ts[td] != 1) src += idx * stride;
+          stride *= static_cast<size_t>(ts[td]);
+        }
+      }
+      out[i] = t.data<float>()[src];
+    }
+    return out;
+  }
+
+  const core::Node& node_;
+  int64_t axis_;
+  double epsilon_;
+};
+
+}  // namespace
+
+void register_nn_kernels(KernelRegistry& r) {
+  auto batch_norm = [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<BatchNormKernel>(b); };
+  r.add("BatchNormalization", batch_norm);
+  r.add("BatchNormalization", batch_norm, kCpuDomain, 1, 1);  // channels-last, from the layout pass
+  r.add("InstanceNormalization", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
+    const double epsilon = b.node.attr_float("epsilon", 1e-5f);
+    return std::make_unique<FunctionKernel>([epsilon](KernelRun& r) { instance_norm(r, epsilon); });
+  });
+  r.add("LRN", [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<LrnKernel>(b); });
+  r.add("LayerNormalization",
+        [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<LayerNormKernel>(b); }, "", 17);
+}
 
 }  // namespace hetero::cpu

@@ -1,0 +1,212 @@
+// Shape arithmetic shared by the elementwise and axis kernels: numpy
+// multidirectional broadcasting turned into loops, and axis normalisation.
+//
+// A broadcast is described by its output shape with dimensions coalesced:
+// neighbouring dimensions merge when every input either spans both or is
+// broadcast along both, so NCHW + 1xCx1x1 becomes [N, C, H*W] with the second
+// input's innermost stride 0. Kernels then see an outer "row" odometer and an
+// innermost run whose per-input stride is 0 or 1, which the compiler
+// vectorises when the kernel specialises on it.
+#pragma once
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/graph.h"
+#include "core/tensor.h"
+#include "drivers/cpu/dtype_dispatch.h"
+
+namespace hetero::cpu {
+
+struct Broadcast {
+  core::Shape out_shape;  // the broadcast shape, uncoalesced
+  size_t numel = 0;
+  size_t inner = 1;            // length of the innermost coalesced dimension
+  size_t rows = 0;             // numel / inner
+  std::vector<size_t> dims;    // coalesced dimensions outside `inner`
+  std::vector<std::vector<size_t>> strides;  // [input][dim] element strides (0 = broadcast)
+  std::vector<size_t> inner_stride;          // [input] 0 or 1
+};
+
+// The numpy broadcast of `shapes`; fails with INVALID_ARGUMENT naming `node`
+// and the shapes when they are incompatible.
+inline core::Shape broadcast_shape(const std::vector<const core::Shape*>& shapes, const core::Node& node) {
+  size_t rank = 0;
+  for (const core::Shape* s : shapes) rank = std::max(rank, s->size());
+  core::Shape out(rank, 1);
+  for (const core::Shape* s : shapes) {
+    const size_t pad = rank - s->size();
+    for (size_t d = 0; d < s->size(); ++d) {
+      const int64_t dim = (*s)[d];
+      int64_t& o = out[pad + d];
+      if (dim == o || dim == 1) continue;
+      if (o == 1) {
+        o = dim;
+        continue;
+      }
+      std::string list;
+      for (const core::Shape* t : shapes) list += (list.empty() ? "" : ", ") + core::shape_to_string(*t);
+      fail(HETERO_INVALID_ARGUMENT, node.describe() + ": input shapes " + list + " cannot be broadcast together");
+    }
+  }
+  return out;
+}
+
+inline Broadcast plan_broadcast(const std::vector<const core::Shape*>& shapes, const core::Node& node) {
+  Broadcast b;
+  b.out_shape = broadcast_shape(shapes, node);
+  b.numel = core::shape_numel(b.out_shape);
+  const size_t n_in = shapes.size();
+  b.strides.assign(n_in, {});
+  b.inner_stride.assign(n_in, 1);
+  if (b.numel == 0) return b;
+
+  // Drop size-1 output dims, then merge neighbours with the same broadcast
+  // pattern. `spans[k]` says whether input k covers the dimension.
+  const size_t rank = b.out_shape.size();
+  std::vector<size_t> dims;
+  std::vector<std::vector<bool>> spans;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t size = b.out_shape[d];
+    if (size == 1) continue;
+    std::vector<bool> pattern(n_in);
+    for (size_t k = 0; k < n_in; ++k) {
+      const core::Shape& s = *shapes[k];
+      const size_t pad = rank - s.size();
+      pattern[k] = d >= pad && s[d - pad] != 1;
+    }
+    if (!dims.empty() && spans.back() == pattern) {
+      dims.back() *= static_cast<size_t>(size);
+    } else {
+      dims.push_back(static_cast<size_t>(size));
+      spans.push_back(std::move(pattern));
+    }
+  }
+  if (dims.empty()) {  // every dimension is 1: a single element
+    dims.push_back(1);
+    spans.emplace_back(n_in, true);
+  }
+
+  // Per-input strides over the coalesced dims, innermost first.
+  const size_t nd = dims.size();
+  std::vector<std::vector<size_t>> strides(n_in, std::vector<size_t>(nd, 0));
+  for (size_t k = 0; k < n_in; ++k) {
+    size_t stride = 1;
+    for (size_t d = nd; d-- > 0;) {
+      if (spans[d][k]) {
+        strides[k][d] = stride;
+        stride *= dims[d];
+      }
+    }
+  }
+  b.inner = dims.back();
+  b.rows = b.numel / b.inner;
+  b.dims.assign(dims.begin(), dims.end() - 1);
+  for (size_t k = 0; k < n_in; ++k) {
+    b.inner_stride[k] = strides[k].back();
+    b.strides[k].assign(strides[k].begin(), strides[k].end() - 1);
+  }
+  return b;
+}
+
+// Calls fn(out_offset, in_offsets, len) over the whole broadcast, in segments
+// of at most one row each: element j of a segment is output out_offset + j
+// and input k's element in_offsets[k] + j * inner_stride[k]. Segments run in
+// parallel on big tensors; `fn` must not throw.
+template <size_t N, typename Fn>
+void for_each_segment(const Broadcast& b, Fn&& fn) {
+  if (b.numel == 0) return;
+  const bool parallel = b.numel > kParallelThreshold;
+  const size_t threads = parallel ? static_cast<size_t>(omp_get_max_threads()) : 1;
+  const size_t nd = b.dims.size();
+
+  // Offsets of row `row` in every input, by decomposing the row index.
+  auto row_offsets = [&](size_t row, std::array<size_t, N>& off, std::vector<size_t>& idx) {
+    off.fill(0);
+    for (size_t d = nd; d-- > 0;) {
+      idx[d] = row % b.dims[d];
+      row /= b.dims[d];
+      for (size_t k = 0; k < N; ++k) off[k] += idx[d] * b.strides[k][d];
+    }
+  };
+
+  if (parallel && b.rows < threads * 4) {
+    // Few long rows (same-shape inputs are one row): split rows into pieces.
+    const size_t pieces = (threads * 4 + b.rows - 1) / b.rows;
+    const size_t piece_len = (b.inner + pieces - 1) / pieces;
+    const int64_t tasks = static_cast<int64_t>(b.rows * pieces);
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const size_t row = static_cast<size_t>(t) / pieces;
+      const size_t begin = static_cast<size_t>(t) % pieces * piece_len;
+      if (begin >= b.inner) continue;
+      const size_t len = std::min(piece_len, b.inner - begin);
+      std::array<size_t, N> off;
+      std::vector<size_t> idx(nd);
+      row_offsets(row, off, idx);
+      for (size_t k = 0; k < N; ++k) off[k] += begin * b.inner_stride[k];
+      fn(row * b.inner + begin, off, len);
+    }
+    return;
+  }
+
+  // Many rows: contiguous blocks of rows, walked with an odometer.
+  const size_t chunks = parallel ? std::min(b.rows, threads * 4) : 1;
+  const size_t per_chunk = (b.rows + chunks - 1) / chunks;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
+    const size_t first = static_cast<size_t>(c) * per_chunk;
+    const size_t last = std::min(b.rows, first + per_chunk);
+    if (first >= last) continue;
+    std::array<size_t, N> off;
+    std::vector<size_t> idx(nd);
+    row_offsets(first, off, idx);
+    for (size_t row = first; row < last; ++row) {
+      fn(row * b.inner, off, b.inner);
+      for (size_t d = nd; d-- > 0;) {  // advance the odometer
+        for (size_t k = 0; k < N; ++k) off[k] += b.strides[k][d];
+        if (++idx[d] < b.dims[d]) break;
+        for (size_t k = 0; k < N; ++k) off[k] -= b.strides[k][d] * b.dims[d];
+        idx[d] = 0;
+      }
+    }
+  }
+}
+
+// `axis` in [-rank, rank) mapped to [0, rank); INVALID_ARGUMENT otherwise.
+inline size_t normalize_axis(int64_t axis, size_t rank, const core::Node& node) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r)
+    fail(HETERO_INVALID_ARGUMENT, node.describe() + ": axis " + std::to_string(axis) + " is out of range for rank " +
+                                      std::to_string(rank));
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+// A shape seen as [outer, n, inner] around one axis (or, for the 2-D coercion
+// of opset < 13 Softmax, around a split point with n = everything after it).
+struct AxisSplit {
+  size_t outer = 1, n = 1, inner = 1;
+};
+
+inline AxisSplit split_at_axis(const core::Shape& shape, size_t axis) {
+  AxisSplit s;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const size_t dim = static_cast<size_t>(shape[d]);
+    if (d < axis)
+      s.outer *= dim;
+    else if (d == axis)
+      s.n = dim;
+    else
+      s.inner *= dim;
+  }
+  return s;
+}
+
+}  // namespace hetero::cpu

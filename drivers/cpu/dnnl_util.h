@@ -1,0 +1,146 @@
+// Helpers shared by the CPU driver's oneDNN kernels: dims and memory
+// descriptors over core::Tensor memory, per-thread scratch buffers, a
+// per-shape cache of primitives, and the registration of the families the
+// oneDNN kernels are split into.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "drivers/cpu/kernel.h"
+
+namespace hetero::cpu {
+
+// dnnl::memory::dims is a std::vector<int64_t>, the same type as core::Shape.
+using DnnlDims = dnnl::memory::dims;
+using dnnl_tag = dnnl::memory::format_tag;
+using dnnl_dt = dnnl::memory::data_type;
+
+DnnlDims to_dims(const core::Shape& shape);
+// Row-major ("abcd...") f32 descriptor of these dims.
+dnnl::memory::desc plain_desc(const DnnlDims& dims, dnnl_dt dt = dnnl_dt::f32);
+// Channels-last f32 descriptor of logical N,C,spatial... dims (nwc, nhwc,
+// ndhwc); rank 2 is plain.
+dnnl::memory::desc channels_last_desc(const DnnlDims& ncx_dims);
+
+// A dnnl::memory over existing memory; no copy, nothing owned.
+inline dnnl::memory view_memory(const dnnl::memory::desc& md, const dnnl::engine& engine, const void* data) {
+  return dnnl::memory(md, engine, const_cast<void*>(data));
+}
+
+// Per-thread scratch buffers, 64-byte aligned, grown on demand and kept for
+// the thread's life: reorder targets and primitive scratchpads must not be
+// allocated per run, and must not be shared by requests running at once.
+enum class Scratch { Pad, Src, Dst, Weights, Extra, Count };
+void* scratch_buffer(Scratch slot, size_t bytes);
+
+// Makes the calling thread's OpenMP team `threads` wide (oneDNN reads the
+// thread's OpenMP setting); no-op when it already is or threads <= 0.
+void use_threads(int threads);
+
+// Runs `body`, turning a dnnl::error into hetero::Error naming the node, so
+// that a primitive oneDNN cannot create (or run) is reported, not a crash.
+template <typename Body>
+decltype(auto) with_dnnl_errors(const core::Node& node, Body&& body) {
+  try {
+    return body();
+  } catch (const dnnl::error& e) {
+    const hetero_status status = e.status == dnnl_unimplemented ? HETERO_NOT_SUPPORTED
+                                 : e.status == dnnl_out_of_memory ? HETERO_OUT_OF_MEMORY
+                                                                   : HETERO_DRIVER_ERROR;
+    fail(status, node.describe() + ": oneDNN: " + e.what());
+  }
+}
+
+// Whatever a kernel derives from its input shapes (primitives, descriptors),
+// built once per distinct key and shared by the requests that run the kernel
+// concurrently. Few shapes are expected; the oldest entry goes when full.
+template <typename Entry>
+class ShapeCache {
+ public:
+  using Key = std::vector<int64_t>;
+
+  template <typename Make>
+  std::shared_ptr<const Entry> get(const Key& key, Make&& make) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [k, e] : entries_)
+      if (k == key) return e;
+    std::shared_ptr<const Entry> e = std::make_shared<const Entry>(make());
+    if (entries_.size() >= kMaxEntries) entries_.erase(entries_.begin());
+    entries_.emplace_back(key, e);
+    return e;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 8;
+  std::mutex mu_;
+  std::vector<std::pair<Key, std::shared_ptr<const Entry>>> entries_;
+};
+
+// Appends a shape (with its rank, so that [2,3]+[4] and [2]+[3,4] differ) to a cache key.
+inline void append_key(std::vector<int64_t>& key, const core::Shape& shape) {
+  key.push_back(static_cast<int64_t>(shape.size()));
+  key.insert(key.end(), shape.begin(), shape.end());
+}
+
+// A constant tensor reordered once into a layout a primitive chose (weights),
+// and the descriptors it has been reordered to so far: a new input shape can
+// make oneDNN prefer another weights layout.
+class ReorderedConstant {
+ public:
+  // Set once, by the kernel's constructor.
+  void set(const core::Tensor& source) { source_ = source; }
+  bool empty() const { return source_.empty(); }
+  const core::Tensor& source() const { return source_; }
+  // The constant, whose memory `source_md` describes, in layout `md`;
+  // reordered on first request.
+  dnnl::memory get(const dnnl::memory::desc& md, const dnnl::memory::desc& source_md, const dnnl::engine& engine,
+                   dnnl::stream& stream);
+
+ private:
+  core::Tensor source_;
+  std::mutex mu_;
+  std::vector<std::pair<dnnl::memory::desc, std::pair<dnnl::memory, core::Tensor>>> reordered_;
+};
+
+// A reorder between two layouts of the same tensor, made once per shape (a
+// reorder primitive costs microseconds to create); a no-op when they agree.
+class LayoutChange {
+ public:
+  LayoutChange() = default;
+  LayoutChange(const dnnl::memory::desc& from, const dnnl::memory::desc& to, const dnnl::engine& engine);
+  bool needed() const { return static_cast<bool>(prim_); }
+  const dnnl::memory::desc& to() const { return to_; }
+  // `from` in layout to(): a scratch buffer of `slot`, or `from` itself.
+  dnnl::memory apply(const dnnl::memory& from, Scratch slot, dnnl::stream& stream) const;
+  // Reorders into memory the caller owns (needed() must be true).
+  void apply(const dnnl::memory& from, const dnnl::memory& to, dnnl::stream& stream) const;
+
+ private:
+  dnnl::memory::desc to_;
+  dnnl::reorder prim_;
+};
+
+// The float32 check every oneDNN kernel makes at build time.
+void require_float_inputs(const KernelBuild& b, std::initializer_list<size_t> inputs);
+
+// The families the oneDNN kernels are split into; register_dnnl_kernels calls them.
+void register_conv_kernels(KernelRegistry& r);
+void register_conv_transpose_kernels(KernelRegistry& r);
+void register_matmul_kernels(KernelRegistry& r);
+void register_pool_kernels(KernelRegistry& r);
+void register_layout_kernels(KernelRegistry& r);
+
+// The domain of the nodes the CPU driver's graph passes create.
+inline constexpr const char* kCpuDomain = "hetero.cpu";
+
+}  // namespace hetero::cpu

@@ -1,0 +1,13 @@
+#include "drivers/cpu/graph_passes.h"
+
+#include "drivers/cpu/dnnl_util.h"
+
+namespace hetero::cpu {
+
+void optimize_graph(core::Model& model) {
+  passes::fold_and_fuse(model.graph, model.opset(""));
+  passes::to_channels_last(model.graph);
+  model.opsets[kCpuDomain] = 1;
+}
+
+}  // namespace hetero::cpu

@@ -1,0 +1,33 @@
+// Compile-time graph passes of the CPU driver, run on the driver's own copy
+// of a model before its kernels are built.
+//
+//  1. fold_and_fuse (graph_fusion.cpp): BatchNormalization and per-channel
+//     constant Mul/Add right after a Conv or ConvTranspose are folded into its
+//     weights and bias; the activations, constant and residual Add/Mul that
+//     follow a Conv, ConvTranspose, MatMul or Gemm become oneDNN post-ops of
+//     a hetero.cpu Fused* node (post_ops.h describes the attributes).
+//  2. to_channels_last (graph_layout.cpp): convolutions and the pools,
+//     normalisations and elementwise ops around them keep activations
+//     channels-last (N, spatial..., C), the layout oneDNN's convolutions run
+//     fastest on; hetero.cpu ToChannelsLast / ToChannelsFirst nodes convert
+//     where that region meets the rest of the graph.
+//
+// Both keep results within float rounding (folding reassociates a product).
+#pragma once
+
+#include <cstdint>
+
+#include "core/graph.h"
+
+namespace hetero::cpu {
+
+// Runs every pass on the main graph of `model`.
+void optimize_graph(core::Model& model);
+
+namespace passes {
+// `onnx_opset`: the model's ai.onnx opset, for nodes that carry none.
+void fold_and_fuse(core::Graph& graph, int64_t onnx_opset);
+void to_channels_last(core::Graph& graph);
+}  // namespace passes
+
+}  // namespace hetero::cpu

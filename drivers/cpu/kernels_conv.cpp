@@ -1,0 +1,209 @@
+// Conv (and hetero.cpu FusedConv, a Conv with post-ops and possibly
+// channels-last activations) on oneDNN's convolution primitive.
+//
+// Constant weights are reordered once into the layout the primitive prefers;
+// a primitive is made per input shape and cached. Activations stay in the
+// layout the graph gave them (plain NCHW, or channels-last after the layout
+// pass): reordering them around every convolution costs more than the
+// convolution itself for the depthwise and 1x1 convolutions mobile networks
+// are made of.
+#include <algorithm>
+
+#include "drivers/cpu/conv_util.h"
+#include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/post_ops.h"
+
+namespace hetero::cpu {
+
+namespace {
+
+class ConvKernel final : public Kernel {
+ public:
+  explicit ConvKernel(const KernelBuild& b);
+  void run(KernelRun& r) override;
+
+ private:
+  struct Entry {
+    dnnl::convolution_forward prim;
+    LayoutChange src_in, dst_out, weights_in;  // user layout → primitive layout (dst: back)
+    dnnl::memory::desc weights_desc, bias_desc, dst_desc;
+    DnnlDims dst_dims;        // logical N, M, spatial...
+    core::Shape out_shape;    // in memory order
+    bool manual_post_ops = false;
+    size_t scratchpad = 0;
+  };
+  Entry make_entry(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape) const;
+
+  const core::Node& node_;
+  WindowAttrs attrs_;
+  bool channels_last_;
+  PostOpChain post_;
+  ReorderedConstant weights_;
+  ShapeCache<Entry> cache_;
+};
+
+ConvKernel::ConvKernel(const KernelBuild& b)
+    : node_(b.node), attrs_(WindowAttrs::parse(b.node)), channels_last_(b.node.attr_int(kChannelsLastAttr, 0) != 0) {
+  require_float_inputs(b, {0, 1, 2});
+  post_ = PostOpChain::parse(b, 3);
+  if (const core::Tensor* w = b.constant_input(1)) {
+    if (w->rank() < 3) b.unsupported("weights must have rank 3 or more, got " + core::shape_to_string(w->shape()));
+    if (w->dim(0) % attrs_.group != 0) b.unsupported("output channels are not a multiple of group");
+    attrs_.resolve(b.node, w->rank() - 2);
+    weights_.set(*w);
+  }
+}
+
+ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
+                                         const core::Shape& w_shape) const {
+  const dnnl::engine engine = r.stream().get_engine();
+  WindowAttrs a = attrs_;
+  const size_t spatial = src_dims.size() - 2;
+  a.resolve(node_, spatial);
+  DnnlDims strides, dilates, pad_l, pad_r;
+  DnnlDims dst_dims{src_dims[0], w_shape[0]};
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t k = w_shape[2 + i];
+    if (!a.kernel_shape.empty() && a.kernel_shape[i] != k)
+      fail(HETERO_INVALID_MODEL, node_.describe() + ": kernel_shape disagrees with the weights " +
+                                     core::shape_to_string(w_shape));
+    const SpatialDim d = conv_output_dim(a.auto_pad, src_dims[2 + i], k, a.strides[i], a.dilations[i], a.pads[i],
+                                         a.pads[spatial + i]);
+    if (d.out <= 0)
+      fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input spatial size " + std::to_string(src_dims[2 + i]) +
+                                        " is smaller than the kernel window");
+    dst_dims.push_back(d.out);
+    strides.push_back(a.strides[i]);
+    dilates.push_back(a.dilations[i] - 1);  // oneDNN counts the gaps
+    pad_l.push_back(d.pad_begin);
+    // oneDNN wants the end padding that exactly produces the output size.
+    pad_r.push_back((d.out - 1) * a.strides[i] + (k - 1) * a.dilations[i] + 1 - src_dims[2 + i] - d.pad_begin);
+  }
+
+  Entry e;
+  e.dst_dims = dst_dims;
+  e.out_shape = memory_shape(dst_dims, channels_last_);
+  const dnnl::memory::desc user_src = activation_desc(src_dims, channels_last_);
+  const dnnl::memory::desc user_dst = activation_desc(dst_dims, channels_last_);
+  const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, a.group, false);
+  dnnl::memory::desc src_md = user_src, dst_md = user_dst;
+  if (!channels_last_) {
+    // Plain NCHW: a 1x1 stride-1 convolution is a matrix product oneDNN runs
+    // well on plain memory; anything else runs much faster on the layout
+    // oneDNN picks, even after reordering in and out.
+    bool pointwise = a.group == 1;
+    for (size_t i = 0; i < spatial; ++i)
+      pointwise = pointwise && w_shape[2 + i] == 1 && a.strides[i] == 1 && pad_l[i] == 0 && pad_r[i] == 0;
+    if (!pointwise) {
+      src_md = dnnl::memory::desc(src_dims, dnnl_dt::f32, dnnl_tag::any);
+      dst_md = dnnl::memory::desc(dst_dims, dnnl_dt::f32, dnnl_tag::any);
+    }
+  }
+  const dnnl::memory::desc w_any(user_w.dims(), dnnl_dt::f32, dnnl_tag::any);
+  const dnnl::memory::desc bias_md = r.input(2) ? plain_desc(DnnlDims{w_shape[0]}) : dnnl::memory::desc();
+
+  auto make_pd = [&](const dnnl::post_ops* po) {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (po) attr.set_post_ops(*po);
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                      src_md, w_any, bias_md, dst_md, strides, dilates, pad_l, pad_r);
+    return dnnl::convolution_forward::primitive_desc(d, attr, engine);
+  };
+  dnnl::convolution_forward::primitive_desc pd;
+  const auto po = post_.empty() ? std::nullopt : post_.to_dnnl(dst_dims, channels_last_, r);
+  bool fused = false;
+  if (po) {
+    // oneDNN may refuse a post-op combination, or only offer its slow
+    // reference kernel for it: then the chain runs as a loop afterwards.
+    try {
+      pd = make_pd(&*po);
+      fused = std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
+    } catch (const dnnl::error&) {
+      fused = false;
+    }
+  }
+  if (!fused) pd = make_pd(nullptr);
+  e.manual_post_ops = !post_.empty() && !fused;
+  e.prim = dnnl::convolution_forward(pd);
+  e.src_in = LayoutChange(user_src, pd.src_desc(), engine);
+  e.dst_desc = pd.dst_desc();
+  e.dst_out = LayoutChange(pd.dst_desc(), user_dst, engine);
+  e.weights_desc = pd.weights_desc();
+  if (weights_.empty()) e.weights_in = LayoutChange(user_w, pd.weights_desc(), engine);
+  e.bias_desc = bias_md;
+  e.scratchpad = pd.scratchpad_desc().get_size();
+  return e;
+}
+
+void ConvKernel::run(KernelRun& r) {
+  use_threads(r.threads());
+  const core::Tensor* x = r.input(0);
+  const core::Tensor* w = r.input(1);
+  if (!x || !w) fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input X or W is missing");
+  if (x->dtype() != core::DType::F32 || w->dtype() != core::DType::F32)
+    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": X and W must be float32");
+  if (x->rank() < 3 || x->rank() != w->rank())
+    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input rank " + std::to_string(x->rank()) +
+                                      " does not match weights " + core::shape_to_string(w->shape()));
+  const DnnlDims src_dims = logical_dims(x->shape(), channels_last_);
+  if (w->dim(0) % attrs_.group != 0 || src_dims[1] != w->dim(1) * attrs_.group)
+    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input channels " + std::to_string(src_dims[1]) +
+                                      " do not match weights " + core::shape_to_string(w->shape()) +
+                                      " with group " + std::to_string(attrs_.group));
+  const core::Tensor* bias = r.input(2);
+  if (bias && (bias->dtype() != core::DType::F32 || bias->numel() != static_cast<size_t>(w->dim(0))))
+    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": bias must be float32 with one value per output channel");
+
+  std::vector<int64_t> key;
+  key.reserve(16);
+  append_key(key, x->shape());
+  if (weights_.empty()) append_key(key, w->shape());
+  key.push_back(bias != nullptr);
+  post_.append_key(key, r);
+  key.push_back(r.threads());
+  auto e = with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return make_entry(r, src_dims, w->shape()); }); });
+
+  core::Tensor& y = r.output(0, core::DType::F32, e->out_shape);
+  if (y.numel() == 0) return;
+  with_dnnl_errors(node_, [&] {
+    dnnl::stream& s = r.stream();
+    const dnnl::engine engine = s.get_engine();
+    std::unordered_map<int, dnnl::memory> args;
+    args[DNNL_ARG_SRC] =
+        e->src_in.apply(view_memory(activation_desc(src_dims, channels_last_), engine, x->raw()), Scratch::Src, s);
+    if (!weights_.empty()) {
+      args[DNNL_ARG_WEIGHTS] =
+          weights_.get(e->weights_desc, onnx_weights_desc(w->shape(), attrs_.group, false), engine, s);
+    } else {
+      args[DNNL_ARG_WEIGHTS] = e->weights_in.apply(
+          view_memory(onnx_weights_desc(w->shape(), attrs_.group, false), engine, w->raw()), Scratch::Weights, s);
+    }
+    if (bias) args[DNNL_ARG_BIAS] = view_memory(e->bias_desc, engine, bias->raw());
+    const dnnl::memory user_y = view_memory(activation_desc(e->dst_dims, channels_last_), engine, y.raw());
+    const dnnl::memory dst =
+        e->dst_out.needed() ? view_memory(e->dst_desc, engine, scratch_buffer(Scratch::Dst, e->dst_desc.get_size()))
+                            : user_y;
+    args[DNNL_ARG_DST] = dst;
+    if (e->scratchpad)
+      args[DNNL_ARG_SCRATCHPAD] = view_memory(dnnl::memory::desc({static_cast<int64_t>(e->scratchpad)}, dnnl_dt::u8,
+                                                                 dnnl_tag::a),
+                                              engine, scratch_buffer(Scratch::Pad, e->scratchpad));
+    if (!e->manual_post_ops) post_.add_args(args, e->dst_dims, channels_last_, r, engine);
+    e->prim.execute(s, args);
+    if (e->dst_out.needed()) e->dst_out.apply(dst, user_y, s);
+    s.wait();
+  });
+  if (e->manual_post_ops) post_.apply(y.data<float>(), y.shape(), r);
+}
+
+std::unique_ptr<Kernel> make_conv(const KernelBuild& b) { return std::make_unique<ConvKernel>(b); }
+
+}  // namespace
+
+void register_conv_kernels(KernelRegistry& r) {
+  r.add("Conv", make_conv);
+  r.add("FusedConv", make_conv, kCpuDomain, 1, 1);
+}
+
+}  // namespace hetero::cpu

@@ -1,0 +1,85 @@
+// hetero.cpu ToChannelsLast / ToChannelsFirst: the layout changes the layout
+// pass puts where channels-last activations meet ops that want NC+spatial.
+// ToChannelsLast turns [N, C, spatial...] into [N, spatial..., C];
+// ToChannelsFirst undoes it. Both are oneDNN reorders, or free views when
+// C or the spatial size is 1 (the bytes are then in the same order).
+#include "drivers/cpu/conv_util.h"
+#include "drivers/cpu/dnnl_util.h"
+
+namespace hetero::cpu {
+
+namespace {
+
+dnnl_dt dnnl_type(const core::Node& node, core::DType dtype) {
+  switch (dtype) {
+    case core::DType::F32: return dnnl_dt::f32;
+    case core::DType::I32: return dnnl_dt::s32;
+    case core::DType::I8: return dnnl_dt::s8;
+    case core::DType::U8: return dnnl_dt::u8;
+    case core::DType::F16: return dnnl_dt::f16;
+    case core::DType::BF16: return dnnl_dt::bf16;
+    default:
+      fail(HETERO_NOT_SUPPORTED, node.describe() + ": element type " + core::dtype_name(dtype) + " is not supported");
+  }
+}
+
+// Strides of logical dims N, C, spatial... stored in the given order.
+dnnl::memory::desc typed_desc(const DnnlDims& logical, dnnl_dt dt, bool channels_last) {
+  dnnl::memory::desc f = activation_desc(logical, channels_last);
+  const auto& blk = f.data.format_desc.blocking;
+  return dnnl::memory::desc(logical, dt, DnnlDims(blk.strides, blk.strides + logical.size()));
+}
+
+class LayoutKernel final : public Kernel {
+ public:
+  LayoutKernel(const KernelBuild& b, bool to_last) : node_(b.node), to_last_(to_last) {}
+
+  void run(KernelRun& r) override {
+    use_threads(r.threads());
+    const core::Tensor* x = r.input(0);
+    if (!x) fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input is missing");
+    if (x->rank() < 3) {
+      r.set_output(0, *x);  // nothing to permute
+      return;
+    }
+    const DnnlDims logical = logical_dims(x->shape(), !to_last_);
+    const core::Shape out_shape = memory_shape(logical, to_last_);
+    int64_t spatial = 1;
+    for (size_t i = 2; i < logical.size(); ++i) spatial *= logical[i];
+    if (logical[1] == 1 || spatial == 1 || x->numel() == 0) {
+      r.set_output(0, x->reshaped(out_shape));
+      return;
+    }
+    const dnnl_dt dt = dnnl_type(node_, x->dtype());
+    std::vector<int64_t> key;
+    append_key(key, x->shape());
+    key.push_back(static_cast<int64_t>(x->dtype()));
+    key.push_back(r.threads());
+    const dnnl::engine engine = r.stream().get_engine();
+    const dnnl::memory::desc from = typed_desc(logical, dt, !to_last_), to = typed_desc(logical, dt, to_last_);
+    auto change = with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return LayoutChange(from, to, engine); }); });
+    core::Tensor& y = r.output(0, x->dtype(), out_shape);
+    with_dnnl_errors(node_, [&] {
+      change->apply(view_memory(from, engine, x->raw()), view_memory(to, engine, y.raw()), r.stream());
+      r.stream().wait();
+    });
+  }
+
+ private:
+  const core::Node& node_;
+  bool to_last_;
+  ShapeCache<LayoutChange> cache_;
+};
+
+}  // namespace
+
+void register_layout_kernels(KernelRegistry& r) {
+  r.add("ToChannelsLast", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
+    return std::make_unique<LayoutKernel>(b, true);
+  }, kCpuDomain, 1, 1);
+  r.add("ToChannelsFirst", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
+    return std::make_unique<LayoutKernel>(b, false);
+  }, kCpuDomain, 1, 1);
+}
+
+}  // namespace hetero::cpu

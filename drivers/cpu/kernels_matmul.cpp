@@ -1,0 +1,227 @@
+// MatMul and Gemm (and their hetero.cpu Fused* forms with post-ops) on
+// oneDNN's matmul primitive: batched, with numpy broadcasting of the batch
+// dims, 1-D operands, transposes as strides, alpha as an output scale and
+// "+ beta * C" as a binary post-op.
+#include <algorithm>
+
+#include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/post_ops.h"
+
+namespace hetero::cpu {
+
+namespace {
+
+// The shapes of one product: A as [batch..., M, K], B as [batch..., K, N]
+// (both padded to the same rank), Y as [batch..., M, N], and Y as ONNX
+// reports it (without the M or N of a 1-D operand).
+struct ProductShapes {
+  DnnlDims a, b, y;
+  core::Shape out;
+  int64_t m = 0, k = 0, n = 0;
+};
+
+ProductShapes product_shapes(const core::Node& node, const core::Shape& a_shape, const core::Shape& b_shape,
+                             bool trans_a, bool trans_b) {
+  if (a_shape.empty() || b_shape.empty())
+    fail(HETERO_INVALID_ARGUMENT, node.describe() + ": operands must have rank 1 or more");
+  DnnlDims a(a_shape.begin(), a_shape.end()), b(b_shape.begin(), b_shape.end());
+  const bool a_vector = a.size() == 1, b_vector = b.size() == 1;
+  if (a_vector) a.insert(a.begin(), 1);
+  if (b_vector) b = {b[0], 1};
+  if (trans_a) std::swap(a[a.size() - 2], a[a.size() - 1]);
+  if (trans_b) std::swap(b[b.size() - 2], b[b.size() - 1]);
+  const size_t rank = std::max(a.size(), b.size());
+  a.insert(a.begin(), rank - a.size(), 1);
+  b.insert(b.begin(), rank - b.size(), 1);
+  ProductShapes p;
+  p.m = a[rank - 2];
+  p.k = a[rank - 1];
+  p.n = b[rank - 1];
+  if (b[rank - 2] != p.k)
+    fail(HETERO_INVALID_ARGUMENT, node.describe() + ": inner dimensions differ: " + core::shape_to_string(a_shape) +
+                                      " times " + core::shape_to_string(b_shape));
+  p.y.resize(rank);
+  for (size_t i = 0; i + 2 < rank; ++i) {
+    if (a[i] != b[i] && a[i] != 1 && b[i] != 1)
+      fail(HETERO_INVALID_ARGUMENT, node.describe() + ": batch dimensions of " + core::shape_to_string(a_shape) +
+                                        " and " + core::shape_to_string(b_shape) + " do not broadcast");
+    p.y[i] = a[i] == 1 ? b[i] : a[i];
+  }
+  p.y[rank - 2] = p.m;
+  p.y[rank - 1] = p.n;
+  p.a = std::move(a);
+  p.b = std::move(b);
+  p.out.assign(p.y.begin(), p.y.end());
+  if (b_vector) p.out.erase(p.out.end() - 1);
+  if (a_vector) p.out.erase(p.out.end() - (b_vector ? 1 : 2));
+  return p;
+}
+
+// A row-major matrix stack of logical dims `dims` whose memory holds the
+// last two dims swapped when `transposed`.
+dnnl::memory::desc matrix_desc(const DnnlDims& dims, bool transposed) {
+  const size_t rank = dims.size();
+  DnnlDims stored = dims;
+  if (transposed) std::swap(stored[rank - 2], stored[rank - 1]);
+  DnnlDims strides(rank, 1);
+  for (size_t i = rank - 1; i > 0; --i) strides[i - 1] = strides[i] * std::max<int64_t>(stored[i], 1);
+  if (transposed) std::swap(strides[rank - 2], strides[rank - 1]);
+  return dnnl::memory::desc(dims, dnnl_dt::f32, strides);
+}
+
+class ProductKernel final : public Kernel {
+ public:
+  ProductKernel(const KernelBuild& b, bool gemm);
+  void run(KernelRun& r) override;
+
+ private:
+  struct Entry {
+    dnnl::matmul prim;
+    dnnl::memory::desc a_desc, b_desc, b_user_desc, y_desc;
+    ProductShapes shapes;
+    bool manual_post_ops = false;
+    size_t scratchpad = 0;
+  };
+  Entry make_entry(KernelRun& r, const core::Shape& a_shape, const core::Shape& b_shape) const;
+
+  const core::Node& node_;
+  bool gemm_;
+  bool trans_a_ = false, trans_b_ = false;
+  float alpha_ = 1.0f;  // Gemm: output scale (alpha / beta when C is a run-time input)
+  PostOpChain post_;
+  ReorderedConstant weights_;
+  ShapeCache<Entry> cache_;
+};
+
+ProductKernel::ProductKernel(const KernelBuild& b, bool gemm) : node_(b.node), gemm_(gemm) {
+  require_float_inputs(b, {0, 1, 2});
+  post_ = PostOpChain::parse(b, gemm ? 3 : 2);
+  if (gemm) {
+    trans_a_ = b.node.attr_int("transA", 0) != 0;
+    trans_b_ = b.node.attr_int("transB", 0) != 0;
+    alpha_ = b.node.attr_float("alpha", 1.0f);
+    const float beta = b.node.attr_float("beta", 1.0f);
+    if (b.node.input(2) && beta != 0.0f) {
+      // Y = alpha * A·B + beta * C as post-ops: a constant C is scaled once;
+      // a run-time one is added to (alpha / beta) * A·B and the sum scaled by beta.
+      PostOp add;
+      add.kind = PostOp::Kind::Add;
+      add.input = 2;
+      if (const core::Tensor* c = b.constant_input(2)) {
+        add.constant = c->clone();
+        for (size_t i = 0; i < add.constant.numel(); ++i) add.constant.data<float>()[i] *= beta;
+        post_.prepend(add);
+      } else {
+        if (beta != 1.0f) {
+          PostOp scale;
+          scale.kind = PostOp::Kind::Linear;
+          scale.alpha = beta;
+          post_.prepend(scale);
+          alpha_ /= beta;
+        }
+        post_.prepend(add);
+      }
+    }
+  }
+  if (const core::Tensor* w = b.constant_input(1)) {
+    if (w->rank() == 0) b.unsupported("B is a scalar");
+    if (gemm && w->rank() != 2) b.unsupported("Gemm's B must be a matrix");
+    weights_.set(*w);
+  }
+}
+
+ProductKernel::Entry ProductKernel::make_entry(KernelRun& r, const core::Shape& a_shape,
+                                               const core::Shape& b_shape) const {
+  const dnnl::engine engine = r.stream().get_engine();
+  Entry e;
+  e.shapes = product_shapes(node_, a_shape, b_shape, trans_a_, trans_b_);
+  e.a_desc = matrix_desc(e.shapes.a, trans_a_);
+  const dnnl::memory::desc user_b = matrix_desc(e.shapes.b, trans_b_);
+  e.b_user_desc = user_b;
+  e.y_desc = plain_desc(e.shapes.y);
+  // Constant weights may take whatever layout the primitive likes best.
+  const dnnl::memory::desc b_md = weights_.empty() ? user_b : dnnl::memory::desc(e.shapes.b, dnnl_dt::f32, dnnl_tag::any);
+  auto make_pd = [&](const dnnl::post_ops* po) {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
+    if (po) attr.set_post_ops(*po);
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(e.a_desc, b_md, e.y_desc), attr, engine);
+  };
+  dnnl::matmul::primitive_desc pd;
+  bool fused = false;
+  if (!post_.empty()) {
+    if (const auto po = post_.to_dnnl(e.shapes.y, false, r)) {
+      try {
+        pd = make_pd(&*po);
+        fused = std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
+      } catch (const dnnl::error&) {
+        fused = false;
+      }
+    }
+  }
+  if (!fused) pd = make_pd(nullptr);
+  e.manual_post_ops = !post_.empty() && !fused;
+  e.prim = dnnl::matmul(pd);
+  e.b_desc = pd.weights_desc();
+  e.scratchpad = pd.scratchpad_desc().get_size();
+  return e;
+}
+
+void ProductKernel::run(KernelRun& r) {
+  use_threads(r.threads());
+  const core::Tensor* a = r.input(0);
+  const core::Tensor* b = r.input(1);
+  if (!a || !b) fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input A or B is missing");
+  if (a->dtype() != core::DType::F32 || b->dtype() != core::DType::F32)
+    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": A and B must be float32");
+  if (gemm_ && (a->rank() != 2 || b->rank() != 2))
+    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": Gemm takes matrices, got " +
+                                      core::shape_to_string(a->shape()) + " and " + core::shape_to_string(b->shape()));
+  std::vector<int64_t> key;
+  key.reserve(16);
+  append_key(key, a->shape());
+  append_key(key, b->shape());
+  post_.append_key(key, r);
+  key.push_back(r.threads());
+  auto e = with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return make_entry(r, a->shape(), b->shape()); }); });
+
+  core::Tensor& y = r.output(0, core::DType::F32, e->shapes.out);
+  if (y.numel() == 0) return;
+  if (e->shapes.k == 0) {
+    // An empty sum: zeros, then whatever follows.
+    std::fill_n(y.data<float>(), y.numel(), 0.0f);
+    post_.apply(y.data<float>(), y.shape(), r);
+    return;
+  }
+  with_dnnl_errors(node_, [&] {
+    dnnl::stream& s = r.stream();
+    const dnnl::engine engine = s.get_engine();
+    std::unordered_map<int, dnnl::memory> args;
+    args[DNNL_ARG_SRC] = view_memory(e->a_desc, engine, a->raw());
+    args[DNNL_ARG_WEIGHTS] = weights_.empty() ? view_memory(e->b_desc, engine, b->raw())
+                                              : weights_.get(e->b_desc, e->b_user_desc, engine, s);
+    args[DNNL_ARG_DST] = view_memory(e->y_desc, engine, y.raw());
+    if (e->scratchpad)
+      args[DNNL_ARG_SCRATCHPAD] = view_memory(dnnl::memory::desc({static_cast<int64_t>(e->scratchpad)}, dnnl_dt::u8,
+                                                                 dnnl_tag::a),
+                                              engine, scratch_buffer(Scratch::Pad, e->scratchpad));
+    if (!e->manual_post_ops) post_.add_args(args, e->shapes.y, false, r, engine);
+    e->prim.execute(s, args);
+    s.wait();
+  });
+  if (e->manual_post_ops) post_.apply(y.data<float>(), y.shape(), r);
+}
+
+}  // namespace
+
+void register_matmul_kernels(KernelRegistry& r) {
+  auto matmul = [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<ProductKernel>(b, false); };
+  auto gemm = [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<ProductKernel>(b, true); };
+  r.add("MatMul", matmul);
+  r.add("Gemm", gemm);
+  r.add("FusedMatMul", matmul, kCpuDomain, 1, 1);
+  r.add("FusedGemm", gemm, kCpuDomain, 1, 1);
+}
+
+}  // namespace hetero::cpu

@@ -1,0 +1,338 @@
+// MaxPool, AveragePool, LpPool and their Global forms, over NC+spatial or
+// channels-last (hetero.cpu layout pass) activations.
+//
+// Plain loops rather than oneDNN: pooling is memory-bound, ONNX's details
+// (ceil mode windows, count_include_pad next to ceil-mode overhang,
+// dilations, Indices with storage_order) map onto oneDNN only partly, and a
+// loop over whole planes (or, channels-last, over contiguous channel rows)
+// already runs at memory speed.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "drivers/cpu/conv_util.h"
+#include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/post_ops.h"
+
+namespace hetero::cpu {
+
+namespace {
+
+enum class PoolKind { Max, Average, Lp };
+
+// One pooling problem, spatial dims padded to three with size-1 dims.
+struct PoolGeometry {
+  int64_t n = 0, c = 0;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+  int64_t pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0};
+  size_t spatial = 0;
+  int64_t in_plane() const { return in[0] * in[1] * in[2]; }
+  int64_t out_plane() const { return out[0] * out[1] * out[2]; }
+};
+
+struct PoolParams {
+  PoolKind kind = PoolKind::Max;
+  bool global = false;
+  WindowAttrs window;
+  bool ceil_mode = false;
+  bool count_include_pad = false;
+  bool column_major_indices = false;  // MaxPool storage_order 1
+  float p = 2.0f;                     // LpPool
+  bool channels_last = false;
+};
+
+PoolGeometry pool_geometry(const core::Node& node, const PoolParams& prm, const DnnlDims& dims) {
+  if (dims.size() < 3 || dims.size() > 5)
+    fail(HETERO_INVALID_ARGUMENT, node.describe() + ": pooling takes inputs of rank 3 to 5, got rank " +
+                                      std::to_string(dims.size()));
+  PoolGeometry g;
+  g.n = dims[0];
+  g.c = dims[1];
+  g.spatial = dims.size() - 2;
+  WindowAttrs w = prm.window;
+  if (!prm.global) {
+    if (w.kernel_shape.size() != g.spatial)
+      fail(HETERO_INVALID_MODEL, node.describe() + ": kernel_shape must have one value per spatial dim");
+    w.resolve(node, g.spatial);
+  }
+  for (size_t i = 0; i < g.spatial; ++i) {
+    g.in[i] = dims[2 + i];
+    if (prm.global) {
+      g.k[i] = g.in[i];
+      continue;
+    }
+    g.k[i] = w.kernel_shape[i];
+    g.s[i] = w.strides[i];
+    g.d[i] = w.dilations[i];
+    const SpatialDim sd =
+        conv_output_dim(w.auto_pad, g.in[i], g.k[i], g.s[i], g.d[i], w.pads[i], w.pads[g.spatial + i], prm.ceil_mode);
+    if (sd.out <= 0)
+      fail(HETERO_INVALID_ARGUMENT, node.describe() + ": input spatial size " + std::to_string(g.in[i]) +
+                                        " is smaller than the pooling window");
+    g.out[i] = sd.out;
+    g.pb[i] = sd.pad_begin;
+    g.pe[i] = sd.pad_end;
+  }
+  return g;
+}
+
+// The window of output position o along one dim: the kernel taps that land
+// inside the input, and how many count as the divisor of an average.
+struct Taps {
+  int64_t first = 0, last = 0;  // tap indices [first, last)
+  int64_t counted = 0;          // divisor contribution (count_include_pad: taps within the explicit pads)
+};
+
+Taps window_taps(const PoolGeometry& g, size_t dim, int64_t o, bool include_pad) {
+  const int64_t start = o * g.s[dim] - g.pb[dim];
+  Taps t;
+  t.first = start >= 0 ? 0 : (-start + g.d[dim] - 1) / g.d[dim];
+  t.last = g.k[dim];
+  const int64_t past = g.in[dim] - start;  // taps must satisfy start + k*d < in
+  t.last = std::min<int64_t>(t.last, past <= 0 ? 0 : (past + g.d[dim] - 1) / g.d[dim]);
+  if (t.last < t.first) t.last = t.first;
+  if (include_pad) {
+    // Taps inside [-pad_begin, in + pad_end): ceil-mode overhang does not count.
+    const int64_t end = g.in[dim] + g.pe[dim] - start;
+    t.counted = std::min<int64_t>(g.k[dim], end <= 0 ? 0 : (end + g.d[dim] - 1) / g.d[dim]);
+  } else {
+    t.counted = t.last - t.first;
+  }
+  return t;
+}
+
+// Pools one output position of the channels-first (n, c) plane `in`.
+template <typename T, typename Acc>
+void pool_position(const PoolParams& prm, const PoolGeometry& g, const T* in, T* out, int64_t* index,
+                   int64_t index_base, const int64_t o[3]) {
+  const Taps t0 = window_taps(g, 0, o[0], prm.count_include_pad);
+  const Taps t1 = window_taps(g, 1, o[1], prm.count_include_pad);
+  const Taps t2 = window_taps(g, 2, o[2], prm.count_include_pad);
+  const int64_t base0 = o[0] * g.s[0] - g.pb[0], base1 = o[1] * g.s[1] - g.pb[1], base2 = o[2] * g.s[2] - g.pb[2];
+  {
+    Acc acc = prm.kind == PoolKind::Max ? std::numeric_limits<Acc>::lowest() : Acc(0);
+    int64_t best = -1;
+    for (int64_t k0 = t0.first; k0 < t0.last; ++k0) {
+      const int64_t i0 = base0 + k0 * g.d[0];
+      for (int64_t k1 = t1.first; k1 < t1.last; ++k1) {
+        const int64_t i1 = base1 + k1 * g.d[1];
+        for (int64_t k2 = t2.first; k2 < t2.last; ++k2) {
+          const int64_t i2 = base2 + k2 * g.d[2];
+          const int64_t pos = (i0 * g.in[1] + i1) * g.in[2] + i2;
+          const Acc v = static_cast<Acc>(in[pos]);
+          if (prm.kind == PoolKind::Max) {
+            if (v > acc || best < 0) {
+              acc = v;
+              best = prm.column_major_indices ? (i2 * g.in[1] + i1) * g.in[0] + i0 : pos;
+            }
+          } else if (prm.kind == PoolKind::Average) {
+            acc += v;
+          } else {
+            acc += static_cast<Acc>(std::pow(std::fabs(static_cast<double>(v)), prm.p));
+          }
+        }
+      }
+    }
+    if (prm.kind == PoolKind::Average) {
+      const int64_t count = t0.counted * t1.counted * t2.counted;
+      acc = count > 0 ? acc / static_cast<Acc>(count) : Acc(0);
+    } else if (prm.kind == PoolKind::Lp) {
+      acc = static_cast<Acc>(std::pow(static_cast<double>(acc), 1.0 / prm.p));
+    } else if (best < 0) {
+      acc = Acc(0);  // a window with no input tap (not reachable with valid pads)
+    }
+    *out = static_cast<T>(acc);
+    if (index) *index = index_base + best;
+  }
+}
+
+// Pools one output position of channels-last image `in` into the row of C
+// channels `out`, tap by tap so that the inner loop runs over contiguous
+// channels. `acc` holds C accumulators.
+template <typename T, typename Acc>
+void pool_position_cl(const PoolParams& prm, const PoolGeometry& g, const T* in, T* out, Acc* acc,
+                      const int64_t o[3]) {
+  const Taps t0 = window_taps(g, 0, o[0], prm.count_include_pad);
+  const Taps t1 = window_taps(g, 1, o[1], prm.count_include_pad);
+  const Taps t2 = window_taps(g, 2, o[2], prm.count_include_pad);
+  const int64_t base0 = o[0] * g.s[0] - g.pb[0], base1 = o[1] * g.s[1] - g.pb[1], base2 = o[2] * g.s[2] - g.pb[2];
+  const int64_t C = g.c;
+  const Acc init = prm.kind == PoolKind::Max ? std::numeric_limits<Acc>::lowest() : Acc(0);
+  std::fill_n(acc, C, init);
+  for (int64_t k0 = t0.first; k0 < t0.last; ++k0)
+    for (int64_t k1 = t1.first; k1 < t1.last; ++k1)
+      for (int64_t k2 = t2.first; k2 < t2.last; ++k2) {
+        const int64_t pos = ((base0 + k0 * g.d[0]) * g.in[1] + base1 + k1 * g.d[1]) * g.in[2] + base2 + k2 * g.d[2];
+        const T* row = in + pos * C;
+        if (prm.kind == PoolKind::Max) {
+          for (int64_t c = 0; c < C; ++c) acc[c] = std::max(acc[c], static_cast<Acc>(row[c]));
+        } else if (prm.kind == PoolKind::Average) {
+          for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<Acc>(row[c]);
+        } else {
+          for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<Acc>(std::pow(std::fabs(double(row[c])), prm.p));
+        }
+      }
+  const int64_t count = prm.kind == PoolKind::Average ? t0.counted * t1.counted * t2.counted : 1;
+  const bool empty = t0.last == t0.first || t1.last == t1.first || t2.last == t2.first;
+  for (int64_t c = 0; c < C; ++c) {
+    Acc v = acc[c];
+    if (prm.kind == PoolKind::Average) v = count > 0 ? v / static_cast<Acc>(count) : Acc(0);
+    if (prm.kind == PoolKind::Lp) v = static_cast<Acc>(std::pow(double(v), 1.0 / prm.p));
+    if (prm.kind == PoolKind::Max && empty) v = Acc(0);
+    out[c] = static_cast<T>(v);
+  }
+}
+
+// Global average or max of channels-last images: threads split the
+// channels, each walking every position over its contiguous slice of them.
+template <typename T, typename Acc>
+void global_pool_cl(const PoolParams& prm, const PoolGeometry& g, const T* in, T* out) {
+  const int64_t plane = g.in_plane(), C = g.c;
+  const bool max = prm.kind == PoolKind::Max;
+  const bool parallel = g.n * C * plane > 16384;
+  for (int64_t n = 0; n < g.n; ++n) {
+    const T* img = in + n * plane * C;
+#pragma omp parallel if (parallel)
+    {
+      const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+      // Slices of whole cache lines (16 floats) where there are enough channels.
+      const int64_t per = std::max<int64_t>((C + threads - 1) / threads, std::min<int64_t>(C, 16));
+      const int64_t c0 = std::min(C, t * per), c1 = std::min(C, c0 + per);
+      if (c0 < c1) {
+        std::vector<Acc> acc(static_cast<size_t>(c1 - c0), max ? std::numeric_limits<Acc>::lowest() : Acc(0));
+        for (int64_t p = 0; p < plane; ++p) {
+          const T* row = img + p * C + c0;
+          if (max) {
+            for (int64_t c = 0; c < c1 - c0; ++c) acc[c] = std::max(acc[c], static_cast<Acc>(row[c]));
+          } else {
+            for (int64_t c = 0; c < c1 - c0; ++c) acc[c] += static_cast<Acc>(row[c]);
+          }
+        }
+        for (int64_t c = 0; c < c1 - c0; ++c)
+          out[n * C + c0 + c] = static_cast<T>(max ? acc[c] : acc[c] / static_cast<Acc>(plane));
+      }
+    }
+  }
+}
+
+template <typename T, typename Acc>
+void pool(const PoolParams& prm, const PoolGeometry& g, const T* in, T* out, int64_t* indices) {
+  const int64_t in_plane = g.in_plane(), out_plane = g.out_plane();
+  auto position = [&](int64_t p, int64_t o[3]) {
+    o[2] = p % g.out[2];
+    o[1] = p / g.out[2] % g.out[1];
+    o[0] = p / (g.out[2] * g.out[1]);
+  };
+  const int64_t work = prm.channels_last ? g.n * out_plane : g.n * g.c;
+  const bool parallel = work > 1 && g.n * g.c * out_plane * g.k[0] * g.k[1] * g.k[2] > 16384;
+  if (prm.channels_last) {
+    if (prm.global && prm.kind != PoolKind::Lp) {
+      global_pool_cl<T, Acc>(prm, g, in, out);
+      return;
+    }
+#pragma omp parallel if (parallel)
+    {
+      std::vector<Acc> acc(static_cast<size_t>(g.c));
+#pragma omp for schedule(static)
+      for (int64_t w = 0; w < work; ++w) {
+        int64_t o[3];
+        position(w % out_plane, o);
+        pool_position_cl<T, Acc>(prm, g, in + w / out_plane * in_plane * g.c, out + w * g.c, acc.data(), o);
+      }
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t w = 0; w < work; ++w) {
+    const T* plane = in + w * in_plane;
+    for (int64_t p = 0; p < out_plane; ++p) {
+      int64_t o[3];
+      position(p, o);
+      pool_position<T, Acc>(prm, g, plane, out + w * out_plane + p, indices ? indices + w * out_plane + p : nullptr,
+                            w * in_plane, o);
+    }
+  }
+}
+
+class PoolKernel final : public Kernel {
+ public:
+  PoolKernel(const KernelBuild& b, PoolKind kind, bool global) : node_(b.node) {
+    prm_.kind = kind;
+    prm_.global = global;
+    prm_.channels_last = b.node.attr_int(kChannelsLastAttr, 0) != 0;
+    if (!global) {
+      prm_.window = WindowAttrs::parse(b.node);
+      if (prm_.window.kernel_shape.empty()) b.unsupported("kernel_shape is required");
+      prm_.ceil_mode = b.node.attr_int("ceil_mode", 0) != 0;
+      prm_.count_include_pad = b.node.attr_int("count_include_pad", 0) != 0;
+      prm_.column_major_indices = b.node.attr_int("storage_order", 0) != 0;
+    }
+    if (kind == PoolKind::Lp) prm_.p = static_cast<float>(b.node.attr_float("p", 2.0f));
+    if (kind == PoolKind::Lp && prm_.p <= 0) b.unsupported("p must be positive");
+    if (prm_.channels_last && b.node.outputs.size() > 1 && b.node.outputs[1])
+      b.unsupported("Indices are not produced for channels-last activations");
+  }
+
+  void run(KernelRun& r) override {
+    use_threads(r.threads());
+    const core::Tensor* x = r.input(0);
+    if (!x) fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input X is missing");
+    const DnnlDims dims = logical_dims(x->shape(), prm_.channels_last);
+    const PoolGeometry g = pool_geometry(node_, prm_, dims);
+    DnnlDims out_dims{g.n, g.c};
+    for (size_t i = 0; i < g.spatial; ++i) out_dims.push_back(g.out[i]);
+    const core::Shape out_shape = memory_shape(out_dims, prm_.channels_last);
+    core::Tensor& y = r.output(0, x->dtype(), out_shape);
+    int64_t* indices = nullptr;
+    if (prm_.kind == PoolKind::Max && r.output_wanted(1))
+      indices = r.output(1, core::DType::I64, out_shape).data<int64_t>();
+    if (y.numel() == 0) return;
+    switch (x->dtype()) {
+      case core::DType::F32: pool<float, float>(prm_, g, x->data<float>(), y.data<float>(), indices); break;
+      case core::DType::F64: pool<double, double>(prm_, g, x->data<double>(), y.data<double>(), indices); break;
+      case core::DType::I8:
+        if (prm_.kind != PoolKind::Max) unsupported_type(*x);
+        pool<int8_t, int32_t>(prm_, g, x->data<int8_t>(), y.data<int8_t>(), indices);
+        break;
+      case core::DType::U8:
+        if (prm_.kind != PoolKind::Max) unsupported_type(*x);
+        pool<uint8_t, int32_t>(prm_, g, x->data<uint8_t>(), y.data<uint8_t>(), indices);
+        break;
+      default: unsupported_type(*x);
+    }
+  }
+
+ private:
+  [[noreturn]] void unsupported_type(const core::Tensor& x) const {
+    fail(HETERO_NOT_SUPPORTED, node_.describe() + ": element type " + core::dtype_name(x.dtype()) +
+                                   " is not supported");
+  }
+  const core::Node& node_;
+  PoolParams prm_;
+};
+
+KernelFactory pool_factory(PoolKind kind, bool global) {
+  return [kind, global](const KernelBuild& b) -> std::unique_ptr<Kernel> {
+    return std::make_unique<PoolKernel>(b, kind, global);
+  };
+}
+
+}  // namespace
+
+void register_pool_kernels(KernelRegistry& r) {
+  r.add("MaxPool", pool_factory(PoolKind::Max, false));
+  r.add("AveragePool", pool_factory(PoolKind::Average, false));
+  r.add("LpPool", pool_factory(PoolKind::Lp, false));
+  r.add("GlobalMaxPool", pool_factory(PoolKind::Max, true));
+  r.add("GlobalAveragePool", pool_factory(PoolKind::Average, true));
+  r.add("GlobalLpPool", pool_factory(PoolKind::Lp, true));
+  // The same ops over channels-last activations, made by the layout pass.
+  r.add("MaxPool", pool_factory(PoolKind::Max, false), kCpuDomain, 1, 1);
+  r.add("AveragePool", pool_factory(PoolKind::Average, false), kCpuDomain, 1, 1);
+  r.add("GlobalMaxPool", pool_factory(PoolKind::Max, true), kCpuDomain, 1, 1);
+  r.add("GlobalAveragePool", pool_factory(PoolKind::Average, true), kCpuDomain, 1, 1);
+}
+
+}  // namespace hetero::cpu

@@ -1,0 +1,447 @@
+// The CPU driver's oneDNN convolution kernels against naive loops, on
+// random shapes covering groups, dilations, pads, strides and auto_pad.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/post_ops.h"
+#include "tests/unit/dnnl_test_util.h"
+
+namespace hetero::cpu::testing {
+
+namespace {
+
+struct ConvCase {
+  int64_t n, c, m, group;
+  std::vector<int64_t> in, kernel, strides, dilations, pads;  // pads: begin..., end...
+};
+
+// Naive convolution over NC + up to 3 spatial dims.
+core::Tensor ref_conv(const core::Tensor& x, const core::Tensor& w, const core::Tensor* b, const ConvCase& c,
+                      const std::vector<int64_t>& out) {
+  const size_t sp = c.in.size();
+  auto at = [](const std::vector<int64_t>& v, size_t i, int64_t fallback) { return i < v.size() ? v[i] : fallback; };
+  int64_t in3[3], k3[3], s3[3], d3[3], p3[3], o3[3];
+  for (size_t i = 0; i < 3; ++i) {
+    in3[i] = at(c.in, i, 1);
+    k3[i] = at(c.kernel, i, 1);
+    s3[i] = at(c.strides, i, 1);
+    d3[i] = at(c.dilations, i, 1);
+    p3[i] = i < sp ? c.pads[i] : 0;
+    o3[i] = at(out, i, 1);
+  }
+  core::Shape yshape{c.n, c.m};
+  yshape.insert(yshape.end(), out.begin(), out.end());
+  core::Tensor y = core::Tensor::allocate(core::DType::F32, yshape);
+  const int64_t cg = c.c / c.group, mg = c.m / c.group;
+  const float* X = x.data<float>();
+  const float* W = w.data<float>();
+  float* Y = y.data<float>();
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t m = 0; m < c.m; ++m) {
+      const int64_t g = m / mg;
+      for (int64_t o0 = 0; o0 < o3[0]; ++o0)
+        for (int64_t o1 = 0; o1 < o3[1]; ++o1)
+          for (int64_t o2 = 0; o2 < o3[2]; ++o2) {
+            double acc = b ? b->data<float>()[m] : 0.0;
+            for (int64_t ci = 0; ci < cg; ++ci)
+              for (int64_t k0 = 0; k0 < k3[0]; ++k0)
+                for (int64_t k1 = 0; k1 < k3[1]; ++k1)
+                  for (int64_t k2 = 0; k2 < k3[2]; ++k2) {
+                    const int64_t i0 = o0 * s3[0] - p3[0] + k0 * d3[0];
+                    const int64_t i1 = o1 * s3[1] - p3[1] + k1 * d3[1];
+                    const int64_t i2 = o2 * s3[2] - p3[2] + k2 * d3[2];
+                    if (i0 < 0 || i0 >= in3[0] || i1 < 0 || i1 >= in3[1] || i2 < 0 || i2 >= in3[2]) continue;
+                    const int64_t xi = (((n * c.c + g * cg + ci) * in3[0] + i0) * in3[1] + i1) * in3[2] + i2;
+                    const int64_t wi = (((m * cg + ci) * k3[0] + k0) * k3[1] + k1) * k3[2] + k2;
+                    acc += double(X[xi]) * W[wi];
+                  }
+            Y[(((n * c.m + m) * o3[0] + o0) * o3[1] + o1) * o3[2] + o2] = static_cast<float>(acc);
+          }
+    }
+  return y;
+}
+
+std::vector<int64_t> conv_out(const ConvCase& c) {
+  std::vector<int64_t> out;
+  const size_t sp = c.in.size();
+  for (size_t i = 0; i < sp; ++i) {
+    const int64_t ek = (c.kernel[i] - 1) * c.dilations[i] + 1;
+    out.push_back((c.in[i] + c.pads[i] + c.pads[sp + i] - ek) / c.strides[i] + 1);
+  }
+  return out;
+}
+
+void check_conv(const ConvCase& c, bool constant_weights, bool with_bias, std::mt19937& rng) {
+  core::Shape xs{c.n, c.c}, ws{c.m, c.c / c.group};
+  xs.insert(xs.end(), c.in.begin(), c.in.end());
+  ws.insert(ws.end(), c.kernel.begin(), c.kernel.end());
+  const core::Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.m}, rng);
+  NodeBuilder nb("Conv", 3);
+  nb.i("group", c.group).ints("strides", c.strides).ints("dilations", c.dilations).ints("pads", c.pads);
+  nb.ints("kernel_shape", c.kernel);
+  if (constant_weights) nb.constant(1, w).constant(2, b);
+  if (!with_bias) nb.omit_input(2);
+  const auto y = run_dnnl_node(*nb.node, {x, w, with_bias ? std::optional<core::Tensor>(b) : std::nullopt});
+  const core::Tensor expected = ref_conv(x, w, with_bias ? &b : nullptr, c, conv_out(c));
+  EXPECT_TRUE(all_close(y[0], expected)) << "conv " << core::shape_to_string(xs) << " w " << core::shape_to_string(ws)
+                                         << " group " << c.group;
+}
+
+TEST(CpuDnnlConv, FixedCases) {
+  std::mt19937 rng(1);
+  const std::vector<ConvCase> cases = {
+      {1, 3, 8, 1, {9, 11}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {2, 4, 6, 2, {7, 8}, {3, 2}, {2, 1}, {1, 2}, {0, 1, 2, 0}},
+      {1, 8, 8, 8, {10, 10}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}},  // depthwise
+      {1, 16, 32, 1, {5, 5}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},  // pointwise
+      {1, 2, 3, 1, {20}, {5}, {3}, {2}, {2, 1}},                     // 1-D
+      {1, 2, 4, 2, {5, 6, 7}, {2, 3, 2}, {1, 2, 1}, {2, 1, 1}, {1, 0, 1, 0, 1, 1}},  // 3-D
+  };
+  for (const ConvCase& c : cases)
+    for (int variant = 0; variant < 4; ++variant) check_conv(c, variant & 1, variant & 2, rng);
+}
+
+TEST(CpuDnnlConv, RandomCases) {
+  std::mt19937 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int t = 0; t < 40; ++t) {
+    ConvCase c;
+    const size_t sp = static_cast<size_t>(pick(1, 3));
+    c.group = pick(1, 3);
+    c.n = pick(1, 2);
+    c.c = c.group * pick(1, 4);
+    c.m = c.group * pick(1, 4);
+    for (size_t i = 0; i < sp; ++i) {
+      c.kernel.push_back(pick(1, 3));
+      c.strides.push_back(pick(1, 3));
+      c.dilations.push_back(pick(1, 2));
+      c.in.push_back((c.kernel[i] - 1) * c.dilations[i] + 1 + pick(0, sp == 3 ? 4 : 9));
+    }
+    c.pads.resize(2 * sp);
+    for (auto& p : c.pads) p = pick(0, 2);
+    check_conv(c, t % 2 == 0, t % 3 != 0, rng);
+  }
+}
+
+TEST(CpuDnnlConv, AutoPad) {
+  std::mt19937 rng(3);
+  for (const std::string mode : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
+    for (int64_t stride : {1, 2}) {
+      const core::Tensor x = random_tensor({1, 2, 7, 6}, rng), w = random_tensor({3, 2, 3, 2}, rng);
+      NodeBuilder nb("Conv", 2);
+      nb.s("auto_pad", mode).ints("strides", {stride, stride});
+      nb.constant(1, w);
+      const auto y = run_dnnl_node(*nb.node, {x, w});
+      // The explicit pads the mode implies: out = ceil(in / stride), the odd
+      // pixel of padding at the end (UPPER) or the beginning (LOWER).
+      ConvCase c{1, 2, 3, 1, {7, 6}, {3, 2}, {stride, stride}, {1, 1}, {0, 0, 0, 0}};
+      if (mode != "VALID") {
+        for (size_t i = 0; i < 2; ++i) {
+          const int64_t out = (c.in[i] + stride - 1) / stride;
+          const int64_t total = std::max<int64_t>(0, (out - 1) * stride + c.kernel[i] - c.in[i]);
+          c.pads[i] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
+          c.pads[2 + i] = total - c.pads[i];
+        }
+      }
+      EXPECT_TRUE(all_close(y[0], ref_conv(x, w, nullptr, c, conv_out(c)))) << mode << " stride " << stride;
+    }
+  }
+}
+
+// NCHW <-> NHWC copies for the channels-last tests.
+core::Tensor to_channels_last(const core::Tensor& t) {
+  const core::Shape& s = t.shape();
+  const int64_t n = s[0], c = s[1], hw = static_cast<int64_t>(t.numel()) / (n * c);
+  core::Shape cl{n};
+  cl.insert(cl.end(), s.begin() + 2, s.end());
+  cl.push_back(c);
+  core::Tensor r = core::Tensor::allocate(core::DType::F32, cl);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t k = 0; k < hw; ++k) r.data<float>()[(i * hw + k) * c + j] = t.data<float>()[(i * c + j) * hw + k];
+  return r;
+}
+
+core::Tensor to_channels_first(const core::Tensor& t) {
+  const core::Shape& s = t.shape();
+  const int64_t n = s[0], c = s.back(), hw = static_cast<int64_t>(t.numel()) / (n * c);
+  core::Shape cf{n, c};
+  cf.insert(cf.end(), s.begin() + 1, s.end() - 1);
+  core::Tensor r = core::Tensor::allocate(core::DType::F32, cf);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < c; ++j)
+      for (int64_t k = 0; k < hw; ++k) r.data<float>()[(i * c + j) * hw + k] = t.data<float>()[(i * hw + k) * c + j];
+  return r;
+}
+
+TEST(CpuDnnlConv, FusedPostOpsAndChannelsLast) {
+  std::mt19937 rng(11);
+  const ConvCase c{2, 6, 8, 2, {9, 7}, {3, 3}, {1, 2}, {1, 1}, {1, 1, 1, 0}};
+  const core::Tensor x = random_tensor({2, 6, 9, 7}, rng, -2, 2), w = random_tensor({8, 3, 3, 3}, rng);
+  const core::Tensor b = random_tensor({8}, rng);
+  const core::Tensor expected_conv = ref_conv(x, w, &b, c, conv_out(c));
+  const core::Shape yshape = expected_conv.shape();
+  const core::Tensor per_channel = random_tensor({8, 1, 1}, rng);
+  const core::Tensor residual = random_tensor(yshape, rng);
+  const core::Tensor scalar = core::Tensor::from_vector<float>({0.75f}, {1});
+  const int64_t plane = yshape[2] * yshape[3];
+
+  // relu(alpha .1) → add per-channel constant → mul scalar → add residual →
+  // hardswish → clip(-.2, .3) → linear(2, -1) → sigmoid.
+  core::Tensor expected = expected_conv.clone();
+  float* e = expected.data<float>();
+  for (size_t i = 0; i < expected.numel(); ++i) {
+    const int64_t ch = static_cast<int64_t>(i) / plane % 8;
+    float v = e[i] > 0 ? e[i] : 0.1f * e[i];
+    v += per_channel.data<float>()[ch];
+    v *= 0.75f;
+    v += residual.data<float>()[i];
+    v = v * std::min(std::max(v + 3.0f, 0.0f), 6.0f) / 6.0f;
+    v = std::min(std::max(v, -0.2f), 0.3f);
+    v = 2 * v - 1;
+    e[i] = 1 / (1 + std::exp(-v));
+  }
+  for (bool channels_last : {false, true}) {
+    for (bool runtime_operands : {false, true}) {
+      NodeBuilder nb("FusedConv", 6, 1, 1, kCpuDomain);
+      nb.i("group", 2).ints("strides", {1, 2}).ints("pads", {1, 1, 1, 0});
+      nb.strings(kPostOpsAttr, {"relu", "add", "mul", "add", "hardswish", "clip", "linear", "sigmoid"});
+      nb.floats(kPostAlphaAttr, {0.1f, 0, 0, 0, 0, -0.2f, 2, 0});
+      nb.floats(kPostBetaAttr, {0, 0, 0, 0, 0, 0.3f, -1, 0});
+      if (channels_last) nb.i(kChannelsLastAttr, 1);
+      const core::Tensor pc = channels_last ? core::Tensor::from_vector<float>(
+                                                  std::vector<float>(per_channel.values<float>().begin(),
+                                                                     per_channel.values<float>().end()),
+                                                  {1, 1, 1, 8})
+                                            : per_channel;
+      const core::Tensor res = channels_last ? to_channels_last(residual) : residual;
+      nb.constant(1, w).constant(2, b).constant(4, scalar);
+      if (!runtime_operands) nb.constant(3, pc).constant(5, res);
+      const auto y = run_dnnl_node(*nb.node, {channels_last ? to_channels_last(x) : x, w, b, pc, scalar, res});
+      EXPECT_TRUE(all_close(channels_last ? to_channels_first(y[0]) : y[0], expected, 2e-4f, 2e-4f))
+          << "channels_last " << channels_last << " runtime operands " << runtime_operands;
+    }
+  }
+}
+
+TEST(CpuDnnlConv, BroadcastOperandFallsBackToLoop) {
+  // An operand that varies along W only is no broadcast oneDNN offers.
+  std::mt19937 rng(5);
+  const ConvCase c{1, 2, 3, 1, {5, 6}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}};
+  const core::Tensor x = random_tensor({1, 2, 5, 6}, rng), w = random_tensor({3, 2, 1, 1}, rng);
+  const core::Tensor row = random_tensor({6}, rng);
+  NodeBuilder nb("FusedConv", 4, 1, 1, kCpuDomain);
+  nb.strings(kPostOpsAttr, {"mul"}).floats(kPostAlphaAttr, {0}).floats(kPostBetaAttr, {0});
+  nb.constant(1, w).omit_input(2);
+  const auto y = run_dnnl_node(*nb.node, {x, w, std::nullopt, row});
+  core::Tensor expected = ref_conv(x, w, nullptr, c, conv_out(c));
+  for (size_t i = 0; i < expected.numel(); ++i) expected.data<float>()[i] *= row.data<float>()[i % 6];
+  EXPECT_TRUE(all_close(y[0], expected));
+}
+
+
+// Naive numpy matmul (1-D operands promoted and squeezed back).
+core::Tensor ref_matmul(const core::Tensor& a, const core::Tensor& b) {
+  core::Shape as = a.shape(), bs = b.shape();
+  const bool av = as.size() == 1, bv = bs.size() == 1;
+  if (av) as.insert(as.begin(), 1);
+  if (bv) bs.push_back(1);
+  const size_t rank = std::max(as.size(), bs.size());
+  as.insert(as.begin(), rank - as.size(), 1);
+  bs.insert(bs.begin(), rank - bs.size(), 1);
+  const int64_t M = as[rank - 2], K = as[rank - 1], N = bs[rank - 1];
+  core::Shape ys(rank);
+  for (size_t i = 0; i + 2 < rank; ++i) ys[i] = std::max(as[i], bs[i]);
+  ys[rank - 2] = M;
+  ys[rank - 1] = N;
+  core::Tensor y = core::Tensor::allocate(core::DType::F32, ys);
+  const int64_t batches = static_cast<int64_t>(y.numel()) / (M * N);
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    // Decompose the batch index and map it onto each operand (size-1 dims broadcast).
+    int64_t rem = bi, aoff = 0, boff = 0, astride = M * K, bstride = K * N;
+    for (size_t d = rank - 2; d-- > 0;) {
+      const int64_t idx = rem % ys[d];
+      rem /= ys[d];
+      aoff += (as[d] == 1 ? 0 : idx) * astride;
+      boff += (bs[d] == 1 ? 0 : idx) * bstride;
+      astride *= as[d];
+      bstride *= bs[d];
+    }
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k) acc += double(a.data<float>()[aoff + m * K + k]) * b.data<float>()[boff + k * N + n];
+        y.data<float>()[(bi * M + m) * N + n] = static_cast<float>(acc);
+      }
+  }
+  core::Shape out = ys;
+  if (bv) out.erase(out.end() - 1);
+  if (av) out.erase(out.end() - (bv ? 1 : 2));
+  return y.reshaped(out);
+}
+
+TEST(CpuDnnlMatMul, BroadcastingAndVectors) {
+  std::mt19937 rng(21);
+  const std::vector<std::pair<core::Shape, core::Shape>> cases = {
+      {{3, 4}, {4, 5}},       {{4}, {4, 5}},          {{3, 4}, {4}},          {{4}, {4}},
+      {{2, 3, 4}, {4, 5}},    {{2, 1, 3, 4}, {5, 4, 6}}, {{1, 3, 4}, {2, 4, 5}}, {{2, 3, 4}, {2, 4, 5}},
+      {{4}, {2, 4, 5}},       {{2, 3, 4}, {4}},       {{1, 7, 33}, {33, 17}},
+  };
+  for (const auto& [as, bs] : cases) {
+    for (bool constant_b : {false, true}) {
+      const core::Tensor a = random_tensor(as, rng), b = random_tensor(bs, rng);
+      NodeBuilder nb("MatMul", 2);
+      if (constant_b) nb.constant(1, b);
+      const auto y = run_dnnl_node(*nb.node, {a, b});
+      EXPECT_TRUE(all_close(y[0], ref_matmul(a, b)))
+          << core::shape_to_string(as) << " x " << core::shape_to_string(bs) << " constant B " << constant_b;
+    }
+  }
+}
+
+core::Tensor transpose2d(const core::Tensor& t) {
+  const int64_t r = t.dim(0), c = t.dim(1);
+  core::Tensor o = core::Tensor::allocate(core::DType::F32, {c, r});
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) o.data<float>()[j * r + i] = t.data<float>()[i * c + j];
+  return o;
+}
+
+TEST(CpuDnnlGemm, TransposesScalesAndBias) {
+  std::mt19937 rng(22);
+  const int64_t M = 5, K = 7, N = 6;
+  const std::vector<core::Shape> c_shapes = {{}, {N}, {1, N}, {M, 1}, {M, N}, {1}};
+  int t = 0;
+  for (const core::Shape& cs : c_shapes)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        const float alpha = t % 3 == 0 ? 1.0f : 0.5f, beta = t % 2 == 0 ? 1.0f : -2.0f;
+        const bool constant_bc = t % 4 < 2;
+        ++t;
+        const core::Tensor a = random_tensor(ta ? core::Shape{K, M} : core::Shape{M, K}, rng);
+        const core::Tensor b = random_tensor(tb ? core::Shape{N, K} : core::Shape{K, N}, rng);
+        const core::Tensor c = random_tensor(cs, rng);
+        NodeBuilder nb("Gemm", 3);
+        nb.i("transA", ta).i("transB", tb).f("alpha", alpha).f("beta", beta);
+        if (constant_bc) nb.constant(1, b).constant(2, c);
+        const auto y = run_dnnl_node(*nb.node, {a, b, c});
+        core::Tensor expected = ref_matmul(ta ? transpose2d(a) : a, tb ? transpose2d(b) : b);
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t n = 0; n < N; ++n) {
+            const size_t ci = cs.size() == 2 ? (cs[0] == 1 ? 0 : m) * cs[1] + (cs[1] == 1 ? 0 : n)
+                                             : (c.numel() == 1 ? 0 : static_cast<size_t>(n));
+            float& v = expected.data<float>()[m * N + n];
+            v = alpha * v + beta * c.data<float>()[ci];
+          }
+        EXPECT_TRUE(all_close(y[0], expected)) << "C " << core::shape_to_string(cs) << " transA " << ta << " transB "
+                                               << tb << " constant " << constant_bc;
+      }
+}
+
+
+// Naive transposed convolution: every input pixel scatters kernel * x into
+// the output at o = i * stride - pad_begin + k * dilation.
+core::Tensor ref_conv_transpose(const core::Tensor& x, const core::Tensor& w, const core::Tensor* b, int64_t group,
+                                const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                                const std::vector<int64_t>& pad_begin, const std::vector<int64_t>& out) {
+  const size_t sp = out.size();
+  const int64_t N = x.dim(0), C = x.dim(1), Mg = w.dim(1), M = Mg * group, Cg = C / group;
+  int64_t in3[3] = {1, 1, 1}, k3[3] = {1, 1, 1}, s3[3] = {1, 1, 1}, d3[3] = {1, 1, 1}, p3[3] = {0, 0, 0},
+          o3[3] = {1, 1, 1};
+  for (size_t i = 0; i < sp; ++i) {
+    in3[i] = x.dim(2 + i);
+    k3[i] = w.dim(2 + i);
+    s3[i] = strides[i];
+    d3[i] = dilations[i];
+    p3[i] = pad_begin[i];
+    o3[i] = out[i];
+  }
+  core::Shape ys{N, M};
+  ys.insert(ys.end(), out.begin(), out.end());
+  std::vector<double> acc(core::shape_numel(ys), 0.0);
+  const int64_t oplane = o3[0] * o3[1] * o3[2];
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i0 = 0; i0 < in3[0]; ++i0)
+        for (int64_t i1 = 0; i1 < in3[1]; ++i1)
+          for (int64_t i2 = 0; i2 < in3[2]; ++i2) {
+            const double xv = x.data<float>()[(((n * C + c) * in3[0] + i0) * in3[1] + i1) * in3[2] + i2];
+            const int64_t g = c / Cg;
+            for (int64_t mj = 0; mj < Mg; ++mj)
+              for (int64_t k0 = 0; k0 < k3[0]; ++k0)
+                for (int64_t k1 = 0; k1 < k3[1]; ++k1)
+                  for (int64_t k2 = 0; k2 < k3[2]; ++k2) {
+                    const int64_t o0 = i0 * s3[0] - p3[0] + k0 * d3[0], o1 = i1 * s3[1] - p3[1] + k1 * d3[1],
+                                  o2 = i2 * s3[2] - p3[2] + k2 * d3[2];
+                    if (o0 < 0 || o0 >= o3[0] || o1 < 0 || o1 >= o3[1] || o2 < 0 || o2 >= o3[2]) continue;
+                    const double wv = w.data<float>()[(((c * Mg + mj) * k3[0] + k0) * k3[1] + k1) * k3[2] + k2];
+                    acc[((n * M + g * Mg + mj) * o3[0] + o0) * o3[1] * o3[2] + o1 * o3[2] + o2] += xv * wv;
+                  }
+          }
+  core::Tensor y = core::Tensor::allocate(core::DType::F32, ys);
+  for (size_t i = 0; i < acc.size(); ++i)
+    y.data<float>()[i] = static_cast<float>(acc[i] + (b ? b->data<float>()[i / oplane % M] : 0.0));
+  return y;
+}
+
+TEST(CpuDnnlConvTranspose, PadsOutputPaddingGroups) {
+  std::mt19937 rng(31);
+  struct Case {
+    core::Shape x, w;
+    int64_t group;
+    std::vector<int64_t> strides, dilations, pads, output_padding;
+  };
+  const std::vector<Case> cases = {
+      {{1, 4, 5, 5}, {4, 3, 3, 3}, 1, {2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}},
+      {{2, 4, 4, 6}, {4, 2, 2, 3}, 2, {2, 1}, {1, 2}, {0, 1, 0, 0}, {0, 0}},
+      {{1, 3, 7}, {3, 2, 4}, 1, {3}, {1}, {2, 1}, {2}},
+      {{1, 2, 3, 4, 3}, {2, 2, 2, 2, 2}, 1, {2, 1, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, {1, 0, 0}},
+      {{1, 8, 6, 6}, {8, 1, 3, 3}, 8, {2, 2}, {1, 1}, {1, 1, 1, 1}, {1, 1}},  // depthwise
+  };
+  for (const Case& c : cases) {
+    for (bool constant_w : {false, true}) {
+      const core::Tensor x = random_tensor(c.x, rng), w = random_tensor(c.w, rng);
+      const core::Tensor b = random_tensor({c.w[1] * c.group}, rng);
+      NodeBuilder nb("ConvTranspose", 3);
+      nb.i("group", c.group).ints("strides", c.strides).ints("dilations", c.dilations).ints("pads", c.pads);
+      nb.ints("output_padding", c.output_padding);
+      if (constant_w) nb.constant(1, w);
+      const auto y = run_dnnl_node(*nb.node, {x, w, b});
+      const size_t sp = c.strides.size();
+      std::vector<int64_t> out, begin;
+      for (size_t i = 0; i < sp; ++i) {
+        out.push_back(c.strides[i] * (c.x[2 + i] - 1) + c.output_padding[i] + (c.w[2 + i] - 1) * c.dilations[i] + 1 -
+                      c.pads[i] - c.pads[sp + i]);
+        begin.push_back(c.pads[i]);
+      }
+      EXPECT_TRUE(all_close(y[0], ref_conv_transpose(x, w, &b, c.group, c.strides, c.dilations, begin, out)))
+          << core::shape_to_string(c.x) << " constant W " << constant_w;
+    }
+  }
+}
+
+TEST(CpuDnnlConvTranspose, OutputShapeAndSamePadding) {
+  std::mt19937 rng(32);
+  const core::Tensor x = random_tensor({1, 2, 3, 3}, rng), w = random_tensor({2, 3, 3, 3}, rng);
+  // output_shape 10x8 with stride 3: natural size 3*2+3 = 9; total pads -1 (H, grows) and 1 (W).
+  {
+    NodeBuilder nb("ConvTranspose", 2);
+    nb.ints("strides", {3, 3}).ints("output_shape", {10, 8}).constant(1, w);
+    const auto y = run_dnnl_node(*nb.node, {x, w});
+    // total = natural - out, the larger half first (halves round down): H -1 → 0 + -1, W 1 → 1 + 0.
+    EXPECT_TRUE(all_close(y[0], ref_conv_transpose(x, w, nullptr, 1, {3, 3}, {1, 1}, {0, 1}, {10, 8})));
+  }
+  for (const std::string mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    NodeBuilder nb("ConvTranspose", 2);
+    nb.ints("strides", {2, 2}).s("auto_pad", mode).constant(1, w);
+    const auto y = run_dnnl_node(*nb.node, {x, w});
+    // out = 6, natural = 2*2+3 = 7: one pixel of padding, at the start for SAME_LOWER.
+    const int64_t begin = mode == "SAME_UPPER" ? 0 : 1;
+    EXPECT_TRUE(all_close(y[0], ref_conv_transpose(x, w, nullptr, 1, {2, 2}, {1, 1}, {begin, begin}, {6, 6}))) << mode;
+  }
+}
+
+}  // namespace
+}  // namespace hetero::cpu::testing
