@@ -1,0 +1,184 @@
+// hetero_* entry points: compiling, blob export and import, and the inputs
+// and outputs of compiled models.
+#include <cstdlib>
+#include <cstring>
+
+#include "capi/file_io.h"
+#include "capi/guard.h"
+#include "capi/handles.h"
+
+using namespace hetero::capi;
+using hetero::fail;
+
+namespace {
+
+const CompiledModelImpl& compiled_of(const hetero_compiled_model_t* compiled, const char* fn) {
+  require(compiled, fn, "compiled");
+  return *compiled->impl;
+}
+
+}  // namespace
+
+extern "C" {
+
+hetero_status hetero_compile(hetero_compiled_model_t** out, hetero_core_t* core, const hetero_model_t* model,
+                             const char* device, const char* const* config_keys, const char* const* config_values,
+                             size_t config_count) {
+  return guard([&] {
+    constexpr const char* fn = "hetero_compile";
+    require(out, fn, "out");
+    require(core, fn, "core");
+    require(model, fn, "model");
+    require(device, fn, "device");
+    const Config config = config_from_pairs(fn, config_keys, config_values, config_count);
+    auto compiled = std::make_unique<hetero_compiled_model>();
+    compiled->impl = core->backend->compile(*model->impl, device, config);
+    *out = compiled.release();
+  });
+}
+
+hetero_status hetero_compiled_model_import(hetero_compiled_model_t** out, hetero_core_t* core, const void* data,
+                                           size_t size, const char* const* config_keys,
+                                           const char* const* config_values, size_t config_count) {
+  return guard([&] {
+    constexpr const char* fn = "hetero_compiled_model_import";
+    require(out, fn, "out");
+    require(core, fn, "core");
+    if (size) require(data, fn, "data");
+    const Config config = config_from_pairs(fn, config_keys, config_values, config_count);
+    auto compiled = std::make_unique<hetero_compiled_model>();
+    compiled->impl = core->backend->import_blob({static_cast<const uint8_t*>(data), size}, config);
+    *out = compiled.release();
+  });
+}
+
+hetero_status hetero_compiled_model_import_file(hetero_compiled_model_t** out, hetero_core_t* core,
+                                                const char* path, const char* const* config_keys,
+                                                const char* const* config_values, size_t config_count) {
+  return guard([&] {
+    constexpr const char* fn = "hetero_compiled_model_import_file";
+    require(out, fn, "out");
+    require(core, fn, "core");
+    require(path, fn, "path");
+    const Config config = config_from_pairs(fn, config_keys, config_values, config_count);
+    const std::vector<uint8_t> blob = read_file_bytes(path);
+    auto compiled = std::make_unique<hetero_compiled_model>();
+    try {
+      compiled->impl = core->backend->import_blob(blob, config);
+    } catch (const hetero::Error& e) {
+      // The container's messages speak of "blob"; say which file it was.
+      fail(e.status(), std::string(path) + ": " + e.what());
+    }
+    *out = compiled.release();
+  });
+}
+
+hetero_status hetero_compiled_model_export(const hetero_compiled_model_t* compiled, void** out_data,
+                                           size_t* out_size) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_export");
+    require(out_data, "hetero_compiled_model_export", "out_data");
+    require(out_size, "hetero_compiled_model_export", "out_size");
+    const std::vector<uint8_t> blob = c.export_blob();
+    // malloc, not new: the caller frees it with hetero_free().
+    void* p = std::malloc(blob.empty() ? 1 : blob.size());
+    if (!p) fail(HETERO_OUT_OF_MEMORY, "cannot allocate " + std::to_string(blob.size()) + " bytes for the blob");
+    if (!blob.empty()) std::memcpy(p, blob.data(), blob.size());
+    *out_data = p;
+    *out_size = blob.size();
+  });
+}
+
+hetero_status hetero_compiled_model_export_file(const hetero_compiled_model_t* compiled, const char* path) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_export_file");
+    require(path, "hetero_compiled_model_export_file", "path");
+    write_file_atomic(path, c.export_blob());
+  });
+}
+
+hetero_status hetero_compiled_model_get_device(const hetero_compiled_model_t* compiled, const char** out_device) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_device");
+    require(out_device, "hetero_compiled_model_get_device", "out_device");
+    *out_device = c.device().c_str();
+  });
+}
+
+hetero_status hetero_compiled_model_get_input_count(const hetero_compiled_model_t* compiled, size_t* out_count) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_input_count");
+    require(out_count, "hetero_compiled_model_get_input_count", "out_count");
+    *out_count = c.inputs().size();
+  });
+}
+
+hetero_status hetero_compiled_model_get_input_name(const hetero_compiled_model_t* compiled, const char** out_name,
+                                                   size_t index) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_input_name");
+    require(out_name, "hetero_compiled_model_get_input_name", "out_name");
+    *out_name = port_at(c.inputs(), index, "input").name.c_str();
+  });
+}
+
+hetero_status hetero_compiled_model_get_input_dtype(const hetero_compiled_model_t* compiled, hetero_dtype* out_dtype,
+                                                    size_t index) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_input_dtype");
+    require(out_dtype, "hetero_compiled_model_get_input_dtype", "out_dtype");
+    *out_dtype = port_at(c.inputs(), index, "input").dtype;
+  });
+}
+
+hetero_status hetero_compiled_model_get_input_shape(const hetero_compiled_model_t* compiled, const int64_t** out_dims,
+                                                    int64_t* out_rank, size_t index) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_input_shape");
+    require(out_dims, "hetero_compiled_model_get_input_shape", "out_dims");
+    require(out_rank, "hetero_compiled_model_get_input_shape", "out_rank");
+    write_port_shape(port_at(c.inputs(), index, "input"), out_dims, out_rank);
+  });
+}
+
+hetero_status hetero_compiled_model_get_output_count(const hetero_compiled_model_t* compiled, size_t* out_count) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_output_count");
+    require(out_count, "hetero_compiled_model_get_output_count", "out_count");
+    *out_count = c.outputs().size();
+  });
+}
+
+hetero_status hetero_compiled_model_get_output_name(const hetero_compiled_model_t* compiled, const char** out_name,
+                                                    size_t index) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_output_name");
+    require(out_name, "hetero_compiled_model_get_output_name", "out_name");
+    *out_name = port_at(c.outputs(), index, "output").name.c_str();
+  });
+}
+
+hetero_status hetero_compiled_model_get_output_dtype(const hetero_compiled_model_t* compiled,
+                                                     hetero_dtype* out_dtype, size_t index) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_output_dtype");
+    require(out_dtype, "hetero_compiled_model_get_output_dtype", "out_dtype");
+    *out_dtype = port_at(c.outputs(), index, "output").dtype;
+  });
+}
+
+hetero_status hetero_compiled_model_get_output_shape(const hetero_compiled_model_t* compiled,
+                                                     const int64_t** out_dims, int64_t* out_rank, size_t index) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_output_shape");
+    require(out_dims, "hetero_compiled_model_get_output_shape", "out_dims");
+    require(out_rank, "hetero_compiled_model_get_output_shape", "out_rank");
+    write_port_shape(port_at(c.outputs(), index, "output"), out_dims, out_rank);
+  });
+}
+
+hetero_status hetero_compiled_model_release(hetero_compiled_model_t* compiled) {
+  return guard([&] { delete compiled; });
+}
+
+}  // extern "C"

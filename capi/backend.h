@@ -1,0 +1,111 @@
+// What the C ABI's handles stand on. The hetero_* functions (api_*.cpp) only
+// check arguments, translate errors and manage handles; the work is done by a
+// Backend. Today there is one, in-process (local_backend.cpp, on
+// core::Runtime); a client of the daemon (hetero_core_connect) will be a second
+// implementation of the same interfaces, so no api_*.cpp file may reach past
+// them into core::Runtime or a driver.
+//
+// Tensors are not behind this interface: they always live in the caller's
+// process (a remote backend copies or passes them as memfds).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "hetero/hetero.h"
+
+namespace hetero::capi {
+
+using Config = std::map<std::string, std::string>;
+
+// A model or compiled model input/output as the C ABI reports it.
+struct PortInfo {
+  std::string name;
+  hetero_dtype dtype = HETERO_DTYPE_UNDEFINED;
+  int64_t rank = -1;          // -1: unknown rank
+  std::vector<int64_t> dims;  // -1: dynamic dim
+};
+
+struct QueryNode {
+  std::string name;
+  std::string op_type;
+  bool supported = false;
+  std::string reason;
+};
+
+struct DeviceEntry {
+  std::string name;       // device string
+  std::string full_name;  // FULL_DEVICE_NAME
+};
+
+struct DriverEntry {
+  std::string name, version, path;
+};
+
+struct DriverFailureEntry {
+  std::string path, reason;
+};
+
+class InferRequestImpl {
+ public:
+  virtual ~InferRequestImpl() = default;
+  virtual void set_input(size_t index, const core::Tensor& tensor) = 0;
+  // The tensor plus whatever must stay alive for its memory to stay valid
+  // (for a local backend, the driver module whose deleter frees it).
+  virtual core::Tensor output(size_t index, std::shared_ptr<const void>& keepalive) = 0;
+  virtual void infer() = 0;
+  // `done` runs once, on another thread, with null or the failure.
+  virtual void start_async(std::function<void(std::exception_ptr)> done) = 0;
+  virtual void wait() = 0;
+};
+
+class CompiledModelImpl {
+ public:
+  virtual ~CompiledModelImpl() = default;
+  virtual const std::vector<PortInfo>& inputs() const = 0;
+  virtual const std::vector<PortInfo>& outputs() const = 0;
+  virtual const std::string& device() const = 0;
+  // A complete blob (container header included).
+  virtual std::vector<uint8_t> export_blob() const = 0;
+  virtual std::unique_ptr<InferRequestImpl> create_infer_request() = 0;
+};
+
+class ModelImpl {
+ public:
+  virtual ~ModelImpl() = default;
+  virtual const std::vector<PortInfo>& inputs() const = 0;
+  virtual const std::vector<PortInfo>& outputs() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Fixed for the backend's life, so the C ABI can lend out their strings.
+  virtual const std::vector<DeviceEntry>& devices() const = 0;
+  virtual const std::vector<DriverEntry>& drivers() const = 0;
+  virtual const std::vector<DriverFailureEntry>& driver_failures() const = 0;
+  virtual std::string metric(const std::string& device, const std::string& name) const = 0;
+
+  using InputShapes = std::map<std::string, core::Shape>;
+  virtual std::unique_ptr<ModelImpl> read_model_file(const std::string& path, const InputShapes& shapes) = 0;
+  virtual std::unique_ptr<ModelImpl> read_model_memory(std::span<const uint8_t> bytes, const InputShapes& shapes) = 0;
+  // `model` comes from this backend's kind; another kind fails with INVALID_ARGUMENT.
+  virtual std::vector<QueryNode> query(const ModelImpl& model, const std::string& device,
+                                       const Config& config) const = 0;
+  virtual std::unique_ptr<CompiledModelImpl> compile(const ModelImpl& model, const std::string& device,
+                                                     const Config& config) = 0;
+  virtual std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) = 0;
+};
+
+// The in-process backend. `options` are the hetero_core_create() pairs.
+std::shared_ptr<Backend> make_local_backend(const Config& options);
+
+}  // namespace hetero::capi

@@ -1,0 +1,91 @@
+#include "capi/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace hetero::capi {
+
+namespace {
+
+[[noreturn]] void fail_errno(const std::string& what, int err) {
+  const hetero_status status = err == ENOENT || err == ENOTDIR ? HETERO_NOT_FOUND
+                               : err == EACCES || err == EPERM ? HETERO_PERMISSION_DENIED
+                                                              : HETERO_IO_ERROR;
+  fail(status, what + ": " + std::strerror(err));
+}
+
+// Closes a descriptor on every path out of a function.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (f.fd < 0) fail_errno(path, errno);
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail_errno(path, errno);
+  if (S_ISDIR(st.st_mode)) fail(HETERO_IO_ERROR, path + ": is a directory");
+  if (!S_ISREG(st.st_mode)) fail(HETERO_IO_ERROR, path + ": not a regular file");
+  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(f.fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_errno(path, errno);
+    }
+    if (n == 0) fail(HETERO_IO_ERROR, path + ": file shrank while being read");
+    done += static_cast<size_t>(n);
+  }
+  return bytes;
+}
+
+void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes) {
+  // A name unique to this process and call; O_EXCL refuses anything already
+  // there. open() (not mkstemp) so that the file gets the umask's mode.
+  static std::atomic<unsigned> counter{0};
+  std::string tmp;
+  Fd f;
+  for (int attempt = 0; f.fd < 0; ++attempt) {
+    tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+    f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (f.fd < 0 && (errno != EEXIST || attempt > 100))
+      fail_errno(path + ": cannot create a temporary file next to it", errno);
+  }
+  // From here on the temporary file is removed on every failure.
+  auto fail_and_unlink = [&](const std::string& what) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail_errno(what, err);
+  };
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(f.fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_and_unlink(path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(f.fd) != 0) fail_and_unlink(path);
+  const int fd = f.fd;
+  f.fd = -1;
+  if (::close(fd) != 0) fail_and_unlink(path);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail_and_unlink(path);
+}
+
+}  // namespace hetero::capi

@@ -1,0 +1,47 @@
+// The structs behind the opaque handles of hetero/hetero.h. They live in the
+// global namespace because the public header declares them there.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "capi/backend.h"
+#include "core/tensor.h"
+
+struct hetero_core {
+  std::shared_ptr<hetero::capi::Backend> backend;
+};
+
+struct hetero_model {
+  std::unique_ptr<hetero::capi::ModelImpl> impl;
+};
+
+struct hetero_query_result {
+  std::vector<hetero::capi::QueryNode> nodes;
+};
+
+struct hetero_compiled_model {
+  // Shared with its requests, which must not outlive it.
+  std::shared_ptr<hetero::capi::CompiledModelImpl> impl;
+};
+
+struct hetero_tensor {
+  // Keeps the code that frees `tensor`'s memory loaded (an output's driver).
+  // Declared first so that it is destroyed after `tensor`.
+  std::shared_ptr<const void> keepalive;
+  hetero::core::Tensor tensor;
+};
+
+struct hetero_infer_request {
+  std::shared_ptr<hetero::capi::CompiledModelImpl> compiled;
+  std::unique_ptr<hetero::capi::InferRequestImpl> impl;
+
+  // Async bookkeeping, guarded by `mutex`: whether an inference is running
+  // (start_async to its completion) and the result of the last one, which
+  // hetero_infer_request_wait() reports.
+  std::mutex mutex;
+  bool running = false;
+  hetero_status async_status = HETERO_OK;
+  std::string async_message;
+};

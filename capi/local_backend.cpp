@@ -1,0 +1,198 @@
+// The in-process backend: the C ABI's handles over core::Runtime and the
+// driver objects it hands out.
+#include <utility>
+
+#include "capi/backend.h"
+#include "core/error.h"
+#include "core/onnx_import.h"
+#include "core/runtime.h"
+
+namespace hetero::capi {
+
+namespace {
+
+// Driver modules are dlclosed when the Runtime goes, so everything that runs
+// or frees driver code (compiled models, requests, output tensors) holds a
+// reference to it, declared before the driver object so that it dies last.
+using RuntimePtr = std::shared_ptr<core::Runtime>;
+
+// hetero_dtype uses core::DType's (ONNX) numbering by design.
+hetero_dtype to_c(core::DType dtype) noexcept { return static_cast<hetero_dtype>(dtype); }
+
+PortInfo port_from_driver(const driver::Port& port) {
+  PortInfo info;
+  info.name = port.name;
+  info.dtype = to_c(port.dtype);
+  if (port.has_rank) {
+    info.rank = static_cast<int64_t>(port.shape.size());
+    for (const core::Dim& d : port.shape) info.dims.push_back(d.known() ? d.size : -1);
+  }
+  return info;
+}
+
+PortInfo port_from_value(const core::Value& value) {
+  PortInfo info;
+  info.name = value.name;
+  info.dtype = to_c(value.dtype);
+  if (value.shape) {
+    info.rank = static_cast<int64_t>(value.shape->size());
+    for (const core::Dim& d : *value.shape) info.dims.push_back(d.known() ? d.size : -1);
+  }
+  return info;
+}
+
+std::vector<PortInfo> ports_from_driver(const std::vector<driver::Port>& ports) {
+  std::vector<PortInfo> out;
+  for (const driver::Port& p : ports) out.push_back(port_from_driver(p));
+  return out;
+}
+
+class LocalModel final : public ModelImpl {
+ public:
+  explicit LocalModel(std::unique_ptr<core::Model> model) : model_(std::move(model)) {
+    for (const core::Value* v : model_->graph.inputs) inputs_.push_back(port_from_value(*v));
+    for (const core::Value* v : model_->graph.outputs) outputs_.push_back(port_from_value(*v));
+  }
+  const std::vector<PortInfo>& inputs() const override { return inputs_; }
+  const std::vector<PortInfo>& outputs() const override { return outputs_; }
+  const core::Model& model() const { return *model_; }
+
+ private:
+  std::unique_ptr<core::Model> model_;
+  std::vector<PortInfo> inputs_, outputs_;
+};
+
+class LocalInferRequest final : public InferRequestImpl {
+ public:
+  LocalInferRequest(RuntimePtr runtime, std::shared_ptr<driver::CompiledModel> compiled)
+      : runtime_(std::move(runtime)), compiled_(std::move(compiled)), request_(compiled_->create_infer_request()) {
+    if (!request_) fail(HETERO_DRIVER_ERROR, "the driver returned no infer request");
+  }
+
+  void set_input(size_t index, const core::Tensor& tensor) override { request_->set_input(index, tensor); }
+  core::Tensor output(size_t index, std::shared_ptr<const void>& keepalive) override {
+    core::Tensor t = request_->output(index);
+    keepalive = runtime_;
+    return t;
+  }
+  void infer() override { request_->infer(); }
+  void start_async(std::function<void(std::exception_ptr)> done) override { request_->start_async(std::move(done)); }
+  void wait() override { request_->wait(); }
+
+ private:
+  RuntimePtr runtime_;
+  std::shared_ptr<driver::CompiledModel> compiled_;
+  std::unique_ptr<driver::InferRequest> request_;
+};
+
+class LocalCompiledModel final : public CompiledModelImpl {
+ public:
+  LocalCompiledModel(RuntimePtr runtime, std::unique_ptr<driver::CompiledModel> compiled)
+      : runtime_(std::move(runtime)), compiled_(std::move(compiled)) {
+    if (!compiled_) fail(HETERO_DRIVER_ERROR, "the driver returned no compiled model");
+    inputs_ = ports_from_driver(compiled_->inputs());
+    outputs_ = ports_from_driver(compiled_->outputs());
+    device_ = compiled_->device();
+  }
+
+  const std::vector<PortInfo>& inputs() const override { return inputs_; }
+  const std::vector<PortInfo>& outputs() const override { return outputs_; }
+  const std::string& device() const override { return device_; }
+  std::vector<uint8_t> export_blob() const override { return runtime_->export_blob(*compiled_); }
+  std::unique_ptr<InferRequestImpl> create_infer_request() override {
+    return std::make_unique<LocalInferRequest>(runtime_, compiled_);
+  }
+
+ private:
+  RuntimePtr runtime_;
+  std::shared_ptr<driver::CompiledModel> compiled_;
+  std::vector<PortInfo> inputs_, outputs_;
+  std::string device_;
+};
+
+const LocalModel& local_model(const ModelImpl& model) {
+  const auto* local = dynamic_cast<const LocalModel*>(&model);
+  if (!local)
+    fail(HETERO_INVALID_ARGUMENT, "the model was read through a core of another kind (a daemon connection); "
+                                  "read it again through this core");
+  return *local;
+}
+
+class LocalBackend final : public Backend {
+ public:
+  explicit LocalBackend(const Config& options) : runtime_(std::make_shared<core::Runtime>(runtime_options(options))) {
+    for (core::DeviceInfo& d : runtime_->devices()) devices_.push_back({std::move(d.name), std::move(d.full_name)});
+    for (const core::LoadedDriver& d : runtime_->registry().drivers())
+      drivers_.push_back({d.driver->name(), d.driver->version(), d.path});
+    for (const core::DriverFailure& f : runtime_->registry().failures()) failures_.push_back({f.path, f.reason});
+  }
+
+  const std::vector<DeviceEntry>& devices() const override { return devices_; }
+  const std::vector<DriverEntry>& drivers() const override { return drivers_; }
+  const std::vector<DriverFailureEntry>& driver_failures() const override { return failures_; }
+  std::string metric(const std::string& device, const std::string& name) const override {
+    return runtime_->metric(device, name);
+  }
+
+  std::unique_ptr<ModelImpl> read_model_file(const std::string& path, const InputShapes& shapes) override {
+    return std::make_unique<LocalModel>(core::import_onnx_file(path, import_options(shapes)));
+  }
+  std::unique_ptr<ModelImpl> read_model_memory(std::span<const uint8_t> bytes, const InputShapes& shapes) override {
+    return std::make_unique<LocalModel>(core::import_onnx_bytes(bytes, import_options(shapes)));
+  }
+
+  std::vector<QueryNode> query(const ModelImpl& model, const std::string& device,
+                               const Config& config) const override {
+    const core::Model& m = local_model(model).model();
+    const std::vector<driver::NodeSupport> support = runtime_->query(m, device, config);
+    const auto& nodes = m.graph.nodes();
+    if (support.size() != nodes.size())
+      fail(HETERO_DRIVER_ERROR, "the driver for " + device + " answered a query about " + std::to_string(nodes.size()) +
+                                    " nodes with " + std::to_string(support.size()) + " entries");
+    std::vector<QueryNode> out;
+    out.reserve(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i)
+      out.push_back({nodes[i]->name, nodes[i]->op_type, support[i].supported, support[i].reason});
+    return out;
+  }
+
+  std::unique_ptr<CompiledModelImpl> compile(const ModelImpl& model, const std::string& device,
+                                             const Config& config) override {
+    const core::Model& m = local_model(model).model();
+    return std::make_unique<LocalCompiledModel>(runtime_, runtime_->compile(m, device, config));
+  }
+
+  std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) override {
+    return std::make_unique<LocalCompiledModel>(runtime_, runtime_->import_blob(blob, config));
+  }
+
+ private:
+  // hetero_core_create's keys: "driver_path", else "DRIVER.key" settings
+  // (which the Runtime checks, refusing keys that name no driver).
+  static core::RuntimeOptions runtime_options(const Config& options) {
+    core::RuntimeOptions o;
+    for (const auto& [key, value] : options) {
+      if (key == "driver_path")
+        o.driver_path = value;
+      else
+        o.config[key] = value;
+    }
+    return o;
+  }
+  static core::ImportOptions import_options(const InputShapes& shapes) {
+    core::ImportOptions o;
+    o.input_shapes = shapes;
+    return o;
+  }
+
+  RuntimePtr runtime_;
+  std::vector<DeviceEntry> devices_;
+  std::vector<DriverEntry> drivers_;
+  std::vector<DriverFailureEntry> failures_;
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_local_backend(const Config& options) { return std::make_shared<LocalBackend>(options); }
+
+}  // namespace hetero::capi

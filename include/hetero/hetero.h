@@ -1,0 +1,351 @@
+/* heterod — the public C ABI (libhetero.so).
+ *
+ * Conventions (oneDNN / ONNX Runtime style):
+ *  - Objects are opaque handles. Every function that can fail returns a
+ *    hetero_status; HETERO_OK is 0. A few functions that cannot fail (version,
+ *    status and dtype names, hetero_last_error, hetero_free) return their value.
+ *  - A function that creates a handle takes its `out` parameter first; every
+ *    other function takes the handle it acts on first, then its out-params,
+ *    then its inputs. Out-params are written only on success: on error they
+ *    keep whatever the caller put there.
+ *  - On error, hetero_last_error() returns a message naming what was wrong.
+ *    It is per thread and stays until the next failing call on that thread
+ *    (successful calls leave it alone, like errno), so cleanup after a failure
+ *    does not erase the reason.
+ *  - No C++ exception ever leaves the library.
+ *  - Ownership is written on each function: "caller releases with X" for new
+ *    handles and heap memory, "borrowed, valid until ..." for pointers into a
+ *    handle. Releasing NULL is a no-op returning HETERO_OK. Handles keep what
+ *    they need alive internally (a compiled model keeps its driver loaded), so
+ *    they may be released in any order.
+ *  - Threads: cores, models and compiled models may be used from several
+ *    threads at once. An infer request and a tensor are used from one thread
+ *    at a time, except hetero_infer_request_wait().
+ *  - Evolution is append-only: released signatures never change; new
+ *    functions are added instead. Only hetero_* symbols are exported.
+ *
+ * Device strings are the same everywhere: "CPU", "OPENCL", "OPENCL.1",
+ * "LEVEL_ZERO" (and later "HETERO:OPENCL,CPU").
+ */
+#ifndef HETERO_HETERO_H
+#define HETERO_HETERO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hetero/status.h"
+
+#if defined(HETERO_BUILDING_LIBRARY)
+#define HETERO_API __attribute__((visibility("default")))
+#else
+#define HETERO_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Versions ------------------------------------------------------------ */
+
+#define HETERO_API_VERSION_MAJOR 0
+#define HETERO_API_VERSION_MINOR 1
+/* (major << 16) | minor, comparable with hetero_api_version(). */
+#define HETERO_API_VERSION ((HETERO_API_VERSION_MAJOR << 16) | HETERO_API_VERSION_MINOR)
+
+/* The API version of the loaded library, encoded as HETERO_API_VERSION. A
+ * program built against major M runs on a library of major M and a minor at
+ * least as high as the one it was built with. */
+HETERO_API uint32_t hetero_api_version(void);
+/* heterod's release, "0.1.0". Static storage. */
+HETERO_API const char* hetero_library_version(void);
+
+/* ---- Errors and memory --------------------------------------------------- */
+
+/* "HETERO_INVALID_ARGUMENT", ...; static storage, never NULL. */
+HETERO_API const char* hetero_status_name(hetero_status status);
+/* "invalid argument", ...; static storage, never NULL. */
+HETERO_API const char* hetero_status_message(hetero_status status);
+/* The message of the last failing call on this thread ("" if none). Borrowed,
+ * valid until the next failing call on this thread. */
+HETERO_API const char* hetero_last_error(void);
+/* Frees memory the library allocated for the caller (metric strings, exported
+ * blobs). NULL is a no-op. */
+HETERO_API void hetero_free(void* ptr);
+
+/* ---- Element types ------------------------------------------------------- */
+
+/* ONNX TensorProto.DataType numbering. */
+typedef enum hetero_dtype {
+  HETERO_DTYPE_UNDEFINED = 0,
+  HETERO_DTYPE_FLOAT32 = 1,
+  HETERO_DTYPE_UINT8 = 2,
+  HETERO_DTYPE_INT8 = 3,
+  HETERO_DTYPE_UINT16 = 4,
+  HETERO_DTYPE_INT16 = 5,
+  HETERO_DTYPE_INT32 = 6,
+  HETERO_DTYPE_INT64 = 7,
+  HETERO_DTYPE_STRING = 8, /* models may mention it; tensors cannot hold it */
+  HETERO_DTYPE_BOOL = 9,   /* one byte, 0 or 1 */
+  HETERO_DTYPE_FLOAT16 = 10,
+  HETERO_DTYPE_FLOAT64 = 11,
+  HETERO_DTYPE_UINT32 = 12,
+  HETERO_DTYPE_UINT64 = 13,
+  HETERO_DTYPE_BFLOAT16 = 16
+} hetero_dtype;
+
+/* Bytes per element; 0 for UNDEFINED, STRING and unknown values. */
+HETERO_API size_t hetero_dtype_size(hetero_dtype dtype);
+/* "float32", "int64", ... as NumPy spells them; "undefined" for unknown
+ * values. Static storage. */
+HETERO_API const char* hetero_dtype_name(hetero_dtype dtype);
+
+/* ---- Handles ------------------------------------------------------------- */
+
+typedef struct hetero_core hetero_core_t;
+typedef struct hetero_model hetero_model_t;
+typedef struct hetero_query_result hetero_query_result_t;
+typedef struct hetero_compiled_model hetero_compiled_model_t;
+typedef struct hetero_infer_request hetero_infer_request_t;
+typedef struct hetero_tensor hetero_tensor_t;
+
+/* ---- Core: drivers and devices ------------------------------------------- */
+
+/* Creates a core, loading every driver module found. Configuration is given
+ * as `config_count` key/value pairs (both arrays may be NULL when the count is
+ * 0):
+ *   "driver_path"      colon-separated directories searched for driver
+ *                      modules before $HETERO_DRIVER_PATH and the install dir;
+ *   "DRIVER.key"       a setting of one driver, e.g. "CPU.num_threads" = "4".
+ * Unknown keys and bad values fail with HETERO_INVALID_ARGUMENT. A module that
+ * fails to load is not an error: see hetero_core_get_driver_failure().
+ * Caller releases *out with hetero_core_release(). */
+HETERO_API hetero_status hetero_core_create(hetero_core_t** out, const char* const* config_keys,
+                                            const char* const* config_values, size_t config_count);
+HETERO_API hetero_status hetero_core_release(hetero_core_t* core);
+
+/* Devices of every loaded driver, as listed when the core was created. */
+HETERO_API hetero_status hetero_core_get_device_count(const hetero_core_t* core, size_t* out_count);
+/* Device string of device `index` ("CPU", "OPENCL.1"). Borrowed, valid until
+ * the core is released. */
+HETERO_API hetero_status hetero_core_get_device_name(const hetero_core_t* core, const char** out_name,
+                                                     size_t index);
+/* Its FULL_DEVICE_NAME ("Intel(R) Core(TM) i7 ..."). Borrowed, valid until the
+ * core is released. */
+HETERO_API hetero_status hetero_core_get_device_full_name(const hetero_core_t* core, const char** out_name,
+                                                          size_t index);
+/* A metric of a device as text (lists are space-separated), e.g.
+ * "OPTIMIZATION_CAPABILITIES". Fails with HETERO_NOT_FOUND for an unknown
+ * device or metric. Caller frees *out_value with hetero_free(). */
+HETERO_API hetero_status hetero_core_get_metric(const hetero_core_t* core, char** out_value, const char* device,
+                                                const char* name);
+
+/* Driver modules that loaded: name ("CPU"), version, file. Strings borrowed,
+ * valid until the core is released. Any out pointer may be NULL. */
+HETERO_API hetero_status hetero_core_get_driver_count(const hetero_core_t* core, size_t* out_count);
+HETERO_API hetero_status hetero_core_get_driver(const hetero_core_t* core, const char** out_name,
+                                                const char** out_version, const char** out_path, size_t index);
+/* Driver modules that were found but could not be used, and why (another ABI
+ * version, a missing library, a failed init). Strings borrowed, valid until
+ * the core is released. Any out pointer may be NULL. */
+HETERO_API hetero_status hetero_core_get_driver_failure_count(const hetero_core_t* core, size_t* out_count);
+HETERO_API hetero_status hetero_core_get_driver_failure(const hetero_core_t* core, const char** out_path,
+                                                        const char** out_reason, size_t index);
+
+/* ---- Models -------------------------------------------------------------- */
+
+/* Reads an ONNX model. Optional input shapes fix dynamic dims before shape
+ * inference: `shape_count` entries of input name, dims and rank (the arrays
+ * may be NULL when the count is 0). Fails with HETERO_NOT_FOUND / IO_ERROR
+ * for the file, HETERO_INVALID_MODEL naming the field or node at fault.
+ * Caller releases *out with hetero_model_release(). */
+HETERO_API hetero_status hetero_model_read_file(hetero_model_t** out, hetero_core_t* core, const char* path,
+                                                const char* const* shape_names, const int64_t* const* shape_dims,
+                                                const size_t* shape_ranks, size_t shape_count);
+/* The same from `size` bytes at `data` (copied as needed; the caller may free
+ * them on return). External data is refused. */
+HETERO_API hetero_status hetero_model_read_memory(hetero_model_t** out, hetero_core_t* core, const void* data,
+                                                  size_t size, const char* const* shape_names,
+                                                  const int64_t* const* shape_dims, const size_t* shape_ranks,
+                                                  size_t shape_count);
+HETERO_API hetero_status hetero_model_release(hetero_model_t* model);
+
+/* Graph inputs (initializers excluded) and outputs, in graph order. Names are
+ * borrowed, valid until the model is released. Shapes: *out_rank is -1 when
+ * even the rank is unknown (and *out_dims NULL); a dynamic dim is -1. Dims
+ * are borrowed, valid until the model is released. */
+HETERO_API hetero_status hetero_model_get_input_count(const hetero_model_t* model, size_t* out_count);
+HETERO_API hetero_status hetero_model_get_input_name(const hetero_model_t* model, const char** out_name,
+                                                     size_t index);
+HETERO_API hetero_status hetero_model_get_input_dtype(const hetero_model_t* model, hetero_dtype* out_dtype,
+                                                      size_t index);
+HETERO_API hetero_status hetero_model_get_input_shape(const hetero_model_t* model, const int64_t** out_dims,
+                                                      int64_t* out_rank, size_t index);
+HETERO_API hetero_status hetero_model_get_output_count(const hetero_model_t* model, size_t* out_count);
+HETERO_API hetero_status hetero_model_get_output_name(const hetero_model_t* model, const char** out_name,
+                                                      size_t index);
+HETERO_API hetero_status hetero_model_get_output_dtype(const hetero_model_t* model, hetero_dtype* out_dtype,
+                                                       size_t index);
+HETERO_API hetero_status hetero_model_get_output_shape(const hetero_model_t* model, const int64_t** out_dims,
+                                                       int64_t* out_rank, size_t index);
+
+/* Which nodes of `model` `device` runs, and why not the others. Config is
+ * that of hetero_compile(). Caller releases *out with
+ * hetero_query_result_release(). */
+HETERO_API hetero_status hetero_query(hetero_query_result_t** out, hetero_core_t* core,
+                                      const hetero_model_t* model, const char* device,
+                                      const char* const* config_keys, const char* const* config_values,
+                                      size_t config_count);
+/* One entry per node of the main graph, in graph order. */
+HETERO_API hetero_status hetero_query_result_get_node_count(const hetero_query_result_t* result,
+                                                            size_t* out_count);
+/* Node name, op type, whether the device runs it (1) or not (0), and the
+ * reason when not ("" when supported). Strings borrowed, valid until the
+ * result is released. Any out pointer may be NULL. */
+HETERO_API hetero_status hetero_query_result_get_node(const hetero_query_result_t* result, const char** out_name,
+                                                      const char** out_op_type, int* out_supported,
+                                                      const char** out_reason, size_t index);
+HETERO_API hetero_status hetero_query_result_release(hetero_query_result_t* result);
+
+/* ---- Compiled models ----------------------------------------------------- */
+
+/* Compiles `model` for `device`. Config keys are the driver's own
+ * ("num_threads" for CPU); unknown keys fail with HETERO_INVALID_ARGUMENT.
+ * The model may be released afterwards. Caller releases *out with
+ * hetero_compiled_model_release(). */
+HETERO_API hetero_status hetero_compile(hetero_compiled_model_t** out, hetero_core_t* core,
+                                        const hetero_model_t* model, const char* device,
+                                        const char* const* config_keys, const char* const* config_values,
+                                        size_t config_count);
+/* Imports a blob written by hetero_compiled_model_export*(). The blob names
+ * its device; a blob for another driver version, device or a corrupt one
+ * fails with HETERO_BLOB_MISMATCH / HETERO_BLOB_CORRUPT saying which field.
+ * Bytes are copied as needed. Caller releases *out with
+ * hetero_compiled_model_release(). */
+HETERO_API hetero_status hetero_compiled_model_import(hetero_compiled_model_t** out, hetero_core_t* core,
+                                                      const void* data, size_t size,
+                                                      const char* const* config_keys,
+                                                      const char* const* config_values, size_t config_count);
+HETERO_API hetero_status hetero_compiled_model_import_file(hetero_compiled_model_t** out, hetero_core_t* core,
+                                                           const char* path, const char* const* config_keys,
+                                                           const char* const* config_values,
+                                                           size_t config_count);
+/* The blob as bytes. Caller frees *out_data with hetero_free(). */
+HETERO_API hetero_status hetero_compiled_model_export(const hetero_compiled_model_t* compiled, void** out_data,
+                                                      size_t* out_size);
+/* The blob written to `path`, atomically: the file is complete or absent. */
+HETERO_API hetero_status hetero_compiled_model_export_file(const hetero_compiled_model_t* compiled,
+                                                           const char* path);
+/* The device it runs on ("CPU"). Borrowed, valid until it is released. */
+HETERO_API hetero_status hetero_compiled_model_get_device(const hetero_compiled_model_t* compiled,
+                                                          const char** out_device);
+/* Inputs and outputs as the compiled model sees them (same conventions as
+ * the hetero_model_get_* functions; borrowed until it is released). */
+HETERO_API hetero_status hetero_compiled_model_get_input_count(const hetero_compiled_model_t* compiled,
+                                                               size_t* out_count);
+HETERO_API hetero_status hetero_compiled_model_get_input_name(const hetero_compiled_model_t* compiled,
+                                                              const char** out_name, size_t index);
+HETERO_API hetero_status hetero_compiled_model_get_input_dtype(const hetero_compiled_model_t* compiled,
+                                                               hetero_dtype* out_dtype, size_t index);
+HETERO_API hetero_status hetero_compiled_model_get_input_shape(const hetero_compiled_model_t* compiled,
+                                                               const int64_t** out_dims, int64_t* out_rank,
+                                                               size_t index);
+HETERO_API hetero_status hetero_compiled_model_get_output_count(const hetero_compiled_model_t* compiled,
+                                                                size_t* out_count);
+HETERO_API hetero_status hetero_compiled_model_get_output_name(const hetero_compiled_model_t* compiled,
+                                                               const char** out_name, size_t index);
+HETERO_API hetero_status hetero_compiled_model_get_output_dtype(const hetero_compiled_model_t* compiled,
+                                                                hetero_dtype* out_dtype, size_t index);
+HETERO_API hetero_status hetero_compiled_model_get_output_shape(const hetero_compiled_model_t* compiled,
+                                                                const int64_t** out_dims, int64_t* out_rank,
+                                                                size_t index);
+HETERO_API hetero_status hetero_compiled_model_release(hetero_compiled_model_t* compiled);
+
+/* ---- Tensors ------------------------------------------------------------- */
+
+/* A new zero-filled tensor owning 64-byte aligned memory. `dims` may be NULL
+ * when `rank` is 0 (a scalar). Caller releases *out with
+ * hetero_tensor_release(). */
+HETERO_API hetero_status hetero_tensor_create(hetero_tensor_t** out, hetero_dtype dtype, const int64_t* dims,
+                                              size_t rank);
+/* A tensor over caller memory, not copied: `data` must hold at least the
+ * tensor's byte size (`size` says how much it holds), be aligned to the
+ * element size, and stay valid until this tensor is released AND no infer
+ * request it was bound to can still read it (the request is released, another
+ * tensor is bound in its place, or, for a running inference, it finished).
+ * Caller releases *out with hetero_tensor_release(); the memory stays the
+ * caller's. */
+HETERO_API hetero_status hetero_tensor_wrap(hetero_tensor_t** out, hetero_dtype dtype, const int64_t* dims,
+                                            size_t rank, void* data, size_t size);
+/* Reads a tensor file: NumPy .npy (v1-v3 headers, C order, little-endian
+ * numeric and bool dtypes) or a serialized ONNX TensorProto (.pb). Errors name
+ * the file and the field at fault. Caller releases *out with
+ * hetero_tensor_release(). */
+HETERO_API hetero_status hetero_tensor_read_file(hetero_tensor_t** out, const char* path);
+/* Writes the tensor as a .npy file, atomically (complete or absent).
+ * bfloat16 has no NumPy type and fails with HETERO_NOT_SUPPORTED. */
+HETERO_API hetero_status hetero_tensor_write_npy(const hetero_tensor_t* tensor, const char* path);
+
+/* Element data (row-major). Borrowed, valid until the tensor is released;
+ * for an output, see hetero_infer_request_get_output(). NULL only for a
+ * tensor of zero elements. */
+HETERO_API hetero_status hetero_tensor_get_data(hetero_tensor_t* tensor, void** out_data);
+HETERO_API hetero_status hetero_tensor_get_dtype(const hetero_tensor_t* tensor, hetero_dtype* out_dtype);
+HETERO_API hetero_status hetero_tensor_get_rank(const hetero_tensor_t* tensor, size_t* out_rank);
+/* Dims borrowed, valid until the tensor is released (NULL allowed for rank 0).
+ * `out_rank` may be NULL. */
+HETERO_API hetero_status hetero_tensor_get_shape(const hetero_tensor_t* tensor, const int64_t** out_dims,
+                                                 size_t* out_rank);
+HETERO_API hetero_status hetero_tensor_get_element_count(const hetero_tensor_t* tensor, size_t* out_count);
+HETERO_API hetero_status hetero_tensor_get_byte_size(const hetero_tensor_t* tensor, size_t* out_size);
+HETERO_API hetero_status hetero_tensor_release(hetero_tensor_t* tensor);
+
+/* ---- Infer requests ------------------------------------------------------ */
+
+/* Called once per hetero_infer_request_start_async(), from a worker thread,
+ * when the inference has finished; `status` is its result and, when not
+ * HETERO_OK, hetero_last_error() on that thread says why. The callback may
+ * read outputs and bind inputs of its request, but must not start, wait on
+ * or release it (those fail with HETERO_BUSY there): hand the request to
+ * another thread for that. */
+typedef void (*hetero_callback)(void* user_data, hetero_status status);
+
+/* Caller releases *out with hetero_infer_request_release(). Requests of one
+ * compiled model run independently; use several to keep a device busy. */
+HETERO_API hetero_status hetero_infer_request_create(hetero_infer_request_t** out,
+                                                     hetero_compiled_model_t* compiled);
+/* Binds a tensor to input `index` (compiled model order) or to the input
+ * named `name`. The tensor is referenced, not copied: later writes to its data
+ * are seen by later inferences, and the tensor handle may be released at once
+ * (owned memory stays alive while bound; wrapped memory see
+ * hetero_tensor_wrap()). A wrong dtype or shape fails with
+ * HETERO_INVALID_ARGUMENT; a request with an inference running, HETERO_BUSY. */
+HETERO_API hetero_status hetero_infer_request_set_input(hetero_infer_request_t* request, size_t index,
+                                                        hetero_tensor_t* tensor);
+HETERO_API hetero_status hetero_infer_request_set_input_by_name(hetero_infer_request_t* request, const char* name,
+                                                                hetero_tensor_t* tensor);
+/* Output `index` (or named `name`) of the last finished inference, as a new
+ * handle sharing the result memory (no copy). Its data may be overwritten by
+ * the next inference on this request; copy it to keep it. Caller releases
+ * *out with hetero_tensor_release() (any time, also after the request). */
+HETERO_API hetero_status hetero_infer_request_get_output(hetero_infer_request_t* request, hetero_tensor_t** out,
+                                                         size_t index);
+HETERO_API hetero_status hetero_infer_request_get_output_by_name(hetero_infer_request_t* request,
+                                                                 hetero_tensor_t** out, const char* name);
+/* Runs one inference on the bound inputs and returns when it has finished. */
+HETERO_API hetero_status hetero_infer_request_infer(hetero_infer_request_t* request);
+/* Starts one inference and returns at once; `callback` (may be NULL) is
+ * called when it has finished. Fails with HETERO_BUSY when one is running. */
+HETERO_API hetero_status hetero_infer_request_start_async(hetero_infer_request_t* request,
+                                                          hetero_callback callback, void* user_data);
+/* Blocks until the inference started last has finished (its callback
+ * included) and returns its status (HETERO_OK when none was started). May be
+ * called from any thread. */
+HETERO_API hetero_status hetero_infer_request_wait(hetero_infer_request_t* request);
+/* Waits for a running inference, then frees the request. */
+HETERO_API hetero_status hetero_infer_request_release(hetero_infer_request_t* request);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* HETERO_HETERO_H */

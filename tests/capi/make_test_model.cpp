@@ -1,0 +1,81 @@
+// Writes the C ABI tests' fixtures into the directory given as argv[1]:
+//   tiny.onnx          y = Relu(x·W + b), x float[1,4], y float[1,3]
+//   tiny_dynamic.onnx  the same with x float[N,4] (a dynamic batch)
+//   tiny_input.pb      x = [[1, 2, 3, 4]] as an ONNX TensorProto
+// The C tests cannot build models themselves (the C ABI reads models, it does
+// not write them), so this small generator runs at build time.
+//
+// With x = [1, 2, 3, 4]: x·W = [5, 6, -1], + b = [5.5, 5, -0.5], Relu gives
+// y = [5.5, 5, 0] — one output of each kind (passed, changed, clamped).
+#include <onnx/defs/parser.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char* const kStatic = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-capi-tests">
+tiny (float[1, 4] x) => (float[1, 3] y) {
+  xw = MatMul(x, W)
+  xwb = Add(xw, b)
+  y = Relu(xwb)
+}
+)ONNX";
+
+const char* const kDynamic = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-capi-tests">
+tiny_dynamic (float[N, 4] x) => (float[N, 3] y) {
+  xw = MatMul(x, W)
+  xwb = Add(xw, b)
+  y = Relu(xwb)
+}
+)ONNX";
+
+void fill(onnx::TensorProto& t, const std::string& name, std::vector<int64_t> dims, const std::vector<float>& values) {
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t.add_dims(d);
+  // raw_data, as exporters write initializers (little-endian floats).
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+}
+
+bool write(const std::string& path, const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  if (!message.SerializeToString(&bytes)) return false;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(out);
+}
+
+bool write_model(const std::string& path, const char* text) {
+  onnx::ModelProto model;
+  const auto status = onnx::OnnxParser::Parse(model, text);
+  if (!status.IsOK()) {
+    std::fprintf(stderr, "make_test_model: %s: %s\n", path.c_str(), status.ErrorMessage().c_str());
+    return false;
+  }
+  auto* graph = model.mutable_graph();
+  fill(*graph->add_initializer(), "W", {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, -1});
+  fill(*graph->add_initializer(), "b", {3}, {0.5f, -1.0f, 0.5f});
+  return write(path, model);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_test_model OUTDIR\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  onnx::TensorProto input;
+  fill(input, "x", {1, 4}, {1, 2, 3, 4});
+  const bool ok = write_model(dir + "/tiny.onnx", kStatic) && write_model(dir + "/tiny_dynamic.onnx", kDynamic) &&
+                  write(dir + "/tiny_input.pb", input);
+  if (!ok) std::fprintf(stderr, "make_test_model: cannot write the fixtures to %s\n", dir.c_str());
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""The hetero CLI end to end, as a user runs it: devices, run (files, random
+inputs, dynamic shapes, blobs), bench, and the errors a user would hit.
+
+    test_cli.py HETERO LIBHETERO FIXTURE_DIR
+
+LIBHETERO is used only to write a compiled blob for `hetero run BLOB`.
+Prints "N passed, N failed"."""
+
+import ast
+import ctypes as C
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+passed = failed = 0
+
+
+def check(cond, what, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"CHECK failed: {what}\n{detail}", file=sys.stderr)
+
+
+def hetero(*args):
+    r = subprocess.run([HETERO, *args], capture_output=True, text=True, timeout=240)
+    return r.returncode, r.stdout, r.stderr
+
+
+def show(r):
+    return f"  exit {r[0]}\n  stdout: {r[1]}\n  stderr: {r[2]}"
+
+
+def read_npy_f32(path):
+    """Just enough of .npy for float32 outputs: (shape, values)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:6] == b"\x93NUMPY", "no magic"
+    hlen = struct.unpack("<H", data[8:10])[0] if data[6] == 1 else struct.unpack("<I", data[8:12])[0]
+    start = (10 if data[6] == 1 else 12) + hlen
+    header = ast.literal_eval(data[start - hlen:start].decode("latin1"))
+    assert header["descr"] == "<f4" and not header["fortran_order"]
+    n = len(data[start:]) // 4
+    return tuple(header["shape"]), list(struct.unpack(f"<{n}f", data[start:]))
+
+
+def write_npy_f32(path, shape, values):
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join(f"{d}, " for d in shape)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack(f"<{len(values)}f", *values))
+
+
+def make_blob(lib_path, model, blob):
+    lib = C.CDLL(lib_path)
+    P = C.c_void_p
+    core, m, cm = P(), P(), P()
+    ok = lib.hetero_core_create(C.byref(core), None, None, C.c_size_t(0)) == 0
+    ok = ok and lib.hetero_model_read_file(C.byref(m), core, model.encode(), None, None, None, C.c_size_t(0)) == 0
+    ok = ok and lib.hetero_compile(C.byref(cm), core, m, b"CPU", None, None, C.c_size_t(0)) == 0
+    ok = ok and lib.hetero_compiled_model_export_file(cm, blob.encode()) == 0
+    for release, h in (("hetero_compiled_model_release", cm), ("hetero_model_release", m), ("hetero_core_release", core)):
+        getattr(lib, release)(h)
+    return ok
+
+
+def main(lib_path, fixtures):
+    tiny = os.path.join(fixtures, "tiny.onnx")
+    dynamic = os.path.join(fixtures, "tiny_dynamic.onnx")
+    x_pb = os.path.join(fixtures, "tiny_input.pb")
+    work = tempfile.mkdtemp(prefix="hetero-cli-")
+
+    r = hetero("--version")
+    check(r[0] == 0 and r[1].startswith("hetero ") and "C API" in r[1], "--version", show(r))
+    for cmd in ("devices", "run", "bench"):
+        r = hetero(cmd, "--help")
+        check(r[0] == 0 and r[1].startswith("usage: hetero " + cmd), f"{cmd} --help", show(r))
+
+    r = hetero("devices")
+    check(r[0] == 0 and "CPU" in r[1] and "OPTIMIZATION_CAPABILITIES" in r[1], "devices", show(r))
+    r = hetero("devices", "--json")
+    try:
+        d = json.loads(r[1])
+        check(d["devices"][0]["name"] == "CPU" and d["devices"][0]["full_name"], "devices --json", show(r))
+        check("OPTIMIZATION_CAPABILITIES" in d["devices"][0]["metrics"], "devices --json metrics", show(r))
+        check(d["drivers"][0]["name"] == "CPU" and isinstance(d["driver_failures"], list), "drivers", show(r))
+    except (ValueError, KeyError, IndexError) as e:
+        check(False, f"devices --json parses: {e}", show(r))
+    r = hetero("devices", "--driver-path", "/nonexistent/hetero_driver_x.so")
+    check(r[0] == 0, "devices with a driver path that has nothing", show(r))
+
+    # run: a .pb input bound by position, outputs written in graph order.
+    out = os.path.join(work, "out")
+    r = hetero("run", tiny, "--input", x_pb, "--output-dir", out)
+    check(r[0] == 0 and "output 0 'y': float32 1x3" in r[1], "run with a .pb input", show(r))
+    if r[0] == 0:
+        check(read_npy_f32(os.path.join(out, "output_0.npy")) == ((1, 3), [5.5, 5.0, 0.0]), "output_0.npy")
+        check(sorted(os.listdir(out)) == ["output_0.npy"], "exactly one output file", str(os.listdir(out)))
+
+    # run: a .npy input by name on the dynamic model; its shape fixes N.
+    x_npy = os.path.join(work, "x.npy")
+    write_npy_f32(x_npy, (2, 4), [1, 2, 3, 4, 1, 2, 3, 0])
+    r = hetero("run", dynamic, "--input", "x=" + x_npy, "--output-dir", out, "--config", "num_threads=1")
+    check(r[0] == 0, "run the dynamic model with a named .npy input", show(r))
+    if r[0] == 0:
+        check(read_npy_f32(os.path.join(out, "output_0.npy")) == ((2, 3), [5.5, 5, 0, 1.5, 1, 3.5]), "batch of 2")
+
+    # Random inputs: static works; dynamic needs --shape, and the error names the input.
+    r = hetero("run", tiny)
+    check(r[0] == 0 and "(random)" in r[1], "run with random inputs", show(r))
+    r = hetero("run", dynamic)
+    check(r[0] == 1 and "hetero: error:" in r[2] and "'x'" in r[2] and "--shape" in r[2], "dynamic needs --shape", show(r))
+    r = hetero("run", dynamic, "--shape", "x=3x4")
+    check(r[0] == 0 and "output 0 'y': float32 3x3" in r[1], "run with --shape", show(r))
+
+    # A compiled blob is imported instead of compiled.
+    blob = os.path.join(work, "tiny.blob")
+    if make_blob(lib_path, tiny, blob):
+        r = hetero("run", blob, "--input", x_pb, "--output-dir", out)
+        check(r[0] == 0 and "imported" in r[1], "run a blob", show(r))
+        if r[0] == 0:
+            check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "blob output")
+    else:
+        check(False, "writing a blob through libhetero")
+
+    # bench --json: one object with the documented keys.
+    r = hetero("bench", tiny, "--iterations", "40", "--requests", "3", "--warmup", "1", "--json")
+    try:
+        b = json.loads(r[1])
+        check(b["iterations"] == 40 and b["requests"] == 3 and b["device"] == "CPU", "bench --json", show(r))
+        lat = b["latency_ms"]
+        check(0 < lat["min"] <= lat["median"] <= lat["p90"] <= lat["p99"] and lat["mean"] > 0, "latency order", show(r))
+        check(b["throughput_fps"] > 0, "throughput", show(r))
+    except (ValueError, KeyError) as e:
+        check(False, f"bench --json parses: {e}", show(r))
+    r = hetero("bench", tiny, "--time", "0.3")
+    check(r[0] == 0 and "throughput" in r[1], "bench --time", show(r))
+
+    # Errors a user hits: non-zero exit, "hetero: error:", the thing named.
+    cases = [
+        (("run",), 2, "no MODEL"),
+        (("run", tiny, "--bogus"), 2, "--bogus"),
+        (("run", os.path.join(work, "missing.onnx")), 1, "missing.onnx"),
+        (("run", tiny, "--device", "NOPE"), 1, "NOPE"),
+        (("run", tiny, "--input", os.path.join(work, "none.npy")), 1, "none.npy"),
+        (("run", tiny, "--input", "nope=" + x_npy), 1, "no input 'nope'"),
+        (("run", tiny, "--input", x_pb, "--input", x_pb), 1, "only 1 input"),
+        (("run", tiny, "--input", x_npy), 1, "dimension 0"),  # 2x4 into the static 1x4 model
+        (("run", tiny, "--shape", "x=1xq"), 2, "NAME=DIMS"),
+        (("run", tiny, "--config", "no_such_option=1"), 1, "no_such_option"),
+        (("bench", tiny, "--iterations", "0"), 2, "at least 1"),
+        (("bench", tiny, "--iterations", "5", "--time", "1"), 2, "not both"),
+        (("frobnicate",), 2, "unknown command"),
+    ]
+    for args, code, needle in cases:
+        r = hetero(*args)
+        check(r[0] == code and "hetero: error:" in r[2] and needle in r[2], f"hetero {' '.join(args)}", show(r))
+    bad_npy = os.path.join(work, "bad.npy")
+    with open(bad_npy, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00\xff\x00{'descr'")
+    r = hetero("run", tiny, "--input", bad_npy)
+    check(r[0] == 1 and "bad.npy" in r[2] and "header" in r[2], "malformed .npy", show(r))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        print("usage: test_cli.py HETERO LIBHETERO FIXTURE_DIR", file=sys.stderr)
+        sys.exit(2)
+    HETERO = sys.argv[1]
+    main(sys.argv[2], sys.argv[3])
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,108 @@
+/* The hetero command-line tool: what its commands share. Written against the
+ * public C ABI only (hetero/hetero.h), as any other client of libhetero.
+ *
+ * Exit status: 0 on success, 1 when something failed, 2 for a usage error.
+ */
+#ifndef HETERO_TOOLS_CLI_H
+#define HETERO_TOOLS_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hetero/hetero.h"
+
+#define CLI_OK 0
+#define CLI_FAILED 1
+#define CLI_USAGE 2
+
+/* ---- Messages (cli_util.c) ----------------------------------------------- */
+
+/* "hetero: error: <printf text>" on stderr. */
+void cli_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "hetero: error: <what>: <hetero_last_error()>" for a failed call; returns
+ * CLI_FAILED so that callers can `return cli_call_failed(...)`. */
+int cli_call_failed(const char* what);
+/* A usage error for `command`: the message, then a pointer to --help;
+ * returns CLI_USAGE. */
+int cli_usage_error(const char* command, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- Arguments (cli_util.c) ---------------------------------------------- */
+
+/* Matches argv[*i] against option `name` ("--device") given as "--device V"
+ * or "--device=V". Returns 1 and sets *value (advancing *i past a separate
+ * value) on a match, 0 when argv[*i] is another option, -1 (after printing a
+ * usage error) when the value is missing. */
+int cli_option(int argc, char** argv, int* i, const char* command, const char* name, const char** value);
+
+/* A growable list of strings; `items` is NULL-free. */
+typedef struct cli_strings {
+  const char** items;
+  size_t count, capacity;
+} cli_strings;
+bool cli_strings_push(cli_strings* list, const char* item);
+void cli_strings_free(cli_strings* list);
+
+/* A non-negative integer or a positive number of seconds; false (after a
+ * usage error naming `option`) when `text` is not one. */
+bool cli_parse_count(const char* command, const char* option, const char* text, long* out);
+bool cli_parse_seconds(const char* command, const char* option, const char* text, double* out);
+
+/* "1x3x224x224" → dims (malloc'ed, caller frees) and rank; "scalar" is rank
+ * 0. False when malformed. */
+bool cli_parse_dims(const char* text, int64_t** out_dims, size_t* out_rank);
+/* "1x3x224x224", "?" for a dynamic dim, "scalar" for rank 0, into buf. */
+const char* cli_format_dims(const int64_t* dims, int64_t rank, char* buf, size_t size);
+
+/* Writes `text` as a JSON string literal (quotes included). */
+void cli_json_string(FILE* out, const char* text);
+
+/* Monotonic clock in seconds. */
+double cli_now(void);
+
+/* ---- A loaded model (cli_session.c) --------------------------------------- */
+
+/* Options shared by run and bench. */
+typedef struct cli_model_options {
+  const char* model;       /* an ONNX file or a blob ("HETEROBL" magic) */
+  const char* device;      /* default "CPU" */
+  const char* driver_path; /* NULL: the default search path */
+  cli_strings config;      /* K=V; DRIVER.key to the core, key to compile */
+  cli_strings shapes;      /* NAME=1x3x224x224 */
+  cli_strings inputs;      /* [NAME=]FILE */
+} cli_model_options;
+
+/* A compiled (or imported) model with one input tensor per model input,
+ * read from files or filled with seeded random values. */
+typedef struct cli_session {
+  hetero_core_t* core;
+  hetero_compiled_model_t* compiled;
+  bool imported; /* the model file was a blob */
+  double load_seconds; /* reading plus compiling, or importing */
+  size_t input_count;
+  hetero_tensor_t** inputs;
+  bool* input_random; /* per input: random data rather than a file */
+} cli_session;
+
+/* Loads everything; on failure prints why, frees what it made and returns
+ * CLI_FAILED (or CLI_USAGE for a malformed option). */
+int cli_session_open(cli_session* session, const cli_model_options* options, const char* command);
+void cli_session_close(cli_session* session);
+/* Binds the session's inputs to `request`; prints why and returns CLI_FAILED
+ * on failure. */
+int cli_session_bind(const cli_session* session, hetero_infer_request_t* request);
+
+/* Handles the options run and bench share (--device, --config, --shape,
+ * --input, --driver-path). Returns 1 when argv[*i] was one, 0 when not, -1
+ * on a usage error (printed). */
+int cli_model_option(int argc, char** argv, int* i, const char* command, cli_model_options* options);
+void cli_model_options_free(cli_model_options* options);
+
+/* ---- Commands ------------------------------------------------------------- */
+
+int cmd_devices(int argc, char** argv);
+int cmd_run(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+
+#endif /* HETERO_TOOLS_CLI_H */

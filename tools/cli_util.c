@@ -1,0 +1,172 @@
+/* Messages, argument parsing and small formatting helpers of the hetero CLI. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+void cli_error(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("hetero: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+int cli_call_failed(const char* what) {
+  const char* why = hetero_last_error();
+  cli_error("%s: %s", what, why && *why ? why : "(no message)");
+  return CLI_FAILED;
+}
+
+int cli_usage_error(const char* command, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("hetero: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\nTry 'hetero %s --help'.\n", command);
+  va_end(ap);
+  return CLI_USAGE;
+}
+
+int cli_option(int argc, char** argv, int* i, const char* command, const char* name, const char** value) {
+  const char* arg = argv[*i];
+  const size_t n = strlen(name);
+  if (strncmp(arg, name, n) != 0) return 0;
+  if (arg[n] == '=') {
+    *value = arg + n + 1;
+    return 1;
+  }
+  if (arg[n] != '\0') return 0;
+  if (*i + 1 >= argc) {
+    cli_usage_error(command, "option %s needs a value", name);
+    return -1;
+  }
+  *value = argv[++*i];
+  return 1;
+}
+
+bool cli_strings_push(cli_strings* list, const char* item) {
+  if (list->count == list->capacity) {
+    const size_t capacity = list->capacity ? list->capacity * 2 : 8;
+    const char** items = realloc((void*)list->items, capacity * sizeof *items);
+    if (!items) {
+      cli_error("out of memory");
+      return false;
+    }
+    list->items = items;
+    list->capacity = capacity;
+  }
+  list->items[list->count++] = item;
+  return true;
+}
+
+void cli_strings_free(cli_strings* list) {
+  free((void*)list->items);
+  list->items = NULL;
+  list->count = list->capacity = 0;
+}
+
+bool cli_parse_count(const char* command, const char* option, const char* text, long* out) {
+  char* end = NULL;
+  errno = 0;
+  const long v = strtol(text, &end, 10);
+  if (errno || end == text || *end || v < 0) {
+    cli_usage_error(command, "%s: '%s' is not a non-negative integer", option, text);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool cli_parse_seconds(const char* command, const char* option, const char* text, double* out) {
+  char* end = NULL;
+  errno = 0;
+  const double v = strtod(text, &end);
+  if (errno || end == text || *end || !(v > 0) || v > 1e7) {
+    cli_usage_error(command, "%s: '%s' is not a positive number of seconds", option, text);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+bool cli_parse_dims(const char* text, int64_t** out_dims, size_t* out_rank) {
+  if (strcmp(text, "scalar") == 0) {
+    *out_dims = NULL;
+    *out_rank = 0;
+    return true;
+  }
+  size_t rank = 1;
+  for (const char* p = text; *p; ++p) rank += *p == 'x';
+  int64_t* dims = malloc(rank * sizeof *dims);
+  if (!dims) return false;
+  const char* p = text;
+  for (size_t k = 0; k < rank; ++k) {
+    if (*p < '0' || *p > '9') goto bad;
+    char* end = NULL;
+    errno = 0;
+    const long long v = strtoll(p, &end, 10);
+    if (errno || v < 0) goto bad;
+    dims[k] = v;
+    p = end;
+    if (k + 1 < rank ? *p != 'x' : *p != '\0') goto bad;
+    ++p;
+  }
+  *out_dims = dims;
+  *out_rank = rank;
+  return true;
+bad:
+  free(dims);
+  return false;
+}
+
+const char* cli_format_dims(const int64_t* dims, int64_t rank, char* buf, size_t size) {
+  if (rank < 0) {
+    snprintf(buf, size, "unknown");
+    return buf;
+  }
+  if (rank == 0) {
+    snprintf(buf, size, "scalar");
+    return buf;
+  }
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int64_t k = 0; k < rank && used < size; ++k) {
+    int n = dims[k] < 0 ? snprintf(buf + used, size - used, "%s?", k ? "x" : "")
+                        : snprintf(buf + used, size - used, "%s%lld", k ? "x" : "", (long long)dims[k]);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+  return buf;
+}
+
+void cli_json_string(FILE* out, const char* text) {
+  fputc('"', out);
+  for (const unsigned char* p = (const unsigned char*)text; *p; ++p) {
+    switch (*p) {
+      case '"': fputs("\\\"", out); break;
+      case '\\': fputs("\\\\", out); break;
+      case '\n': fputs("\\n", out); break;
+      case '\t': fputs("\\t", out); break;
+      case '\r': fputs("\\r", out); break;
+      default:
+        if (*p < 0x20)
+          fprintf(out, "\\u%04x", *p);
+        else
+          fputc(*p, out);
+    }
+  }
+  fputc('"', out);
+}
+
+double cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

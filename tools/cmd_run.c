@@ -1,0 +1,164 @@
+/* hetero run: one inference of a model on given or random inputs, with the
+ * outputs summarised and optionally written as .npy files. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+static const char kHelp[] =
+    "usage: hetero run MODEL [options]\n"
+    "\n"
+    "Runs one inference. MODEL is an ONNX file, or a compiled blob (which is\n"
+    "imported instead of compiled). Inputs without --input get seeded random\n"
+    "values: floats in [0, 1), integers in [0, 8), bools 0/1.\n"
+    "\n"
+    "  --device D             device string (default CPU)\n"
+    "  --config K=V           a setting: DRIVER.key (CPU.num_threads) goes to the\n"
+    "                         driver, a plain key (num_threads) to compilation\n"
+    "  --input [NAME=]FILE    an input from a .npy or ONNX TensorProto .pb file;\n"
+    "                         without NAME, the k-th --input is the k-th input.\n"
+    "                         Its shape fills the model's dynamic dims\n"
+    "  --shape NAME=DIMS      the shape of an input with dynamic dims, as in\n"
+    "                         data=1x3x224x224\n"
+    "  --output-dir DIR       write output k as DIR/output_k.npy (graph order)\n"
+    "  --driver-path DIRS     colon-separated directories searched for drivers\n";
+
+/* The first few values, so that a run without --output-dir shows something. */
+static void print_preview(hetero_tensor_t* t, hetero_dtype dtype) {
+  void* data = NULL;
+  size_t count = 0;
+  if (hetero_tensor_get_data(t, &data) || hetero_tensor_get_element_count(t, &count) || !data) return;
+  const size_t shown = count < 8 ? count : 8;
+  fputs("    values:", stdout);
+  for (size_t i = 0; i < shown; ++i) {
+    switch (dtype) {
+      case HETERO_DTYPE_FLOAT32: printf(" %.6g", (double)((const float*)data)[i]); break;
+      case HETERO_DTYPE_FLOAT64: printf(" %.6g", ((const double*)data)[i]); break;
+      case HETERO_DTYPE_INT64: printf(" %lld", (long long)((const int64_t*)data)[i]); break;
+      case HETERO_DTYPE_INT32: printf(" %d", (int)((const int32_t*)data)[i]); break;
+      case HETERO_DTYPE_INT8: printf(" %d", (int)((const int8_t*)data)[i]); break;
+      case HETERO_DTYPE_UINT8:
+      case HETERO_DTYPE_BOOL: printf(" %u", (unsigned)((const uint8_t*)data)[i]); break;
+      default: fputs(" (not shown for this type)\n", stdout); return;
+    }
+  }
+  puts(count > shown ? " ..." : "");
+}
+
+static int report_outputs(const cli_session* s, hetero_infer_request_t* request, const char* dir) {
+  size_t count = 0;
+  if (hetero_compiled_model_get_output_count(s->compiled, &count))
+    return cli_call_failed("cannot list the model's outputs");
+  for (size_t k = 0; k < count; ++k) {
+    const char* name = NULL;
+    hetero_tensor_t* t = NULL;
+    if (hetero_compiled_model_get_output_name(s->compiled, &name, k) ||
+        hetero_infer_request_get_output(request, &t, k))
+      return cli_call_failed("cannot get an output");
+    hetero_dtype dtype = HETERO_DTYPE_UNDEFINED;
+    const int64_t* dims = NULL;
+    size_t rank = 0;
+    char shape[256];
+    if (hetero_tensor_get_dtype(t, &dtype) || hetero_tensor_get_shape(t, &dims, &rank)) {
+      hetero_tensor_release(t);
+      return cli_call_failed("cannot read an output");
+    }
+    printf("output %zu '%s': %s %s", k, name, hetero_dtype_name(dtype),
+           cli_format_dims(dims, (int64_t)rank, shape, sizeof shape));
+    if (dir) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/output_%zu.npy", dir, k);
+      if (hetero_tensor_write_npy(t, path)) {
+        putchar('\n');
+        hetero_tensor_release(t);
+        char what[4200];
+        snprintf(what, sizeof what, "cannot write output '%s' to %s", name, path);
+        return cli_call_failed(what);
+      }
+      printf(" -> %s", path);
+    }
+    putchar('\n');
+    print_preview(t, dtype);
+    hetero_tensor_release(t);
+  }
+  return CLI_OK;
+}
+
+static void print_inputs(const cli_session* s) {
+  for (size_t k = 0; k < s->input_count; ++k) {
+    const char* name = "?";
+    hetero_dtype dtype = HETERO_DTYPE_UNDEFINED;
+    const int64_t* dims = NULL;
+    size_t rank = 0;
+    char shape[256];
+    hetero_compiled_model_get_input_name(s->compiled, &name, k);
+    hetero_tensor_get_dtype(s->inputs[k], &dtype);
+    hetero_tensor_get_shape(s->inputs[k], &dims, &rank);
+    printf("input %zu '%s': %s %s (%s)\n", k, name, hetero_dtype_name(dtype),
+           cli_format_dims(dims, (int64_t)rank, shape, sizeof shape), s->input_random[k] ? "random" : "from file");
+  }
+}
+
+static int run(const cli_model_options* o, const char* dir) {
+  if (dir && mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    cli_error("cannot create the output directory %s: %s", dir, strerror(errno));
+    return CLI_FAILED;
+  }
+  cli_session s;
+  int rc = cli_session_open(&s, o, "run");
+  if (rc != CLI_OK) return rc;
+  const char* device = "?";
+  hetero_compiled_model_get_device(s.compiled, &device);
+  printf("model %s: %s for %s in %.1f ms\n", o->model, s.imported ? "imported" : "compiled", device,
+         s.load_seconds * 1e3);
+  print_inputs(&s);
+
+  hetero_infer_request_t* request = NULL;
+  if (hetero_infer_request_create(&request, s.compiled)) {
+    rc = cli_call_failed("cannot create an infer request");
+  } else if ((rc = cli_session_bind(&s, request)) == CLI_OK) {
+    const double start = cli_now();
+    if (hetero_infer_request_infer(request)) {
+      rc = cli_call_failed("inference failed");
+    } else {
+      printf("inference: %.3f ms\n", (cli_now() - start) * 1e3);
+      rc = report_outputs(&s, request, dir);
+    }
+  }
+  hetero_infer_request_release(request);
+  cli_session_close(&s);
+  return rc;
+}
+
+int cmd_run(int argc, char** argv) {
+  cli_model_options o;
+  memset(&o, 0, sizeof o);
+  o.device = "CPU";
+  const char* dir = NULL;
+  int rc = CLI_OK;
+  for (int i = 1; i < argc && rc == CLI_OK; ++i) {
+    int r;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(kHelp, stdout);
+      cli_model_options_free(&o);
+      return CLI_OK;
+    } else if ((r = cli_model_option(argc, argv, &i, "run", &o)) != 0) {
+      if (r < 0) rc = CLI_USAGE;
+    } else if ((r = cli_option(argc, argv, &i, "run", "--output-dir", &dir)) != 0) {
+      if (r < 0) rc = CLI_USAGE;
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      rc = cli_usage_error("run", "unknown option '%s'", argv[i]);
+    } else if (o.model) {
+      rc = cli_usage_error("run", "unexpected argument '%s' (the model is %s)", argv[i], o.model);
+    } else {
+      o.model = argv[i];
+    }
+  }
+  if (rc == CLI_OK && !o.model) rc = cli_usage_error("run", "no MODEL given");
+  if (rc == CLI_OK) rc = run(&o, dir);
+  cli_model_options_free(&o);
+  return rc;
+}

@@ -1,0 +1,48 @@
+/* hetero: the heterod command-line tool. Each command lives in cmd_*.c; this
+ * file only dispatches and answers --version and --help. */
+#include <string.h>
+
+#include "cli.h"
+
+static const char kHelp[] =
+    "usage: hetero [--version] [--help] COMMAND [ARGS]\n"
+    "\n"
+    "Commands:\n"
+    "  devices   list devices, drivers and driver modules that failed to load\n"
+    "  run       run one inference of a model and write its outputs\n"
+    "  bench     measure a model's latency and throughput\n"
+    "\n"
+    "'hetero COMMAND --help' describes a command.\n";
+
+typedef struct command {
+  const char* name;
+  int (*run)(int argc, char** argv);
+} command;
+
+static const command kCommands[] = {
+    {"devices", cmd_devices},
+    {"run", cmd_run},
+    {"bench", cmd_bench},
+};
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fputs(kHelp, stderr);
+    return CLI_USAGE;
+  }
+  const char* name = argv[1];
+  if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+    fputs(kHelp, stdout);
+    return CLI_OK;
+  }
+  if (strcmp(name, "--version") == 0) {
+    const uint32_t api = hetero_api_version();
+    printf("hetero %s (C API %u.%u)\n", hetero_library_version(), api >> 16, api & 0xffffu);
+    return CLI_OK;
+  }
+  for (size_t k = 0; k < sizeof kCommands / sizeof kCommands[0]; ++k)
+    if (strcmp(name, kCommands[k].name) == 0) return kCommands[k].run(argc - 1, argv + 1);
+  cli_error("unknown command '%s'", name);
+  fputs(kHelp, stderr);
+  return CLI_USAGE;
+}
