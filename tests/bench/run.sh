@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs the heterod vs ONNX Runtime benchmark on the real models.
+#   tests/bench/run.sh [BUILD_DIR] [bench_models.js options...]
+# BUILD_DIR (default: build) holds the hetero CLI at tools/hetero; the models
+# and ONNX Runtime come from ${HETERO_TEST_CACHE:-~/.cache/heterod-test}
+# (scripts/setup.sh --test-data fills it).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=build
+if [[ $# -gt 0 && $1 != --* ]]; then build=$1; shift; fi
+[[ $build = /* ]] || build=$root/$build
+export HETERO_BIN=${HETERO_BIN:-$build/tools/hetero}
+if [[ ! -x $HETERO_BIN ]]; then
+  echo "bench: no hetero CLI at $HETERO_BIN; build first (ninja -C $build) or set HETERO_BIN" >&2
+  exit 2
+fi
+exec node "$here/bench_models.js" "$@"
