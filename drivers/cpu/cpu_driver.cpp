@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/function_expand.h"
 #include "drivers/cpu/cpu_compile.h"
+#include "drivers/cpu/executor.h"
 #include "drivers/cpu/plan.h"
 #include "hetero/driver.hpp"
 #include "hetero_build_config.h"
@@ -36,8 +37,9 @@ std::string cpu_model_name() {
 
 class CpuInferRequest final : public core::AsyncInferRequest {
  public:
-  explicit CpuInferRequest(std::shared_ptr<const CpuProgram> program)
+  CpuInferRequest(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Executor> executor)
       : program_(std::move(program)),
+        executor_(std::move(executor)),
         stream_(program_->engine),
         frame_(*program_->plan, nullptr, stream_, program_->threads),
         inputs_(program_->inputs.size()),
@@ -64,9 +66,11 @@ class CpuInferRequest final : public core::AsyncInferRequest {
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (inputs_[i].empty())
         fail(HETERO_INVALID_ARGUMENT, "input '" + program_->inputs[i].name + "' is not set");
-    // OpenMP's thread count is per calling thread: set it for this one.
-    omp_set_num_threads(program_->threads);
-    outputs_ = frame_.run(inputs_);
+    executor_->run([&] {
+      // OpenMP's thread count is per calling thread: set it for the executor's.
+      omp_set_num_threads(program_->threads);
+      outputs_ = frame_.run(inputs_);
+    });
   }
 
  private:
@@ -87,6 +91,7 @@ class CpuInferRequest final : public core::AsyncInferRequest {
   }
 
   std::shared_ptr<const CpuProgram> program_;
+  std::shared_ptr<Executor> executor_;
   dnnl::stream stream_;
   Frame frame_;
   std::vector<core::Tensor> inputs_;
@@ -95,17 +100,19 @@ class CpuInferRequest final : public core::AsyncInferRequest {
 
 class CpuCompiledModel final : public driver::CompiledModel {
  public:
-  explicit CpuCompiledModel(std::shared_ptr<const CpuProgram> program) : program_(std::move(program)) {}
+  CpuCompiledModel(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Executor> executor)
+      : program_(std::move(program)), executor_(std::move(executor)) {}
   const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
   const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
   std::unique_ptr<driver::InferRequest> create_infer_request() override {
-    return std::make_unique<CpuInferRequest>(program_);
+    return std::make_unique<CpuInferRequest>(program_, executor_);
   }
   std::vector<uint8_t> export_blob() const override { return export_program(*program_); }
   std::string device() const override { return program_->device; }
 
  private:
   std::shared_ptr<const CpuProgram> program_;
+  std::shared_ptr<Executor> executor_;
 };
 
 class CpuDriver final : public driver::Driver {
@@ -149,23 +156,29 @@ class CpuDriver final : public driver::Driver {
                                          const driver::Config& config) const override {
     check_device(device_id);
     (void)options_with(config);
-    return query_nodes(model, engine_);
+    std::vector<driver::NodeSupport> support;
+    executor_->run([&] { support = query_nodes(model, engine_); });
+    return support;
   }
 
   std::unique_ptr<driver::CompiledModel> compile(const core::Model& model, const std::string& device_id,
                                                  const driver::Config& config) override {
     check_device(device_id);
-    auto program = compile_program(model, options_with(config), engine_);
+    const CpuOptions options = options_with(config);
+    std::shared_ptr<CpuProgram> program;
+    executor_->run([&] { program = compile_program(model, options, engine_); });
     program->device = "CPU";
-    return std::make_unique<CpuCompiledModel>(std::move(program));
+    return std::make_unique<CpuCompiledModel>(std::move(program), executor_);
   }
 
   std::unique_ptr<driver::CompiledModel> import_blob(std::span<const uint8_t> blob, const std::string& device_id,
                                                      const driver::Config& config) override {
     check_device(device_id);
-    auto program = import_program(blob, options_with(config), engine_);
+    const CpuOptions options = options_with(config);
+    std::shared_ptr<CpuProgram> program;
+    executor_->run([&] { program = import_program(blob, options, engine_); });
     program->device = "CPU";
-    return std::make_unique<CpuCompiledModel>(std::move(program));
+    return std::make_unique<CpuCompiledModel>(std::move(program), executor_);
   }
 
  private:
@@ -180,6 +193,9 @@ class CpuDriver final : public driver::Driver {
   }
 
   mutable dnnl::engine engine_;
+  // Shared with compiled models and requests: the thread lives as long as
+  // anything can still run on it.
+  std::shared_ptr<Executor> executor_ = std::make_shared<Executor>();
   std::string full_name_;
   mutable std::mutex mutex_;
   CpuOptions options_;
