@@ -4,7 +4,18 @@
 // ONNX's output_padding and output_shape both become end padding: oneDNN
 // takes the end padding that yields the output size exactly, negative where
 // the output grows past the last input tap (those positions get the bias).
+//
+// A 2-D ConvTranspose whose kernel equals its stride (no padding, dilation or
+// groups; the upsampling heads of segmentation models such as PP-OCR det)
+// touches every output pixel exactly once: each input pixel becomes a
+// kernel-sized patch. That is one matrix product, pixels x IC times
+// IC x (kh*kw*OC), and a scatter of its rows into place. oneDNN 2.6's
+// deconvolution runs it as a strided backward convolution that is 20x
+// slower (33 ms against 1.5 ms for 24 channels at 160x160 -> 320x320).
+
 #include <algorithm>
+#include <cstring>
+#include <optional>
 
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
@@ -20,7 +31,17 @@ class ConvTransposeKernel final : public Kernel {
   void run(KernelRun& r) override;
 
  private:
+  // The patch form of kernel == stride (see the top of the file).
+  struct Patches {
+    dnnl::matmul prim;
+    core::Tensor weights;      // IC x (kh, kw, OC), from ONNX's IC x OC x kh x kw
+    dnnl::memory::desc src_desc, weights_desc, bias_desc, dst_desc;
+    int64_t n = 0, h = 0, w = 0, oc = 0, kh = 0, kw = 0;
+    bool fused_post_ops = false;
+  };
+
   struct Entry {
+    std::optional<Patches> patches;  // set: the patch form replaces `prim`
     dnnl::deconvolution_forward prim;
     LayoutChange src_in, dst_out, weights_in;
     dnnl::memory::desc weights_desc, bias_desc, dst_desc;
@@ -30,6 +51,8 @@ class ConvTransposeKernel final : public Kernel {
     size_t scratchpad = 0;
   };
   Entry make_entry(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape) const;
+  std::optional<Patches> make_patches(KernelRun& r, const DnnlDims& src_dims, const DnnlDims& dst_dims) const;
+  void run_patches(KernelRun& r, const Entry& e, const core::Tensor& x, const core::Tensor* bias, core::Tensor& y);
 
   const core::Node& node_;
   WindowAttrs attrs_;
@@ -104,6 +127,15 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
   Entry e;
   e.dst_dims = dst_dims;
   e.out_shape = memory_shape(dst_dims, channels_last_);
+  const bool non_overlapping = spatial == 2 && a.group == 1 &&
+                               std::all_of(dilates.begin(), dilates.end(), [](int64_t d) { return d == 0; }) &&
+                               std::all_of(pad_l.begin(), pad_l.end(), [](int64_t p) { return p == 0; }) &&
+                               std::all_of(pad_r.begin(), pad_r.end(), [](int64_t p) { return p == 0; }) &&
+                               strides[0] == w_shape[2] && strides[1] == w_shape[3];
+  if (non_overlapping && !weights_.empty()) {
+    e.patches = make_patches(r, src_dims, dst_dims);
+    return e;
+  }
   const dnnl::memory::desc user_src = activation_desc(src_dims, channels_last_);
   const dnnl::memory::desc user_dst = activation_desc(dst_dims, channels_last_);
   const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, a.group, true);
@@ -147,6 +179,105 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
   return e;
 }
 
+std::optional<ConvTransposeKernel::Patches> ConvTransposeKernel::make_patches(KernelRun& r, const DnnlDims& src_dims,
+                                                                              const DnnlDims& dst_dims) const {
+  const dnnl::engine engine = r.stream().get_engine();
+  const core::Tensor& w = weights_.source();
+  Patches p;
+  p.n = src_dims[0];
+  p.h = src_dims[2];
+  p.w = src_dims[3];
+  p.oc = dst_dims[1];
+  p.kh = w.dim(2);
+  p.kw = w.dim(3);
+  const int64_t ic = src_dims[1], k = p.kh * p.kw * p.oc, pixels = p.h * p.w;
+
+  // Weights as IC x (kh, kw, OC), so that a product row holds each output
+  // pixel's channels together (one copy per pixel for channels-last).
+  p.weights = core::Tensor::allocate(core::DType::F32, {ic, k}, false);
+  const float* wv = w.data<float>();
+  float* pw = p.weights.data<float>();
+  for (int64_t c = 0; c < ic; ++c)
+    for (int64_t o = 0; o < p.oc; ++o)
+      for (int64_t t = 0; t < p.kh * p.kw; ++t) pw[c * k + t * p.oc + o] = wv[(c * p.oc + o) * p.kh * p.kw + t];
+
+  // Source pixels as rows: N x (H*W) x IC, strided over NCHW or NHWC memory.
+  const dnnl::memory::dims src_strides =
+      channels_last_ ? dnnl::memory::dims{pixels * ic, ic, 1} : dnnl::memory::dims{pixels * ic, 1, pixels};
+  p.src_desc = dnnl::memory::desc({p.n, pixels, ic}, dnnl_dt::f32, src_strides);
+  p.weights_desc = dnnl::memory::desc({1, ic, k}, dnnl_dt::f32, dnnl_tag::abc);
+  p.bias_desc = dnnl::memory::desc({1, 1, k}, dnnl_dt::f32, dnnl_tag::abc);
+  p.dst_desc = dnnl::memory::desc({p.n, pixels, k}, dnnl_dt::f32, dnnl_tag::abc);
+
+  // Elementwise post-ops act per element, so they run inside the product;
+  // a binary operand is laid out for the output and waits for the scatter.
+  dnnl::primitive_attr attr;
+  const bool eltwise_only = std::none_of(post_.ops().begin(), post_.ops().end(), [](const PostOp& op) { return op.binary(); });
+  if (!post_.empty() && eltwise_only)
+    if (const auto po = post_.to_dnnl(dst_dims, channels_last_, r)) {
+      attr.set_post_ops(*po);
+      p.fused_post_ops = true;
+    }
+  const dnnl::memory::desc bias_md = r.input(2) ? p.bias_desc : dnnl::memory::desc();
+  p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(
+      dnnl::matmul::desc(p.src_desc, p.weights_desc, bias_md, p.dst_desc), attr, engine));
+  return p;
+}
+
+void ConvTransposeKernel::run_patches(KernelRun& r, const Entry& e, const core::Tensor& x, const core::Tensor* bias,
+                                      core::Tensor& y) {
+  const Patches& p = *e.patches;
+  const int64_t k = p.kh * p.kw * p.oc, pixels = p.h * p.w;
+  float* rows = static_cast<float*>(scratch_buffer(Scratch::Dst, p.dst_desc.get_size()));
+  std::vector<float> patch_bias;
+  with_dnnl_errors(node_, [&] {
+    dnnl::stream& s = r.stream();
+    const dnnl::engine engine = s.get_engine();
+    std::unordered_map<int, dnnl::memory> args;
+    args[DNNL_ARG_SRC] = view_memory(p.src_desc, engine, const_cast<void*>(x.raw()));
+    args[DNNL_ARG_WEIGHTS] = view_memory(p.weights_desc, engine, const_cast<void*>(p.weights.raw()));
+    if (bias) {  // one value per output channel, repeated for each kernel tap
+      patch_bias.resize(static_cast<size_t>(k));
+      for (int64_t t = 0; t < p.kh * p.kw; ++t)
+        std::memcpy(&patch_bias[static_cast<size_t>(t * p.oc)], bias->raw(), static_cast<size_t>(p.oc) * sizeof(float));
+      args[DNNL_ARG_BIAS] = view_memory(p.bias_desc, engine, patch_bias.data());
+    }
+    args[DNNL_ARG_DST] = view_memory(p.dst_desc, engine, rows);
+    p.prim.execute(s, args);
+    s.wait();
+  });
+
+  // Row (n, h, w) holds the kh x kw patch of output pixels at (h*kh, w*kw).
+  const int64_t out_h = p.h * p.kh, out_w = p.w * p.kw;
+  float* out = y.data<float>();
+  const bool parallel = y.numel() > 65536;
+  if (channels_last_) {
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t nh = 0; nh < p.n * p.h; ++nh) {
+      const int64_t n = nh / p.h, h = nh % p.h;
+      for (int64_t w = 0; w < p.w; ++w) {
+        const float* row = rows + (n * pixels + h * p.w + w) * k;
+        for (int64_t i = 0; i < p.kh; ++i)
+          std::memcpy(out + ((n * out_h + h * p.kh + i) * out_w + w * p.kw) * p.oc, row + i * p.kw * p.oc,
+                      static_cast<size_t>(p.kw * p.oc) * sizeof(float));
+      }
+    }
+  } else {
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t no = 0; no < p.n * p.oc; ++no) {
+      const int64_t n = no / p.oc, o = no % p.oc;
+      float* plane = out + no * out_h * out_w;
+      for (int64_t h = 0; h < p.h; ++h)
+        for (int64_t w = 0; w < p.w; ++w) {
+          const float* row = rows + (n * pixels + h * p.w + w) * k + o;
+          for (int64_t i = 0; i < p.kh; ++i)
+            for (int64_t j = 0; j < p.kw; ++j) plane[(h * p.kh + i) * out_w + w * p.kw + j] = row[(i * p.kw + j) * p.oc];
+        }
+    }
+  }
+  if (!post_.empty() && !p.fused_post_ops) post_.apply(out, y.shape(), r);
+}
+
 void ConvTransposeKernel::run(KernelRun& r) {
   use_threads(r.threads());
   const core::Tensor* x = r.input(0);
@@ -176,6 +307,7 @@ void ConvTransposeKernel::run(KernelRun& r) {
 
   core::Tensor& y = r.output(0, core::DType::F32, e->out_shape);
   if (y.numel() == 0) return;
+  if (e->patches) return run_patches(r, *e, *x, bias, y);
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
     const dnnl::engine engine = s.get_engine();

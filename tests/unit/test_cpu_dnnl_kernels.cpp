@@ -422,6 +422,26 @@ TEST(CpuDnnlConvTranspose, PadsOutputPaddingGroups) {
   }
 }
 
+// Kernel == stride: with constant weights the kernel takes its patch form (a
+// matrix product and a scatter), otherwise oneDNN's deconvolution; both must
+// agree with the reference.
+TEST(CpuDnnlConvTranspose, KernelEqualsStride) {
+  std::mt19937 rng(33);
+  for (const auto& [xs, ws] : std::vector<std::pair<core::Shape, core::Shape>>{
+           {{2, 5, 4, 3}, {5, 3, 2, 3}}, {{1, 24, 7, 9}, {24, 1, 2, 2}}, {{1, 3, 1, 1}, {3, 4, 3, 3}}}) {
+    for (bool constant_w : {false, true}) {
+      const core::Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({ws[1]}, rng);
+      NodeBuilder nb("ConvTranspose", 3);
+      nb.ints("strides", {ws[2], ws[3]});
+      if (constant_w) nb.constant(1, w);
+      const auto y = run_dnnl_node(*nb.node, {x, w, b});
+      EXPECT_TRUE(all_close(y[0], ref_conv_transpose(x, w, &b, 1, {ws[2], ws[3]}, {1, 1}, {0, 0},
+                                                     {xs[2] * ws[2], xs[3] * ws[3]})))
+          << core::shape_to_string(xs) << " constant W " << constant_w;
+    }
+  }
+}
+
 TEST(CpuDnnlConvTranspose, OutputShapeAndSamePadding) {
   std::mt19937 rng(32);
   const core::Tensor x = random_tensor({1, 2, 3, 3}, rng), w = random_tensor({2, 3, 3, 3}, rng);
