@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/error.h"
@@ -13,9 +14,36 @@
 
 namespace hetero::cpu {
 
+namespace {
+
+constexpr const char* kKeys = "(keys: num_threads, optimize, ops, device_count)";
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const size_t b = text.find_first_not_of(' ', start);
+    const size_t e = text.find_last_not_of(' ', comma - 1);
+    if (b < comma && e != std::string::npos && e >= b) items.push_back(text.substr(b, e - b + 1));
+    start = comma + 1;
+  }
+  return items;
+}
+
+}  // namespace
+
 void CpuOptions::apply(const driver::Config& config) {
   for (const auto& [key, value] : config) {
-    if (key == "num_threads") {
+    if (key == "device_count") {
+      int n = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 16)
+        fail(HETERO_INVALID_ARGUMENT, "CPU config device_count must be an integer 1..16, got '" + value + "'");
+      device_count = n;
+    } else if (key == "ops") {
+      ops = split_list(value);
+    } else if (key == "num_threads") {
       int n = -1;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
       if (ec != std::errc() || end != value.data() + value.size() || n < 0 || n > 1024)
@@ -27,7 +55,7 @@ void CpuOptions::apply(const driver::Config& config) {
         fail(HETERO_INVALID_ARGUMENT, "CPU config optimize must be true or false, got '" + value + "'");
       optimize = value == "true";
     } else {
-      fail(HETERO_INVALID_ARGUMENT, "the CPU driver has no config key '" + key + "' (keys: num_threads, optimize)");
+      fail(HETERO_INVALID_ARGUMENT, "the CPU driver has no config key '" + key + "' " + kKeys);
     }
   }
 }
@@ -35,7 +63,18 @@ void CpuOptions::apply(const driver::Config& config) {
 std::string CpuOptions::get(const std::string& key) const {
   if (key == "num_threads") return std::to_string(num_threads);
   if (key == "optimize") return optimize ? "true" : "false";
-  fail(HETERO_INVALID_ARGUMENT, "the CPU driver has no config key '" + key + "' (keys: num_threads, optimize)");
+  if (key == "device_count") return std::to_string(device_count);
+  if (key == "ops") {
+    std::string list;
+    for (const std::string& op : ops) list += (list.empty() ? "" : ",") + op;
+    return list;
+  }
+  fail(HETERO_INVALID_ARGUMENT, "the CPU driver has no config key '" + key + "' " + kKeys);
+}
+
+bool CpuOptions::allows(const core::Node& node) const {
+  // Constants are copied into every submodel that uses them, whatever runs it.
+  return ops.empty() || node.op_type == "Constant" || std::find(ops.begin(), ops.end(), node.op_type) != ops.end();
 }
 
 int CpuOptions::threads() const { return num_threads > 0 ? num_threads : omp_get_num_procs(); }
@@ -73,6 +112,9 @@ driver::Port port_of(const core::Value& v) {
 
 std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options,
                                             dnnl::engine& engine) {
+  for (const auto& node : model.graph.nodes())
+    if (!options.allows(*node))
+      fail(HETERO_NOT_SUPPORTED, node->describe() + " is left out by the CPU device's 'ops' config");
   auto program = std::make_shared<CpuProgram>();
   program->source = core::export_onnx(model);
   program->model = model.clone();
@@ -88,11 +130,16 @@ std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuO
   return program;
 }
 
-std::vector<driver::NodeSupport> query_nodes(const core::Model& model, dnnl::engine& engine) {
+std::vector<driver::NodeSupport> query_nodes(const core::Model& model, const CpuOptions& options,
+                                             dnnl::engine& engine) {
   std::vector<driver::NodeSupport> result(model.graph.nodes().size());
   KernelBuild::Compiler compile_subgraph = [&](const core::Graph& g) { return Plan::compile(g, model, engine); };
   for (const auto& node : model.graph.nodes()) {
     driver::NodeSupport& s = result[node->index];
+    if (!options.allows(*node)) {
+      s.reason = node->op_type + " is left out by the device's 'ops' config";
+      continue;
+    }
     const KernelFactory* factory = KernelRegistry::builtin().find(node->op_type, node->domain, node->opset);
     if (!factory) {
       if (core::has_function_body(*node)) {

@@ -19,11 +19,20 @@ namespace hetero::cpu {
 struct CpuOptions {
   int num_threads = 0;  // 0: one per core
   bool optimize = true; // graph passes (BatchNorm folding, post-op fusion)
+  // Op types the device may run; empty: all it has kernels for. With
+  // device_count, lets one CPU stand in for two unlike devices (HETERO tests,
+  // keeping an op off a device).
+  std::vector<std::string> ops;
+  // Devices the driver lists (CPU.0, CPU.1, ...), all the same processor. A
+  // driver setting: it is read when devices are listed, not per compile.
+  int device_count = 1;
 
   // Fails with INVALID_ARGUMENT naming an unknown key or a bad value.
   void apply(const driver::Config& config);
   std::string get(const std::string& key) const;
   int threads() const;
+  // Whether `ops` lets the device run `node`.
+  bool allows(const core::Node& node) const;
 };
 
 struct CpuProgram {
@@ -38,7 +47,8 @@ struct CpuProgram {
 
 std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options,
                                             dnnl::engine& engine);
-std::vector<driver::NodeSupport> query_nodes(const core::Model& model, dnnl::engine& engine);
+std::vector<driver::NodeSupport> query_nodes(const core::Model& model, const CpuOptions& options,
+                                             dnnl::engine& engine);
 std::vector<uint8_t> export_program(const CpuProgram& program);
 std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options,
                                            dnnl::engine& engine);

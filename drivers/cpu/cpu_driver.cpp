@@ -2,6 +2,7 @@
 // the long tail, one execution plan per compiled model.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -125,16 +126,24 @@ class CpuDriver final : public driver::Driver {
     return std::string(HETERO_VERSION) + "+onednn." + std::to_string(v->major) + "." + std::to_string(v->minor) +
            "." + std::to_string(v->patch);
   }
-  std::vector<std::string> devices() const override { return {"0"}; }
+  std::vector<std::string> devices() const override {
+    std::vector<std::string> ids;
+    for (int i = 0; i < device_count(); ++i) ids.push_back(std::to_string(i));
+    return ids;
+  }
 
   std::string metric(const std::string& device_id, const std::string& name) const override {
     check_device(device_id);
-    if (name == driver::kMetricAvailableDevices) return "0";
+    if (name == driver::kMetricAvailableDevices) {
+      std::string list;
+      for (const std::string& id : devices()) list += (list.empty() ? "" : " ") + id;
+      return list;
+    }
     if (name == driver::kMetricFullDeviceName) return full_name_;
     if (name == driver::kMetricSupportedProperties)
       return std::string(driver::kMetricAvailableDevices) + " " + driver::kMetricFullDeviceName + " " +
              driver::kMetricSupportedProperties + " " + driver::kMetricOptimizationCapabilities + " " +
-             driver::kMetricRangeForAsyncInferRequests + " num_threads";
+             driver::kMetricRangeForAsyncInferRequests + " num_threads optimize ops device_count";
     if (name == driver::kMetricOptimizationCapabilities) return "FP32 FP64 INT8 INT32 INT64 BOOL";
     if (name == driver::kMetricRangeForAsyncInferRequests)
       return "1 " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " 1";
@@ -155,9 +164,9 @@ class CpuDriver final : public driver::Driver {
   std::vector<driver::NodeSupport> query(const core::Model& model, const std::string& device_id,
                                          const driver::Config& config) const override {
     check_device(device_id);
-    (void)options_with(config);
+    const CpuOptions options = options_with(config);
     std::vector<driver::NodeSupport> support;
-    executor_->run([&] { support = query_nodes(model, engine_); });
+    executor_->run([&] { support = query_nodes(model, options, engine_); });
     return support;
   }
 
@@ -167,7 +176,7 @@ class CpuDriver final : public driver::Driver {
     const CpuOptions options = options_with(config);
     std::shared_ptr<CpuProgram> program;
     executor_->run([&] { program = compile_program(model, options, engine_); });
-    program->device = "CPU";
+    program->device = device_name(device_id);
     return std::make_unique<CpuCompiledModel>(std::move(program), executor_);
   }
 
@@ -177,15 +186,28 @@ class CpuDriver final : public driver::Driver {
     const CpuOptions options = options_with(config);
     std::shared_ptr<CpuProgram> program;
     executor_->run([&] { program = import_program(blob, options, engine_); });
-    program->device = "CPU";
+    program->device = device_name(device_id);
     return std::make_unique<CpuCompiledModel>(std::move(program), executor_);
   }
 
  private:
-  static void check_device(const std::string& device_id) {
-    if (device_id != "0") fail(HETERO_NOT_FOUND, "the CPU driver has no device '" + device_id + "'");
+  int device_count() const {
+    std::lock_guard lock(mutex_);
+    return options_.device_count;
+  }
+  void check_device(const std::string& device_id) const {
+    const auto ids = devices();
+    if (std::find(ids.begin(), ids.end(), device_id) == ids.end())
+      fail(HETERO_NOT_FOUND, "the CPU driver has no device '" + device_id + "'");
+  }
+  // The first device answers to the bare driver name.
+  static std::string device_name(const std::string& device_id) {
+    return device_id == "0" ? "CPU" : "CPU." + device_id;
   }
   CpuOptions options_with(const driver::Config& config) const {
+    if (config.count("device_count"))
+      fail(HETERO_INVALID_ARGUMENT, "CPU config device_count is a driver setting (CPU.device_count when the core "
+                                    "is created), not a compile setting");
     std::lock_guard lock(mutex_);
     CpuOptions o = options_;
     o.apply(config);

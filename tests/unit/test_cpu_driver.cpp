@@ -159,3 +159,35 @@ TEST(CpuDriver, ConfigRejectsUnknownKeys) {
   }
   EXPECT_NO_THROW(runtime().compile(*model, "CPU", {{"num_threads", "1"}}));
 }
+
+// device_count lists the one processor as several devices; 'ops' keeps a
+// device to some op types, as HETERO's tests use to stand in for a device
+// that lacks kernels.
+TEST(CpuDriver, DeviceCountAndOpsRestriction) {
+  RuntimeOptions options;
+  options.config["CPU.device_count"] = "2";
+  const Runtime rt(options);
+  std::vector<std::string> names;
+  for (const DeviceInfo& d : rt.devices()) names.push_back(d.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"CPU", "CPU.1"}));
+  EXPECT_EQ(rt.metric("CPU.1", "AVAILABLE_DEVICES"), "0 1");
+
+  auto model = test::model_from_text(kSmallNet);
+  const auto support = rt.query(*model, "CPU.1", {{"ops", "MatMul, Neg"}});
+  ASSERT_EQ(support.size(), 4u);  // Constant, MatMul, Relu, Neg
+  EXPECT_TRUE(support[1].supported);
+  EXPECT_FALSE(support[2].supported);
+  EXPECT_NE(support[2].reason.find("'ops' config"), std::string::npos) << support[2].reason;
+  EXPECT_TRUE(support[3].supported);
+
+  try {
+    rt.compile(*model, "CPU.1", {{"ops", "MatMul"}});
+    ADD_FAILURE() << "compiled a model with an op its 'ops' config leaves out";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_NOT_SUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("Relu"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(rt.compile(*model, "CPU.1")->device(), "CPU.1");
+  EXPECT_THROW(rt.compile(*model, "CPU.2"), Error);
+  EXPECT_THROW(rt.compile(*model, "CPU", {{"device_count", "3"}}), Error);
+}
