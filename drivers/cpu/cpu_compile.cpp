@@ -11,6 +11,7 @@
 #include "core/function_expand.h"
 #include "core/onnx_export.h"
 #include "core/onnx_import.h"
+#include "core/ports.h"
 
 namespace hetero::cpu {
 
@@ -99,15 +100,6 @@ void expand_functions(core::Graph& graph, const core::Model& model) {
   }
 }
 
-driver::Port port_of(const core::Value& v) {
-  driver::Port p;
-  p.name = v.name;
-  p.dtype = v.dtype;
-  p.has_rank = v.shape.has_value();
-  if (v.shape) p.shape = *v.shape;
-  return p;
-}
-
 }  // namespace
 
 std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options,
@@ -125,8 +117,8 @@ std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuO
   // Weight reorders at compile time use the same thread count as inference.
   omp_set_num_threads(program->threads);
   program->plan = Plan::compile(program->model->graph, *program->model, program->engine);
-  for (const core::Value* v : program->model->graph.inputs) program->inputs.push_back(port_of(*v));
-  for (const core::Value* v : program->model->graph.outputs) program->outputs.push_back(port_of(*v));
+  for (const core::Value* v : program->model->graph.inputs) program->inputs.push_back(core::port_of(*v));
+  for (const core::Value* v : program->model->graph.outputs) program->outputs.push_back(core::port_of(*v));
   return program;
 }
 

@@ -14,6 +14,7 @@
 #include "core/async_request.h"
 #include "core/error.h"
 #include "core/function_expand.h"
+#include "core/ports.h"
 #include "drivers/cpu/cpu_compile.h"
 #include "drivers/cpu/executor.h"
 #include "drivers/cpu/plan.h"
@@ -51,7 +52,7 @@ class CpuInferRequest final : public core::AsyncInferRequest {
     if (index >= inputs_.size())
       fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range (the model has " +
                                         std::to_string(inputs_.size()) + " inputs)");
-    check_input(program_->inputs[index], tensor);
+    core::check_input(program_->inputs[index], tensor);
     inputs_[index] = tensor;
   }
 
@@ -75,22 +76,6 @@ class CpuInferRequest final : public core::AsyncInferRequest {
   }
 
  private:
-  static void check_input(const driver::Port& port, const core::Tensor& t) {
-    if (t.dtype() != port.dtype)
-      fail(HETERO_INVALID_ARGUMENT, "input '" + port.name + "' must be " + core::dtype_name(port.dtype) + ", got " +
-                                        core::dtype_name(t.dtype()));
-    if (!port.has_rank) return;
-    if (t.rank() != port.shape.size())
-      fail(HETERO_INVALID_ARGUMENT, "input '" + port.name + "' must have rank " + std::to_string(port.shape.size()) +
-                                        ", got shape " + core::shape_to_string(t.shape()));
-    for (size_t d = 0; d < t.rank(); ++d) {
-      if (port.shape[d].known() && port.shape[d].size != t.dim(d))
-        fail(HETERO_INVALID_ARGUMENT, "input '" + port.name + "' dimension " + std::to_string(d) + " must be " +
-                                          std::to_string(port.shape[d].size) + ", got shape " +
-                                          core::shape_to_string(t.shape()));
-    }
-  }
-
   std::shared_ptr<const CpuProgram> program_;
   std::shared_ptr<Executor> executor_;
   dnnl::stream stream_;

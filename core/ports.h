@@ -1,0 +1,18 @@
+// A compiled model's inputs and outputs (driver::Port): made from IR values,
+// and checked against the tensors a caller binds. Shared by every driver and
+// by HETERO, so a wrong input reads the same whatever runs the model.
+#pragma once
+
+#include "core/graph.h"
+#include "core/tensor.h"
+#include "hetero/driver.hpp"
+
+namespace hetero::core {
+
+driver::Port port_of(const Value& value);
+
+// Fails with INVALID_ARGUMENT naming the input when `tensor`'s dtype, rank or
+// a known dimension differs from `port`.
+void check_input(const driver::Port& port, const Tensor& tensor);
+
+}  // namespace hetero::core
