@@ -105,6 +105,27 @@ hetero_status hetero_compiled_model_get_device(const hetero_compiled_model_t* co
   });
 }
 
+hetero_status hetero_compiled_model_get_submodel_count(const hetero_compiled_model_t* compiled, size_t* out_count) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_submodel_count");
+    require(out_count, "hetero_compiled_model_get_submodel_count", "out_count");
+    *out_count = c.submodel_devices().size();
+  });
+}
+
+hetero_status hetero_compiled_model_get_submodel_device(const hetero_compiled_model_t* compiled,
+                                                        const char** out_device, size_t index) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_submodel_device");
+    require(out_device, "hetero_compiled_model_get_submodel_device", "out_device");
+    const auto& devices = c.submodel_devices();
+    if (index >= devices.size())
+      fail(HETERO_INVALID_ARGUMENT, "submodel index " + std::to_string(index) + " is out of range (the model has " +
+                                        std::to_string(devices.size()) + " submodels)");
+    *out_device = devices[index].c_str();
+  });
+}
+
 hetero_status hetero_compiled_model_get_input_count(const hetero_compiled_model_t* compiled, size_t* out_count) {
   return guard([&] {
     const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_input_count");

@@ -163,4 +163,18 @@ hetero_status hetero_query_result_release(hetero_query_result_t* result) {
   return guard([&] { delete result; });
 }
 
+hetero_status hetero_partition(hetero_core_t* core, char** out_text, const hetero_model_t* model,
+                               const char* device, hetero_plan_format format, const char* const* config_keys,
+                               const char* const* config_values, size_t config_count) {
+  return guard([&] {
+    constexpr const char* fn = "hetero_partition";
+    require(core, fn, "core");
+    require(out_text, fn, "out_text");
+    const ModelImpl& m = model_of(model, fn);
+    require(device, fn, "device");
+    const Config config = config_from_pairs(fn, config_keys, config_values, config_count);
+    *out_text = malloc_string(core->backend->partition(m, device, format, config));
+  });
+}
+
 }  // extern "C"

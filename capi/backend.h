@@ -73,6 +73,8 @@ class CompiledModelImpl {
   virtual const std::vector<PortInfo>& inputs() const = 0;
   virtual const std::vector<PortInfo>& outputs() const = 0;
   virtual const std::string& device() const = 0;
+  // One device per submodel, in execution order (one for a plain device).
+  virtual const std::vector<std::string>& submodel_devices() const = 0;
   // A complete blob (container header included).
   virtual std::vector<uint8_t> export_blob() const = 0;
   virtual std::unique_ptr<InferRequestImpl> create_infer_request() = 0;
@@ -103,6 +105,9 @@ class Backend {
   virtual std::unique_ptr<CompiledModelImpl> compile(const ModelImpl& model, const std::string& device,
                                                      const Config& config) = 0;
   virtual std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) = 0;
+  // hetero_partition(): the HETERO plan of `model` in `format`.
+  virtual std::string partition(const ModelImpl& model, const std::string& device, hetero_plan_format format,
+                                const Config& config) = 0;
 };
 
 // The in-process backend. `options` are the hetero_core_create() pairs.

@@ -6,6 +6,9 @@
 #include "core/error.h"
 #include "core/onnx_import.h"
 #include "core/runtime.h"
+#include "partition/hetero_compiled_model.h"
+#include "partition/plan.h"
+#include "partition/plan_format.h"
 
 namespace hetero::capi {
 
@@ -93,11 +96,16 @@ class LocalCompiledModel final : public CompiledModelImpl {
     inputs_ = ports_from_driver(compiled_->inputs());
     outputs_ = ports_from_driver(compiled_->outputs());
     device_ = compiled_->device();
+    if (const auto* hetero = dynamic_cast<const partition::HeteroCompiledModel*>(compiled_.get()))
+      for (const auto& stage : hetero->stages()) submodel_devices_.push_back(stage.device);
+    else
+      submodel_devices_.push_back(device_);
   }
 
   const std::vector<PortInfo>& inputs() const override { return inputs_; }
   const std::vector<PortInfo>& outputs() const override { return outputs_; }
   const std::string& device() const override { return device_; }
+  const std::vector<std::string>& submodel_devices() const override { return submodel_devices_; }
   std::vector<uint8_t> export_blob() const override { return runtime_->export_blob(*compiled_); }
   std::unique_ptr<InferRequestImpl> create_infer_request() override {
     return std::make_unique<LocalInferRequest>(runtime_, compiled_);
@@ -108,6 +116,7 @@ class LocalCompiledModel final : public CompiledModelImpl {
   std::shared_ptr<driver::CompiledModel> compiled_;
   std::vector<PortInfo> inputs_, outputs_;
   std::string device_;
+  std::vector<std::string> submodel_devices_;
 };
 
 const LocalModel& local_model(const ModelImpl& model) {
@@ -144,7 +153,9 @@ class LocalBackend final : public Backend {
   std::vector<QueryNode> query(const ModelImpl& model, const std::string& device,
                                const Config& config) const override {
     const core::Model& m = local_model(model).model();
-    const std::vector<driver::NodeSupport> support = runtime_->query(m, device, config);
+    const std::vector<driver::NodeSupport> support = core::parse_device_string(device).hetero
+                                                         ? partition::query_hetero(*runtime_, m, device, config)
+                                                         : runtime_->query(m, device, config);
     const auto& nodes = m.graph.nodes();
     if (support.size() != nodes.size())
       fail(HETERO_DRIVER_ERROR, "the driver for " + device + " answered a query about " + std::to_string(nodes.size()) +
@@ -159,11 +170,26 @@ class LocalBackend final : public Backend {
   std::unique_ptr<CompiledModelImpl> compile(const ModelImpl& model, const std::string& device,
                                              const Config& config) override {
     const core::Model& m = local_model(model).model();
+    if (core::parse_device_string(device).hetero)
+      return std::make_unique<LocalCompiledModel>(runtime_, partition::compile_hetero(*runtime_, m, device, config));
     return std::make_unique<LocalCompiledModel>(runtime_, runtime_->compile(m, device, config));
   }
 
   std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) override {
     return std::make_unique<LocalCompiledModel>(runtime_, runtime_->import_blob(blob, config));
+  }
+
+  std::string partition(const ModelImpl& model, const std::string& device, hetero_plan_format format,
+                        const Config& config) override {
+    const core::Model& m = local_model(model).model();
+    const partition::Plan plan = partition::make_plan(*runtime_, m, device, config);
+    switch (format) {
+      case HETERO_PLAN_TEXT: return partition::plan_text(plan);
+      case HETERO_PLAN_JSON: return partition::plan_json(plan, core::parse_device_string(device).to_string());
+      case HETERO_PLAN_DOT: return partition::plan_dot(plan, m);
+    }
+    fail(HETERO_INVALID_ARGUMENT, "plan format " + std::to_string(static_cast<int>(format)) +
+                                      " is none of HETERO_PLAN_TEXT, _JSON, _DOT");
   }
 
  private:

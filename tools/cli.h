@@ -68,7 +68,8 @@ typedef struct cli_model_options {
   const char* model;       /* an ONNX file or a blob ("HETEROBL" magic) */
   const char* device;      /* default "CPU" */
   const char* driver_path; /* NULL: the default search path */
-  cli_strings config;      /* K=V; DRIVER.key to the core, key to compile */
+  const char* policy;      /* NULL, or a HETERO affinity policy (YAML) */
+  cli_strings config;      /* K=V; DRIVER.key to the core, key and DEVICE:key to compile */
   cli_strings shapes;      /* NAME=1x3x224x224 */
   cli_strings inputs;      /* [NAME=]FILE */
 } cli_model_options;
@@ -93,9 +94,28 @@ void cli_session_close(cli_session* session);
  * on failure. */
 int cli_session_bind(const cli_session* session, hetero_infer_request_t* request);
 
-/* Handles the options run and bench share (--device, --config, --shape,
- * --input, --driver-path). Returns 1 when argv[*i] was one, 0 when not, -1
- * on a usage error (printed). */
+/* "HETERO:CPU.1,CPU (3 submodels on CPU.1, CPU)" for a HETERO model, the
+ * device alone otherwise; into buf. */
+const char* cli_describe_device(const hetero_compiled_model_t* compiled, char* buf, size_t size);
+
+/* A model read but not compiled, for commands that plan (partition): the
+ * core, the model (dynamic dims fixed by --shape) and the compile config
+ * (--config keys without a driver prefix, --policy). */
+typedef struct cli_planning {
+  hetero_core_t* core;
+  hetero_model_t* model;
+  cli_strings keys, values;
+} cli_planning;
+int cli_planning_open(cli_planning* planning, const cli_model_options* options, const char* command);
+void cli_planning_close(cli_planning* planning);
+
+/* Writes `size` bytes to `path` through a temporary file and a rename, so
+ * that the file is complete or absent. False (after printing why) on error. */
+bool cli_write_file(const char* path, const void* data, size_t size);
+
+/* Handles the options run, bench and partition share (--device, --config,
+ * --policy, --shape, --input, --driver-path). Returns 1 when argv[*i] was
+ * one, 0 when not, -1 on a usage error (printed). */
 int cli_model_option(int argc, char** argv, int* i, const char* command, cli_model_options* options);
 void cli_model_options_free(cli_model_options* options);
 
@@ -104,5 +124,6 @@ void cli_model_options_free(cli_model_options* options);
 int cmd_devices(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_partition(int argc, char** argv);
 
 #endif /* HETERO_TOOLS_CLI_H */

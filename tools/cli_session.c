@@ -25,6 +25,8 @@ int cli_model_option(int argc, char** argv, int* i, const char* command, cli_mod
     if (r > 0) o->device = v;
   } else if ((r = cli_option(argc, argv, i, command, "--driver-path", &v)) != 0) {
     if (r > 0) o->driver_path = v;
+  } else if ((r = cli_option(argc, argv, i, command, "--policy", &v)) != 0) {
+    if (r > 0) o->policy = v;
   } else if ((r = cli_option(argc, argv, i, command, "--config", &v)) != 0) {
     if (r > 0 && !strchr(v, '=')) {
       cli_usage_error(command, "--config '%s' is not KEY=VALUE", v);
@@ -84,18 +86,31 @@ static void loader_free(loader* l) {
   hetero_model_release(l->model);
 }
 
-/* Splits --config KEY=VALUE in place into the two key/value lists. The
- * strings stay owned by argv. */
+/* Splits --config KEY=VALUE in place into the two key/value lists:
+ * DRIVER.key to the core; key, and a HETERO device's DEVICE:key
+ * (CPU.1:ops), to compilation. --policy is a compile key too. The strings
+ * stay owned by argv. */
 static int split_config(loader* l) {
   for (size_t k = 0; k < l->o->config.count; ++k) {
     char* kv = (char*)l->o->config.items[k];
     char* eq = strchr(kv, '=');
     *eq = '\0';
-    const bool core = strchr(kv, '.') != NULL;
+    const bool core = strchr(kv, '.') != NULL && strchr(kv, ':') == NULL;
     if (!cli_strings_push(core ? &l->core_keys : &l->keys, kv) ||
         !cli_strings_push(core ? &l->core_values : &l->values, eq + 1))
       return CLI_FAILED;
   }
+  if (l->o->policy && (!cli_strings_push(&l->keys, "policy") || !cli_strings_push(&l->values, l->o->policy)))
+    return CLI_FAILED;
+  return CLI_OK;
+}
+
+/* The core, with --driver-path and the DRIVER.key settings. */
+static int create_core(loader* l, hetero_core_t** core) {
+  if (l->o->driver_path && !cli_strings_push(&l->core_keys, "driver_path")) return CLI_FAILED;
+  if (l->o->driver_path && !cli_strings_push(&l->core_values, l->o->driver_path)) return CLI_FAILED;
+  if (hetero_core_create(core, l->core_keys.items, l->core_values.items, l->core_keys.count))
+    return cli_call_failed("cannot start the runtime");
   return CLI_OK;
 }
 
@@ -383,10 +398,8 @@ static int open_session(loader* l, cli_session* s) {
   const bool blob = fread(magic, 1, sizeof magic, f) == sizeof magic && memcmp(magic, kBlobMagic, sizeof magic) == 0;
   fclose(f);
 
-  if (l->o->driver_path && !cli_strings_push(&l->core_keys, "driver_path")) return CLI_FAILED;
-  if (l->o->driver_path && !cli_strings_push(&l->core_values, l->o->driver_path)) return CLI_FAILED;
-  if (hetero_core_create(&s->core, l->core_keys.items, l->core_values.items, l->core_keys.count))
-    return cli_call_failed("cannot start the runtime");
+  rc = create_core(l, &s->core);
+  if (rc != CLI_OK) return rc;
 
   const double start = cli_now();
   rc = blob ? import_blob(l, s) : compile_onnx(l, s);
@@ -404,6 +417,61 @@ int cli_session_open(cli_session* s, const cli_model_options* o, const char* com
   loader_free(&l);
   if (rc != CLI_OK) cli_session_close(s);
   return rc;
+}
+
+int cli_planning_open(cli_planning* p, const cli_model_options* o, const char* command) {
+  memset(p, 0, sizeof *p);
+  loader l;
+  memset(&l, 0, sizeof l);
+  l.o = o;
+  l.command = command;
+  int rc = split_config(&l);
+  if (rc == CLI_OK) rc = parse_shapes(&l);
+  if (rc == CLI_OK) rc = create_core(&l, &p->core);
+  if (rc == CLI_OK && hetero_model_read_file(&p->model, p->core, o->model, (const char* const*)l.shape_names,
+                                             (const int64_t* const*)l.shape_dims, l.shape_ranks, l.shape_count))
+    rc = cli_call_failed("cannot read the model");
+  /* The compile config moves into the result. */
+  p->keys = l.keys;
+  p->values = l.values;
+  memset(&l.keys, 0, sizeof l.keys);
+  memset(&l.values, 0, sizeof l.values);
+  loader_free(&l);
+  if (rc != CLI_OK) cli_planning_close(p);
+  return rc;
+}
+
+void cli_planning_close(cli_planning* p) {
+  cli_strings_free(&p->keys);
+  cli_strings_free(&p->values);
+  hetero_model_release(p->model);
+  hetero_core_release(p->core);
+  memset(p, 0, sizeof *p);
+}
+
+const char* cli_describe_device(const hetero_compiled_model_t* compiled, char* buf, size_t size) {
+  const char* device = "?";
+  size_t count = 0;
+  hetero_compiled_model_get_device(compiled, &device);
+  if (strncmp(device, "HETERO:", 7) != 0 || hetero_compiled_model_get_submodel_count(compiled, &count)) {
+    snprintf(buf, size, "%s", device);
+    return buf;
+  }
+  /* The distinct devices, in order of first use: a plan may alternate. */
+  size_t used = (size_t)snprintf(buf, size, "%s (%zu submodel%s on", device, count, count == 1 ? "" : "s");
+  const char* listed[16];
+  size_t listed_count = 0;
+  for (size_t k = 0; k < count && used < size; ++k) {
+    const char* d = "?";
+    hetero_compiled_model_get_submodel_device(compiled, &d, k);
+    bool seen = false;
+    for (size_t j = 0; j < listed_count && !seen; ++j) seen = strcmp(listed[j], d) == 0;
+    if (seen || listed_count == sizeof listed / sizeof listed[0]) continue;
+    used += (size_t)snprintf(buf + used, size - used, "%s %s", listed_count ? "," : "", d);
+    listed[listed_count++] = d;
+  }
+  if (used < size) snprintf(buf + used, size - used, ")");
+  return buf;
 }
 
 void cli_session_close(cli_session* s) {

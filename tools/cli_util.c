@@ -2,10 +2,12 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -169,4 +171,38 @@ double cli_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+bool cli_write_file(const char* path, const void* data, size_t size) {
+  char tmp[4096];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
+    cli_error("cannot write %s: the path is too long", path);
+    return false;
+  }
+  const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    cli_error("cannot write %s: %s", path, strerror(errno));
+    return false;
+  }
+  const char* p = data;
+  size_t left = size;
+  int err = 0;
+  while (left > 0 && !err) {
+    const ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+    } else {
+      p += n;
+      left -= (size_t)n;
+    }
+  }
+  if (!err && fsync(fd) != 0) err = errno;
+  if (close(fd) != 0 && !err) err = errno;
+  if (!err && rename(tmp, path) != 0) err = errno;
+  if (err) {
+    cli_error("cannot write %s: %s", path, strerror(err));
+    unlink(tmp);
+  }
+  return !err;
 }

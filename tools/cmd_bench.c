@@ -20,8 +20,11 @@ static const char kHelp[] =
     "Measures latency and throughput. MODEL is an ONNX file or a compiled blob.\n"
     "Inputs are seeded random values unless given with --input.\n"
     "\n"
-    "  --device D             device string (default CPU)\n"
-    "  --config K=V           DRIVER.key to the driver, key to compilation\n"
+    "  --device D             device string (default CPU), or HETERO:A,B to split\n"
+    "                         the model across devices in that priority order\n"
+    "  --policy FILE          a HETERO affinity policy (YAML)\n"
+    "  --config K=V           DRIVER.key to the driver, key to compilation,\n"
+    "                         DEVICE:key (CPU.1:ops=Conv) to one HETERO device\n"
     "  --shape NAME=DIMS      the shape of an input with dynamic dims\n"
     "  --input [NAME=]FILE    an input from a .npy or .pb file\n"
     "  --iterations N         measure N inferences\n"
@@ -164,8 +167,9 @@ static void report(const cli_model_options* o, const cli_session* session, const
     return;
   }
   printf("model:      %s\n", o->model);
-  printf("device:     %s (%s in %.1f ms)\n", device, session->imported ? "imported" : "compiled",
-         session->load_seconds * 1e3);
+  char described[512];
+  printf("device:     %s, %s in %.1f ms\n", cli_describe_device(session->compiled, described, sizeof described),
+         session->imported ? "imported" : "compiled", session->load_seconds * 1e3);
   printf("requests:   %ld in flight, %zu inferences in %.2f s\n", bo->requests, lat->count, wall);
   printf("latency ms: min %.3f  median %.3f  p90 %.3f  p99 %.3f  mean %.3f\n", lat->ms[0], percentile(lat, 50),
          percentile(lat, 90), percentile(lat, 99), mean);

@@ -15,9 +15,12 @@ static const char kHelp[] =
     "imported instead of compiled). Inputs without --input get seeded random\n"
     "values: floats in [0, 1), integers in [0, 8), bools 0/1.\n"
     "\n"
-    "  --device D             device string (default CPU)\n"
+    "  --device D             device string (default CPU), or HETERO:A,B to split\n"
+    "                         the model across devices in that priority order\n"
+    "  --policy FILE          a HETERO affinity policy (YAML)\n"
     "  --config K=V           a setting: DRIVER.key (CPU.num_threads) goes to the\n"
-    "                         driver, a plain key (num_threads) to compilation\n"
+    "                         driver, a plain key (num_threads) to compilation,\n"
+    "                         DEVICE:key (CPU.1:ops=Conv) to one HETERO device\n"
     "  --input [NAME=]FILE    an input from a .npy or ONNX TensorProto .pb file;\n"
     "                         without NAME, the k-th --input is the k-th input.\n"
     "                         Its shape fills the model's dynamic dims\n"
@@ -110,10 +113,9 @@ static int run(const cli_model_options* o, const char* dir) {
   cli_session s;
   int rc = cli_session_open(&s, o, "run");
   if (rc != CLI_OK) return rc;
-  const char* device = "?";
-  hetero_compiled_model_get_device(s.compiled, &device);
-  printf("model %s: %s for %s in %.1f ms\n", o->model, s.imported ? "imported" : "compiled", device,
-         s.load_seconds * 1e3);
+  char device[512];
+  printf("model %s: %s for %s in %.1f ms\n", o->model, s.imported ? "imported" : "compiled",
+         cli_describe_device(s.compiled, device, sizeof device), s.load_seconds * 1e3);
   print_inputs(&s);
 
   hetero_infer_request_t* request = NULL;

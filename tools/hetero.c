@@ -11,6 +11,7 @@ static const char kHelp[] =
     "  devices   list devices, drivers and driver modules that failed to load\n"
     "  run       run one inference of a model and write its outputs\n"
     "  bench     measure a model's latency and throughput\n"
+    "  partition show how a HETERO device splits a model across devices\n"
     "\n"
     "'hetero COMMAND --help' describes a command.\n";
 
@@ -23,6 +24,7 @@ static const command kCommands[] = {
     {"devices", cmd_devices},
     {"run", cmd_run},
     {"bench", cmd_bench},
+    {"partition", cmd_partition},
 };
 
 int main(int argc, char** argv) {

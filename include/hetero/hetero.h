@@ -25,7 +25,8 @@
  *    functions are added instead. Only hetero_* symbols are exported.
  *
  * Device strings are the same everywhere: "CPU", "OPENCL", "OPENCL.1",
- * "LEVEL_ZERO" (and later "HETERO:OPENCL,CPU").
+ * "LEVEL_ZERO", and "HETERO:OPENCL,CPU" for a model split across devices in
+ * that priority order (see "HETERO" below).
  */
 #ifndef HETERO_HETERO_H
 #define HETERO_HETERO_H
@@ -48,7 +49,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------ */
 
 #define HETERO_API_VERSION_MAJOR 0
-#define HETERO_API_VERSION_MINOR 1
+#define HETERO_API_VERSION_MINOR 2
 /* (major << 16) | minor, comparable with hetero_api_version(). */
 #define HETERO_API_VERSION ((HETERO_API_VERSION_MAJOR << 16) | HETERO_API_VERSION_MINOR)
 
@@ -209,9 +210,9 @@ HETERO_API hetero_status hetero_query_result_release(hetero_query_result_t* resu
 /* ---- Compiled models ----------------------------------------------------- */
 
 /* Compiles `model` for `device`. Config keys are the driver's own
- * ("num_threads" for CPU); unknown keys fail with HETERO_INVALID_ARGUMENT.
- * The model may be released afterwards. Caller releases *out with
- * hetero_compiled_model_release(). */
+ * ("num_threads" for CPU; for a HETERO device see "HETERO" below); unknown
+ * keys fail with HETERO_INVALID_ARGUMENT. The model may be released
+ * afterwards. Caller releases *out with hetero_compiled_model_release(). */
 HETERO_API hetero_status hetero_compile(hetero_compiled_model_t** out, hetero_core_t* core,
                                         const hetero_model_t* model, const char* device,
                                         const char* const* config_keys, const char* const* config_values,
@@ -259,6 +260,44 @@ HETERO_API hetero_status hetero_compiled_model_get_output_shape(const hetero_com
                                                                 const int64_t** out_dims, int64_t* out_rank,
                                                                 size_t index);
 HETERO_API hetero_status hetero_compiled_model_release(hetero_compiled_model_t* compiled);
+
+/* ---- HETERO: one model across several devices (API 0.2) ------------------ */
+
+/* A HETERO device string lists devices in priority order. Each node goes to
+ * the first device that runs it, unless an affinity policy pins it; the
+ * nodes are then grouped into subgraphs, one submodel each, compiled by its
+ * device's driver and run in turn. Config of a HETERO compile, query or
+ * partition:
+ *   "policy"       path of a YAML affinity policy (conf/policy-example.yaml);
+ *                  its devices must be the device string's, in order;
+ *   "DEVICE:key"   a key of one device of the list ("CPU.1:ops") or of every
+ *                  device of a driver ("CPU:num_threads").
+ * A HETERO compiled model cannot be exported yet (HETERO_NOT_SUPPORTED). */
+
+typedef enum hetero_plan_format {
+  HETERO_PLAN_TEXT = 0, /* for people */
+  HETERO_PLAN_JSON = 1, /* {"subgraphs": [{"device", "nodes", "inputs", "outputs"}], "transfers", ...} */
+  HETERO_PLAN_DOT = 2   /* Graphviz: nodes coloured by device, subgraphs as clusters */
+} hetero_plan_format;
+
+/* Plans `model` for the HETERO device `device` without compiling it: the
+ * subgraphs in execution order, their devices, nodes and the tensors passed
+ * between them. Devices that are not present on this machine are planned
+ * for from the policy's pins alone (planning for another box). Caller frees
+ * *out_text with hetero_free(). */
+HETERO_API hetero_status hetero_partition(hetero_core_t* core, char** out_text, const hetero_model_t* model,
+                                          const char* device, hetero_plan_format format,
+                                          const char* const* config_keys, const char* const* config_values,
+                                          size_t config_count);
+
+/* The submodels a compiled model runs: 1 for a plain device, one per
+ * subgraph for HETERO (in execution order). */
+HETERO_API hetero_status hetero_compiled_model_get_submodel_count(const hetero_compiled_model_t* compiled,
+                                                                  size_t* out_count);
+/* The device of submodel `index` ("CPU.1"). Borrowed, valid until the
+ * compiled model is released. */
+HETERO_API hetero_status hetero_compiled_model_get_submodel_device(const hetero_compiled_model_t* compiled,
+                                                                   const char** out_device, size_t index);
 
 /* ---- Tensors ------------------------------------------------------------- */
 

@@ -1,0 +1,188 @@
+#include "partition/hetero_compiled_model.h"
+
+#include <condition_variable>
+#include <mutex>
+
+#include "core/error.h"
+#include "core/ports.h"
+#include "partition/plan.h"
+
+namespace hetero::partition {
+
+// One sub-request per stage. Sync infer runs the stages one after the other on
+// the caller's thread; async infer chains them: each stage's completion
+// callback binds the next stage's inputs and starts it.
+namespace {
+
+using Layout = HeteroCompiledModel::Layout;
+
+class HeteroInferRequest final : public driver::InferRequest {
+ public:
+  explicit HeteroInferRequest(std::shared_ptr<const Layout> model)
+      : model_(std::move(model)), inputs_(model_->inputs.size()) {
+    for (const auto& stage : model_->stages) {
+      stages_.push_back(stage.compiled->create_infer_request());
+      if (!stages_.back()) fail(HETERO_DRIVER_ERROR, "the driver of " + stage.device + " returned no infer request");
+    }
+  }
+
+  ~HeteroInferRequest() override { wait(); }
+
+  void set_input(size_t index, const core::Tensor& tensor) override {
+    if (index >= inputs_.size())
+      fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range (the model has " +
+                                        std::to_string(inputs_.size()) + " inputs)");
+    core::check_input(model_->inputs[index], tensor);
+    std::lock_guard lock(mutex_);
+    if (busy_) fail(HETERO_BUSY, "an inference is running on this request");
+    // Bound at once to every stage that reads it, so the stage's driver
+    // checks it too, against its own compiled shapes.
+    for (size_t s = 0; s < stages_.size(); ++s) {
+      const auto& sources = model_->stages[s].inputs;
+      for (size_t i = 0; i < sources.size(); ++i)
+        if (sources[i].kind == Source::Kind::GraphInput && sources[i].index == index)
+          stages_[s]->set_input(i, tensor);
+    }
+    inputs_[index] = tensor;
+  }
+
+  core::Tensor output(size_t index) const override {
+    if (index >= model_->output_sources.size())
+      fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range (the model has " +
+                                        std::to_string(model_->output_sources.size()) + " outputs)");
+    if (!finished_) fail(HETERO_INVALID_ARGUMENT, "no inference has finished on this request yet");
+    return resolve(model_->output_sources[index]);
+  }
+
+  void infer() override {
+    {
+      std::lock_guard lock(mutex_);
+      if (busy_) fail(HETERO_BUSY, "an inference is already running on this request");
+      check_inputs_bound();
+      finished_ = false;
+    }
+    for (size_t s = 0; s < stages_.size(); ++s) {
+      bind_stage(s);
+      stages_[s]->infer();
+    }
+    finished_ = true;
+  }
+
+  void start_async(std::function<void(std::exception_ptr)> done) override {
+    {
+      std::lock_guard lock(mutex_);
+      if (busy_) fail(HETERO_BUSY, "an inference is already running on this request");
+      check_inputs_bound();
+      busy_ = true;
+      finished_ = false;
+      done_ = std::move(done);
+    }
+    if (stages_.empty()) return finish(nullptr);
+    try {
+      start_stage(0);
+    } catch (...) {
+      finish(std::current_exception());
+    }
+  }
+
+  void wait() override {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return !busy_; });
+  }
+
+ private:
+  core::Tensor resolve(const Source& source) const {
+    switch (source.kind) {
+      case Source::Kind::GraphInput: return inputs_[source.index];
+      case Source::Kind::PartOutput: return stages_[source.part]->output(source.index);
+      case Source::Kind::Constant: return source.constant;
+    }
+    fail(HETERO_INTERNAL, "unknown tensor source");
+  }
+
+  void check_inputs_bound() const {
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (inputs_[i].empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + model_->inputs[i].name + "' is not set");
+  }
+
+  // Inputs that come from earlier stages: their outputs of this inference,
+  // passed without a copy.
+  void bind_stage(size_t s) {
+    const auto& sources = model_->stages[s].inputs;
+    for (size_t i = 0; i < sources.size(); ++i)
+      if (sources[i].kind == Source::Kind::PartOutput) stages_[s]->set_input(i, resolve(sources[i]));
+  }
+
+  void start_stage(size_t s) {
+    // A stage's request clears its busy flag only after its callback has
+    // returned; the previous inference's last callback may still be unwinding.
+    stages_[s]->wait();
+    bind_stage(s);
+    stages_[s]->start_async([this, s](std::exception_ptr error) {
+      if (error || s + 1 == stages_.size()) return finish(error);
+      try {
+        start_stage(s + 1);
+      } catch (...) {
+        finish(std::current_exception());
+      }
+    });
+  }
+
+  void finish(std::exception_ptr error) {
+    finished_ = !error;
+    std::function<void(std::exception_ptr)> done;
+    {
+      std::lock_guard lock(mutex_);
+      done = std::move(done_);
+    }
+    // The callback runs before waiters wake, as for every driver's requests.
+    if (done) {
+      try {
+        done(error);
+      } catch (...) {
+      }
+    }
+    std::lock_guard lock(mutex_);
+    busy_ = false;
+    cv_.notify_all();
+  }
+
+  std::shared_ptr<const Layout> model_;
+  std::vector<std::unique_ptr<driver::InferRequest>> stages_;
+  std::vector<core::Tensor> inputs_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool busy_ = false;
+  bool finished_ = false;
+  std::function<void(std::exception_ptr)> done_;
+};
+
+}  // namespace
+
+std::unique_ptr<driver::InferRequest> HeteroCompiledModel::create_infer_request() {
+  return std::make_unique<HeteroInferRequest>(layout_);
+}
+
+std::vector<uint8_t> HeteroCompiledModel::export_blob() const {
+  fail(HETERO_NOT_SUPPORTED, "a " + device_ + " compiled model cannot be exported: HETERO has no blob format yet");
+}
+
+std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime, const core::Model& model,
+                                                    const std::string& device, const driver::Config& config) {
+  Plan plan = make_plan(runtime, model, device, config);
+  const std::vector<std::string>& devices = plan.config.policy.devices;
+  HeteroCompiledModel::Layout layout;
+  for (Submodel& sub : plan.cut.parts) {
+    HeteroCompiledModel::Stage stage;
+    stage.device = devices[sub.device];
+    stage.compiled = runtime.compile(*sub.model, stage.device, plan.config.device_config[sub.device]);
+    stage.inputs = std::move(sub.inputs);
+    layout.stages.push_back(std::move(stage));
+  }
+  for (const core::Value* v : model.graph.inputs) layout.inputs.push_back(core::port_of(*v));
+  for (const core::Value* v : model.graph.outputs) layout.outputs.push_back(core::port_of(*v));
+  layout.output_sources = std::move(plan.cut.outputs);
+  return std::make_unique<HeteroCompiledModel>(core::parse_device_string(device).to_string(), std::move(layout));
+}
+
+}  // namespace hetero::partition

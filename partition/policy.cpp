@@ -1,0 +1,158 @@
+#include "partition/policy.h"
+
+#include <fnmatch.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/device_string.h"
+#include "core/error.h"
+
+namespace hetero::partition {
+
+namespace {
+
+[[noreturn]] void fail_at(const std::string& source, const YAML::Node& node, const std::string& what) {
+  const int line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+  fail(HETERO_INVALID_ARGUMENT, source + ":" + std::to_string(line) + ": " + what);
+}
+
+std::vector<std::string> string_list(const std::string& source, const YAML::Node& node, const std::string& field) {
+  if (!node.IsSequence()) fail_at(source, node, "'" + field + "' must be a list of strings");
+  std::vector<std::string> out;
+  for (const YAML::Node& item : node) {
+    if (!item.IsScalar()) fail_at(source, item, "'" + field + "' must be a list of strings");
+    out.push_back(item.as<std::string>());
+  }
+  return out;
+}
+
+std::string device_name(const std::string& source, const YAML::Node& node, const std::string& text) {
+  try {
+    const core::DeviceString ds = core::parse_device_string(text);
+    if (ds.hetero) fail_at(source, node, "'" + text + "' is a HETERO device; name plain devices here");
+    return ds.devices.front().to_string();
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind(source + ":", 0) == 0) throw;
+    fail_at(source, node, e.what());
+  }
+}
+
+PolicyRule parse_rule(const std::string& source, const YAML::Node& node, const std::vector<std::string>& devices) {
+  if (!node.IsMap()) fail_at(source, node, "a rule must be a mapping with 'device' and 'nodes' or 'ops'");
+  PolicyRule rule;
+  rule.line = node.Mark().line + 1;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.as<std::string>();
+    if (key == "device") {
+      if (!kv.second.IsScalar()) fail_at(source, kv.second, "'device' must be a device name");
+      rule.device = device_name(source, kv.second, kv.second.as<std::string>());
+      if (std::find(devices.begin(), devices.end(), rule.device) == devices.end())
+        fail_at(source, kv.second, "rule device '" + rule.device + "' is not among the policy's devices");
+    } else if (key == "nodes") {
+      rule.nodes = string_list(source, kv.second, "nodes");
+    } else if (key == "ops") {
+      rule.ops = string_list(source, kv.second, "ops");
+    } else {
+      fail_at(source, kv.first, "unknown rule key '" + key + "' (keys: device, nodes, ops)");
+    }
+  }
+  if (rule.device.empty()) fail_at(source, node, "rule has no 'device'");
+  if (rule.nodes.empty() && rule.ops.empty()) fail_at(source, node, "rule has neither 'nodes' nor 'ops'");
+  return rule;
+}
+
+}  // namespace
+
+bool PolicyRule::matches(const core::Node& node) const {
+  for (const std::string& op : ops)
+    if (op == node.op_type) return true;
+  for (const std::string& pattern : nodes)
+    if (pattern == node.name || fnmatch(pattern.c_str(), node.name.c_str(), 0) == 0) return true;
+  return false;
+}
+
+const PolicyRule* Policy::rule_for(const core::Node& node) const {
+  for (const PolicyRule& r : rules)
+    if (r.matches(node)) return &r;
+  return nullptr;
+}
+
+std::vector<std::string> Policy::unused_rule_warnings(const core::Graph& graph) const {
+  std::vector<std::string> warnings;
+  for (const PolicyRule& r : rules) {
+    const bool used = std::any_of(graph.nodes().begin(), graph.nodes().end(),
+                                  [&](const auto& n) { return r.matches(*n); });
+    if (!used)
+      warnings.push_back(source + ":" + std::to_string(r.line) + ": rule for " + r.device +
+                         " matches no node of the model");
+  }
+  return warnings;
+}
+
+Policy parse_policy(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail(HETERO_INVALID_ARGUMENT, source + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap()) fail(HETERO_INVALID_ARGUMENT, source + ":1: a policy must be a mapping with 'devices'");
+  Policy policy;
+  policy.source = source;
+  YAML::Node rules;
+  try {
+    for (const auto& kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      if (key == "devices") {
+        for (const std::string& d : string_list(source, kv.second, "devices")) {
+          const std::string name = device_name(source, kv.second, d);
+          if (std::find(policy.devices.begin(), policy.devices.end(), name) != policy.devices.end())
+            fail_at(source, kv.second, "device '" + name + "' is listed twice");
+          policy.devices.push_back(name);
+        }
+      } else if (key == "fallback") {
+        if (!kv.second.IsScalar()) fail_at(source, kv.second, "'fallback' must be true or false");
+        const std::string v = kv.second.as<std::string>();
+        if (v != "true" && v != "false") fail_at(source, kv.second, "'fallback' must be true or false");
+        policy.fallback = v == "true";
+      } else if (key == "rules") {
+        if (!kv.second.IsSequence()) fail_at(source, kv.second, "'rules' must be a list");
+        rules = kv.second;
+      } else {
+        fail_at(source, kv.first, "unknown key '" + key + "' (keys: devices, fallback, rules)");
+      }
+    }
+    if (policy.devices.empty()) fail(HETERO_INVALID_ARGUMENT, source + ":1: the policy names no 'devices'");
+    if (rules)
+      for (const YAML::Node& r : rules) policy.rules.push_back(parse_rule(source, r, policy.devices));
+  } catch (const YAML::Exception& e) {
+    fail(HETERO_INVALID_ARGUMENT, source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  return policy;
+}
+
+Policy load_policy(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail(HETERO_NOT_FOUND, path + ": cannot open the policy file");
+  // A policy is a few rules; anything this large is a wrong path, not a policy.
+  constexpr std::streamoff kMaxPolicyBytes = 1 << 20;
+  in.seekg(0, std::ios::end);
+  if (in.tellg() > kMaxPolicyBytes) fail(HETERO_INVALID_ARGUMENT, path + ": policy file is larger than 1 MiB");
+  in.seekg(0);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_policy(text.str(), path);
+}
+
+Policy policy_for_devices(const std::vector<std::string>& devices) {
+  Policy p;
+  p.source = "<device string>";
+  p.devices = devices;
+  return p;
+}
+
+}  // namespace hetero::partition
