@@ -97,7 +97,7 @@ std::string plan_dot(const Plan& plan, const core::Model& model) {
   auto colour = [&](size_t device) { return std::string(kColours[device % std::size(kColours)]); };
 
   std::string out = "digraph " + quoted(graph.name.empty() ? "model" : graph.name) + " {\n";
-  out += "  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"sans\"];\n";
+  out += "  rankdir=TB;\n  graph [fontname=\"sans\"];\n  node [shape=box, style=\"rounded,filled\", fontname=\"sans\"];\n";
   out += "  edge [fontname=\"sans\", fontsize=9];\n";
   for (size_t p = 0; p < plan.cut.parts.size(); ++p) {
     const Submodel& sub = plan.cut.parts[p];

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The hetero CLI end to end, as a user runs it: devices, run (files, random
-inputs, dynamic shapes, blobs), bench, and the errors a user would hit.
+inputs, dynamic shapes, blobs, HETERO), bench, partition, and the errors a
+user would hit.
 
     test_cli.py HETERO LIBHETERO FIXTURE_DIR
 
@@ -79,7 +80,7 @@ def main(lib_path, fixtures):
 
     r = hetero("--version")
     check(r[0] == 0 and r[1].startswith("hetero ") and "C API" in r[1], "--version", show(r))
-    for cmd in ("devices", "run", "bench"):
+    for cmd in ("devices", "run", "bench", "partition"):
         r = hetero(cmd, "--help")
         check(r[0] == 0 and r[1].startswith("usage: hetero " + cmd), f"{cmd} --help", show(r))
 
@@ -142,6 +143,49 @@ def main(lib_path, fixtures):
         check(False, f"bench --json parses: {e}", show(r))
     r = hetero("bench", tiny, "--time", "0.3")
     check(r[0] == 0 and "throughput" in r[1], "bench --time", show(r))
+
+    # HETERO: the CPU driver listed as two devices, CPU.1 kept to MatMul.
+    split = ("--device", "HETERO:CPU.1,CPU", "--config", "CPU.device_count=2", "--config", "CPU.1:ops=MatMul")
+    r = hetero("run", tiny, "--input", x_pb, "--output-dir", out, *split)
+    check(r[0] == 0 and "HETERO:CPU.1,CPU (2 submodels on CPU.1, CPU)" in r[1], "run on HETERO", show(r))
+    if r[0] == 0:
+        check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "HETERO output")
+    r = hetero("bench", tiny, *split, "--iterations", "30", "--requests", "2", "--json")
+    check(r[0] == 0 and json.loads(r[1] or "{}").get("device") == "HETERO:CPU.1,CPU", "bench on HETERO", show(r))
+
+    # partition: JSON in execution order, a DOT file that Graphviz renders,
+    # a policy's pins honoured, and a device that is not here planned for.
+    policy = os.path.join(work, "policy.yaml")
+    with open(policy, "w") as f:
+        f.write("devices: [CPU.1, CPU]\nrules:\n  - device: CPU\n    ops: [Relu]\n  - device: CPU\n    ops: [Softmax]\n")
+    dot = os.path.join(work, "plan.dot")
+    r = hetero("partition", tiny, "--device", "HETERO:CPU.1,CPU", "--config", "CPU.device_count=2",
+               "--policy", policy, "--json", "--dot", dot)
+    try:
+        plan = json.loads(r[1])
+        check([s["device"] for s in plan["subgraphs"]] == ["CPU.1", "CPU"], "partition --json devices", show(r))
+        check([len(s["nodes"]) for s in plan["subgraphs"]] == [2, 1] and plan["transfers"] == 1, "partition --json", show(r))
+        check(plan["subgraphs"][0]["inputs"] == ["x"] and plan["subgraphs"][1]["outputs"] == ["y"], "partition tensors", show(r))
+        check(len(plan["warnings"]) == 1 and "policy.yaml:5" in plan["warnings"][0], "unused rule warned", show(r))
+    except (ValueError, KeyError) as e:
+        check(False, f"partition --json parses: {e}", show(r))
+    png = os.path.join(work, "plan.png")
+    d = subprocess.run(["dot", "-Tpng", dot, "-o", png], capture_output=True, text=True)
+    check(d.returncode == 0 and open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n", "dot -Tpng renders the plan", d.stderr)
+    offline = os.path.join(work, "offline.yaml")
+    with open(offline, "w") as f:
+        f.write("devices: [NPU, CPU]\nrules:\n  - {device: NPU, ops: [MatMul, Add]}\n")
+    r = hetero("partition", tiny, "--device", "HETERO:NPU,CPU", "--policy", offline)
+    check(r[0] == 0 and "subgraph 0 on NPU: 2 nodes" in r[1] and "subgraph 1 on CPU: 1 nodes" in r[1],
+          "partition for a device that is not here", show(r))
+    r = hetero("run", tiny, "--device", "HETERO:NPU,CPU", "--policy", offline)
+    check(r[0] == 1 and "NPU" in r[2], "running needs the device", show(r))
+    with open(offline, "w") as f:
+        f.write("devices: [NPU, CPU]\nrules:\n  - {device: NPU, opz: [MatMul]}\n")
+    r = hetero("partition", tiny, "--device", "HETERO:NPU,CPU", "--policy", offline)
+    check(r[0] == 1 and "offline.yaml:3" in r[2] and "opz" in r[2], "a policy error names file:line", show(r))
+    r = hetero("partition", tiny, "--device", "CPU")
+    check(r[0] == 2 and "HETERO" in r[2], "partition wants a HETERO device", show(r))
 
     # Errors a user hits: non-zero exit, "hetero: error:", the thing named.
     cases = [

@@ -1,0 +1,93 @@
+// Affinity policies: the documented example parses, and every mistake is an
+// error naming the file and line (and a rule that matches nothing a warning).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "partition/policy.h"
+#include "tests/unit/model_text.h"
+
+namespace hetero::partition {
+namespace {
+
+// The message of the error `text` fails with, or "" when it parses.
+std::string policy_error(const std::string& text) {
+  try {
+    parse_policy(text, "p.yaml");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Policy, DocumentedExampleParses) {
+  const Policy p = load_policy(POLICY_EXAMPLE);
+  EXPECT_EQ(p.devices, (std::vector<std::string>{"OPENCL", "CPU"}));
+  EXPECT_TRUE(p.fallback);
+  ASSERT_EQ(p.rules.size(), 2u);
+  EXPECT_EQ(p.rules[0].device, "CPU");
+  EXPECT_EQ(p.rules[0].nodes, (std::vector<std::string>{"4", "head/*"}));
+  EXPECT_EQ(p.rules[1].ops, (std::vector<std::string>{"Conv", "Relu"}));
+  EXPECT_GT(p.rules[1].line, p.rules[0].line);
+}
+
+TEST(Policy, RulesMatchFirstByNameGlobOrOp) {
+  const auto model = test::model_from_text(R"ONNX(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x) => (float[2] y) {
+  a = Relu (x)
+  b = Neg (a)
+  y = Relu (b)
+}
+)ONNX");
+  // Import names unnamed nodes OP_INDEX: Relu_0, Neg_1, Relu_2.
+  const Policy p = parse_policy("devices: [CPU, CPU.1]\nrules:\n  - {device: CPU.1, nodes: ['Neg_*', 'Relu_2']}\n"
+                                "  - {device: CPU, ops: [Relu]}\n  - {device: CPU.1, ops: [Sigmoid]}\n",
+                                "p.yaml");
+  const auto& nodes = model->graph.nodes();
+  ASSERT_EQ(nodes.size(), 3u);
+  ASSERT_NE(p.rule_for(*nodes[0]), nullptr);
+  EXPECT_EQ(p.rule_for(*nodes[0])->device, "CPU");    // by op
+  EXPECT_EQ(p.rule_for(*nodes[1])->device, "CPU.1");  // by glob
+  EXPECT_EQ(p.rule_for(*nodes[2])->device, "CPU.1");  // by name, before the op rule
+  const auto warnings = p.unused_rule_warnings(model->graph);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "p.yaml:5: rule for CPU.1 matches no node of the model");
+}
+
+TEST(Policy, MistakesNameFileAndLine) {
+  EXPECT_EQ(policy_error("devices: [CPU]\nfallback: true\n"), "");
+  EXPECT_NE(policy_error("devices: [CPU\nrules: x\n").find("p.yaml:"), std::string::npos);
+  EXPECT_NE(policy_error("devices: [CPU]\ncolour: red\n").find("p.yaml:2: unknown key 'colour'"), std::string::npos);
+  EXPECT_NE(policy_error("devices: [CPU]\nrules:\n  - device: GPU\n    ops: [Conv]\n")
+                .find("p.yaml:3: rule device 'GPU' is not among the policy's devices"),
+            std::string::npos);
+  EXPECT_NE(policy_error("devices: [CPU]\nrules:\n  - device: CPU\n    opps: [Conv]\n")
+                .find("p.yaml:4: unknown rule key 'opps'"),
+            std::string::npos);
+  EXPECT_NE(policy_error("devices: [CPU]\nrules:\n  - device: CPU\n").find("p.yaml:3: rule has neither"),
+            std::string::npos);
+  EXPECT_NE(policy_error("devices: [CPU]\nfallback: maybe\n").find("p.yaml:2: 'fallback' must be true or false"),
+            std::string::npos);
+  EXPECT_NE(policy_error("fallback: true\n").find("names no 'devices'"), std::string::npos);
+  EXPECT_NE(policy_error("devices: [CPU, CPU]\n").find("listed twice"), std::string::npos);
+  EXPECT_NE(policy_error("devices: ['HETERO:CPU']\n").find("HETERO device"), std::string::npos);
+  EXPECT_NE(policy_error("devices: [cpu]\n").find("p.yaml:1:"), std::string::npos);
+  EXPECT_NE(policy_error("- a\n- b\n").find("p.yaml:1: a policy must be a mapping"), std::string::npos);
+}
+
+TEST(Policy, MissingFileIsNamed) {
+  try {
+    load_policy("/nonexistent/policy.yaml");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/policy.yaml"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace hetero::partition
