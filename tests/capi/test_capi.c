@@ -502,6 +502,67 @@ static void test_release_order(void) {
   hetero_tensor_release(y);
 }
 
+/* HETERO through the C ABI: the CPU listed as two devices, CPU.1 kept to
+ * MatMul; the plan, the compiled model's submodels and its outputs. */
+static void test_hetero(void) {
+  const char* core_keys[] = {"CPU.device_count"};
+  const char* core_values[] = {"2"};
+  hetero_core_t* core = NULL;
+  CHECK_OK(hetero_core_create(&core, core_keys, core_values, 1));
+  if (!core) return;
+  hetero_model_t* model = read_model(core, "tiny.onnx");
+  const char* keys[] = {"CPU.1:ops"};
+  const char* values[] = {"MatMul"};
+  const char* device = "HETERO:CPU.1,CPU";
+
+  char* json = NULL;
+  CHECK_OK(hetero_partition(core, &json, model, device, HETERO_PLAN_JSON, keys, values, 1));
+  CHECK(json && strstr(json, "\"subgraphs\": [{\"device\": \"CPU.1\"") && strstr(json, "\"transfers\": 1"));
+  hetero_free(json);
+  char* untouched = (char*)SENTINEL;
+  CHECK_STATUS(hetero_partition(core, &untouched, model, device, (hetero_plan_format)9, keys, values, 1),
+               HETERO_INVALID_ARGUMENT);
+  CHECK(untouched == (char*)SENTINEL && last_error_mentions("plan format"));
+  const char* bad_keys[] = {"ops"};
+  CHECK_STATUS(hetero_partition(core, &untouched, model, device, HETERO_PLAN_TEXT, bad_keys, values, 1),
+               HETERO_INVALID_ARGUMENT);
+  CHECK(last_error_mentions("'ops'"));
+
+  hetero_compiled_model_t* compiled = NULL;
+  CHECK_OK(hetero_compile(&compiled, core, model, device, keys, values, 1));
+  if (compiled) {
+    size_t count = 0;
+    const char *first = NULL, *second = NULL, *whole = NULL;
+    CHECK_OK(hetero_compiled_model_get_submodel_count(compiled, &count));
+    CHECK(count == 2);
+    CHECK_OK(hetero_compiled_model_get_submodel_device(compiled, &first, 0));
+    CHECK_OK(hetero_compiled_model_get_submodel_device(compiled, &second, 1));
+    CHECK(first && second && strcmp(first, "CPU.1") == 0 && strcmp(second, "CPU") == 0);
+    CHECK_STATUS(hetero_compiled_model_get_submodel_device(compiled, &first, 2), HETERO_INVALID_ARGUMENT);
+    CHECK_OK(hetero_compiled_model_get_device(compiled, &whole));
+    CHECK(whole && strcmp(whole, device) == 0);
+    void* blob = NULL;
+    size_t size = 0;
+    CHECK_STATUS(hetero_compiled_model_export(compiled, &blob, &size), HETERO_NOT_SUPPORTED);
+
+    hetero_infer_request_t* request = NULL;
+    hetero_tensor_t *x = NULL, *y = NULL;
+    CHECK_OK(hetero_infer_request_create(&request, compiled));
+    CHECK_OK(hetero_tensor_read_file(&x, fixture("tiny_input.pb")));
+    CHECK_OK(hetero_infer_request_set_input(request, 0, x));
+    CHECK_OK(hetero_infer_request_start_async(request, NULL, NULL));
+    CHECK_OK(hetero_infer_request_wait(request));
+    CHECK_OK(hetero_infer_request_get_output(request, &y, 0));
+    if (y) CHECK(output_matches(y, kExpected, 3));
+    hetero_tensor_release(y);
+    hetero_tensor_release(x);
+    hetero_infer_request_release(request);
+  }
+  hetero_compiled_model_release(compiled);
+  hetero_model_release(model);
+  hetero_core_release(core);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: test_capi FIXTURE_DIR BAD_DRIVER_MODULE\n");
@@ -520,6 +581,7 @@ int main(int argc, char** argv) {
     hetero_core_release(core);
   }
   test_release_order();
+  test_hetero();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
