@@ -171,6 +171,17 @@ TEST(Hetero, NodeNoDeviceRunsIsNamedWithItsOp) {
   EXPECT_NE(why.find("(Relu)"), std::string::npos) << why;
 }
 
+TEST(Hetero, QueryAnswersForTheDeviceList) {
+  const auto model = test::model_from_text(kSharedConstant);
+  const auto any = query_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"CPU.1:ops", "Add"}});
+  for (const auto& s : any) EXPECT_TRUE(s.supported) << s.reason;
+  const auto some = query_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"CPU.1:ops", "Add"}, {"CPU:ops", "Mul"}});
+  const size_t relu = model->graph.find_node("Relu_2")->index;
+  EXPECT_FALSE(some[relu].supported);
+  EXPECT_NE(some[relu].reason.find("CPU.1: Relu is left out"), std::string::npos) << some[relu].reason;
+  EXPECT_NE(some[relu].reason.find("; CPU: Relu is left out"), std::string::npos) << some[relu].reason;
+}
+
 TEST(Hetero, PlansOfflineFromPinsForAbsentDevices) {
   const auto model = test::model_from_text(kSharedConstant);
   // No NPU driver here: the pinned nodes go to it anyway, the rest to CPU.
