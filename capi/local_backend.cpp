@@ -90,8 +90,8 @@ class LocalInferRequest final : public InferRequestImpl {
 
 class LocalCompiledModel final : public CompiledModelImpl {
  public:
-  LocalCompiledModel(RuntimePtr runtime, std::unique_ptr<driver::CompiledModel> compiled)
-      : runtime_(std::move(runtime)), compiled_(std::move(compiled)) {
+  LocalCompiledModel(RuntimePtr runtime, std::unique_ptr<driver::CompiledModel> compiled, core::BlobOrigin origin)
+      : runtime_(std::move(runtime)), compiled_(std::move(compiled)), origin_(std::move(origin)) {
     if (!compiled_) fail(HETERO_DRIVER_ERROR, "the driver returned no compiled model");
     inputs_ = ports_from_driver(compiled_->inputs());
     outputs_ = ports_from_driver(compiled_->outputs());
@@ -106,7 +106,7 @@ class LocalCompiledModel final : public CompiledModelImpl {
   const std::vector<PortInfo>& outputs() const override { return outputs_; }
   const std::string& device() const override { return device_; }
   const std::vector<std::string>& submodel_devices() const override { return submodel_devices_; }
-  std::vector<uint8_t> export_blob() const override { return runtime_->export_blob(*compiled_); }
+  std::vector<uint8_t> export_blob() const override { return runtime_->export_blob(*compiled_, origin_); }
   std::unique_ptr<InferRequestImpl> create_infer_request() override {
     return std::make_unique<LocalInferRequest>(runtime_, compiled_);
   }
@@ -114,6 +114,7 @@ class LocalCompiledModel final : public CompiledModelImpl {
  private:
   RuntimePtr runtime_;
   std::shared_ptr<driver::CompiledModel> compiled_;
+  core::BlobOrigin origin_;
   std::vector<PortInfo> inputs_, outputs_;
   std::string device_;
   std::vector<std::string> submodel_devices_;
@@ -170,13 +171,17 @@ class LocalBackend final : public Backend {
   std::unique_ptr<CompiledModelImpl> compile(const ModelImpl& model, const std::string& device,
                                              const Config& config) override {
     const core::Model& m = local_model(model).model();
+    core::BlobOrigin origin{config, m.source_sha256};
     if (core::parse_device_string(device).hetero)
-      return std::make_unique<LocalCompiledModel>(runtime_, partition::compile_hetero(*runtime_, m, device, config));
-    return std::make_unique<LocalCompiledModel>(runtime_, runtime_->compile(m, device, config));
+      return std::make_unique<LocalCompiledModel>(runtime_, partition::compile_hetero(*runtime_, m, device, config),
+                                                  std::move(origin));
+    return std::make_unique<LocalCompiledModel>(runtime_, runtime_->compile(m, device, config), std::move(origin));
   }
 
   std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) override {
-    return std::make_unique<LocalCompiledModel>(runtime_, runtime_->import_blob(blob, config));
+    core::BlobOrigin origin;
+    auto compiled = runtime_->import_blob(blob, config, &origin);
+    return std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(origin));
   }
 
   std::string partition(const ModelImpl& model, const std::string& device, hetero_plan_format format,

@@ -1,35 +1,60 @@
-// The compiled-blob container: a header naming what the blob was compiled
-// for, then the driver's own bytes, with a checksum. Import checks every field
-// before trusting the payload.
+// The compiled-blob container (format in core/blob-format.md): a header that
+// says what the blob was compiled from and for, then one section per device
+// part, each with its own checksum. Reading checks every length against the
+// bytes actually there before it trusts or allocates anything, and refuses a
+// blob with an error naming the field at fault.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "core/sha256.h"
 
 namespace hetero::core {
 
+inline constexpr uint32_t kBlobFormatVersion = 2;
+
 struct BlobHeader {
-  uint32_t format_version = 0;
-  std::string library_version;
-  std::string driver;          // "CPU"
+  uint32_t format_version = kBlobFormatVersion;
+  std::string library_version;  // set by write_blob: this library's
+  std::string driver;           // "CPU", "HETERO"
   std::string driver_version;
-  std::string device;          // "CPU", "CPU.1"
+  std::string device;           // "CPU", "CPU.1", "HETERO:OPENCL,CPU"
+  // The compile config the blob was made with, sorted by key.
+  std::vector<std::pair<std::string, std::string>> config;
+  Sha256Digest model_sha256{};  // the source model (core::Model::source_sha256)
 };
 
-inline constexpr uint32_t kBlobFormatVersion = 1;
-
-std::vector<uint8_t> write_blob(const BlobHeader& header, std::span<const uint8_t> payload);
+struct BlobSection {
+  std::string name;    // "driver"; for HETERO "plan", "part0", ...
+  std::string device;  // the device whose driver reads it; "" for none
+  std::span<const uint8_t> bytes;
+};
 
 struct BlobView {
   BlobHeader header;
-  std::span<const uint8_t> payload;  // points into the bytes given to read_blob
+  std::vector<BlobSection> sections;  // bytes view the blob given to read_blob
+  // The section called `name`; fails with BLOB_CORRUPT when there is none.
+  const BlobSection& section(const std::string& name) const;
 };
 
-// Parses and checks a blob: magic, format version, lengths against the actual
-// size, checksum. Fails with BLOB_CORRUPT or BLOB_MISMATCH saying which field.
+// Sections start 64-byte aligned (from the start of the blob), so that a
+// mapped blob's weights can be used in place.
+std::vector<uint8_t> write_blob(const BlobHeader& header, std::span<const BlobSection> sections);
+
+// Parses and checks a blob's structure: magic, format version, lengths and
+// offsets against the actual size, header and section checksums. Fails with
+// BLOB_CORRUPT or BLOB_MISMATCH naming the field. Whether the blob was made
+// by this library, driver and device is the importer's to check
+// (core::Runtime::import_blob), so that a foreign blob can still be described.
 BlobView read_blob(std::span<const uint8_t> bytes);
+
+// The header and section table in words, one "field: value" a line, for
+// `hetero blob info`.
+std::string describe_blob(const BlobView& view, size_t blob_size);
 
 // CRC-32 (IEEE), for the container's checksums.
 uint32_t crc32(std::span<const uint8_t> bytes, uint32_t seed = 0);

@@ -240,6 +240,7 @@ std::unique_ptr<Model> Model::clone() const {
   m->opsets = opsets;
   m->producer_name = producer_name;
   m->source = source;
+  m->source_sha256 = source_sha256;
   m->mappings = mappings;
   return m;
 }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/sha256.h"
 #include "core/tensor.h"
 
 namespace hetero::core {
@@ -158,6 +159,9 @@ class Model {
   std::map<std::string, int64_t> opsets;  // domain ("" = ai.onnx) → version
   std::string producer_name;
   std::string source;  // file path or "<memory>", for messages
+  // SHA-256 of the ONNX bytes and of the input shapes given when reading them:
+  // what compiled blobs and cache entries name as their source.
+  Sha256Digest source_sha256{};
   // Keeps mapped files (model, external data) alive while initializers view them.
   std::vector<std::shared_ptr<const void>> mappings;
 

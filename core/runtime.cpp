@@ -4,6 +4,7 @@
 
 #include "core/blob_container.h"
 #include "core/error.h"
+#include "hetero_build_config.h"
 
 namespace hetero::core {
 
@@ -104,26 +105,47 @@ std::unique_ptr<driver::CompiledModel> Runtime::compile(const Model& model, cons
   return d->compile(model, id, config);
 }
 
-std::vector<uint8_t> Runtime::export_blob(const driver::CompiledModel& compiled) const {
+std::vector<uint8_t> Runtime::export_blob(const driver::CompiledModel& compiled, const BlobOrigin& origin) const {
+  // The driver's own refusal (HETERO has no export yet) speaks first.
+  const std::vector<uint8_t> payload = compiled.export_blob();
   const DeviceName device = single_device(compiled.device());
   driver::Driver* d = resolve(device).first;
   BlobHeader header;
   header.driver = d->name();
   header.driver_version = d->version();
   header.device = compiled.device();
-  const std::vector<uint8_t> payload = compiled.export_blob();
-  return write_blob(header, payload);
+  header.config.assign(origin.config.begin(), origin.config.end());
+  header.model_sha256 = origin.model_sha256;
+  const BlobSection section{"driver", header.device, payload};
+  return write_blob(header, {&section, 1});
 }
 
 std::unique_ptr<driver::CompiledModel> Runtime::import_blob(std::span<const uint8_t> blob,
-                                                            const driver::Config& config) const {
+                                                            const driver::Config& config, BlobOrigin* origin) const {
   const BlobView view = read_blob(blob);
-  const DeviceName device = single_device(view.header.device);
+  const BlobHeader& h = view.header;
+  if (h.library_version != HETERO_VERSION)
+    fail(HETERO_BLOB_MISMATCH, "blob library_version is " + h.library_version + ", this library is " +
+                                   std::string(HETERO_VERSION));
+  const DeviceName device = single_device(h.device);
+  if (device.driver != h.driver)
+    fail(HETERO_BLOB_MISMATCH, "blob driver is " + h.driver + ", but its device " + h.device + " is not one of it");
   auto [d, id] = resolve(device);
-  if (d->version() != view.header.driver_version)
-    fail(HETERO_BLOB_MISMATCH, "blob driver_version is " + view.header.driver_version + ", the loaded " + d->name() +
+  if (d->version() != h.driver_version)
+    fail(HETERO_BLOB_MISMATCH, "blob driver_version is " + h.driver_version + ", the loaded " + d->name() +
                                    " driver is " + d->version());
-  return d->import_blob(view.payload, id, config);
+  // The blob's compile config, and what the import adds to it; a key given
+  // both ways must agree.
+  driver::Config merged(h.config.begin(), h.config.end());
+  for (const auto& [key, value] : config) {
+    auto [it, added] = merged.emplace(key, value);
+    if (!added && it->second != value)
+      fail(HETERO_BLOB_MISMATCH, "blob config " + key + " is " + it->second + ", the import asks for " + value);
+  }
+  auto compiled = d->import_blob(view.section("driver").bytes, id, merged);
+  // Re-exporting the import writes the same blob: the blob's own config.
+  if (origin) *origin = {driver::Config(h.config.begin(), h.config.end()), h.model_sha256};
+  return compiled;
 }
 
 }  // namespace hetero::core

@@ -20,6 +20,13 @@ struct RuntimeOptions {
   driver::Config config;    // "DRIVER.KEY" entries go to that driver (e.g. CPU.num_threads)
 };
 
+// What a compiled model was made from, for its blob's header: the compile
+// config and the source model's hash.
+struct BlobOrigin {
+  driver::Config config;
+  Sha256Digest model_sha256{};
+};
+
 struct DeviceInfo {
   std::string name;       // "CPU", "OPENCL.1"
   std::string driver;     // "CPU"
@@ -46,10 +53,15 @@ class Runtime {
                                          const driver::Config& config = {}) const;
   std::unique_ptr<driver::CompiledModel> compile(const Model& model, const std::string& device,
                                                  const driver::Config& config = {}) const;
-  // Blobs as written by export_blob() (core/blob_container.h).
-  std::vector<uint8_t> export_blob(const driver::CompiledModel& compiled) const;
-  std::unique_ptr<driver::CompiledModel> import_blob(std::span<const uint8_t> blob,
-                                                     const driver::Config& config = {}) const;
+  // Blobs in the container of core/blob_container.h, the driver's export
+  // in its one section, "driver".
+  std::vector<uint8_t> export_blob(const driver::CompiledModel& compiled, const BlobOrigin& origin) const;
+  // Refuses, with BLOB_MISMATCH naming the field, a blob of another library
+  // or driver version, for a device that is not here or is driven by another
+  // driver, or compiled with a config value that `config` contradicts.
+  // `origin`, when given, receives the blob's.
+  std::unique_ptr<driver::CompiledModel> import_blob(std::span<const uint8_t> blob, const driver::Config& config = {},
+                                                     BlobOrigin* origin = nullptr) const;
 
  private:
   DriverRegistry registry_;

@@ -29,7 +29,7 @@
 #include "core/graph.h"
 #include "core/tensor.h"
 
-#define HETERO_DRIVER_ABI_VERSION 1u
+#define HETERO_DRIVER_ABI_VERSION 2u
 #define HETERO_DRIVER_ENTRY_SYMBOL "hetero_driver_open"
 
 namespace hetero::driver {

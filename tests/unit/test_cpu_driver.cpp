@@ -133,8 +133,9 @@ g (float[2, 2] x) => (float y) {
 TEST(CpuDriver, ExportImportGivesTheSameOutputs) {
   auto model = test::model_from_text(kSmallNet);
   auto compiled = runtime().compile(*model, "CPU");
-  const auto blob = runtime().export_blob(*compiled);
-  EXPECT_EQ(blob, runtime().export_blob(*runtime().compile(*model, "CPU"))) << "blobs must be deterministic";
+  const BlobOrigin origin{{}, model->source_sha256};
+  const auto blob = runtime().export_blob(*compiled, origin);
+  EXPECT_EQ(blob, runtime().export_blob(*runtime().compile(*model, "CPU"), origin)) << "blobs must be deterministic";
   auto imported = runtime().import_blob(blob);
   auto a = compiled->create_infer_request();
   auto b = imported->create_infer_request();
