@@ -6,6 +6,7 @@
 #include "capi/file_io.h"
 #include "capi/guard.h"
 #include "capi/handles.h"
+#include "core/blob_container.h"
 
 using namespace hetero::capi;
 using hetero::fail;
@@ -102,6 +103,15 @@ hetero_status hetero_compiled_model_get_device(const hetero_compiled_model_t* co
     const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_device");
     require(out_device, "hetero_compiled_model_get_device", "out_device");
     *out_device = c.device().c_str();
+  });
+}
+
+hetero_status hetero_blob_describe(char** out_text, const void* data, size_t size) {
+  return guard([&] {
+    require(out_text, "hetero_blob_describe", "out_text");
+    if (size) require(data, "hetero_blob_describe", "data");
+    const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data), size);
+    *out_text = malloc_string(hetero::core::describe_blob(hetero::core::read_blob(bytes), size));
   });
 }
 

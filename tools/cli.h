@@ -125,5 +125,7 @@ int cmd_devices(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_partition(int argc, char** argv);
+int cmd_compile(int argc, char** argv);
+int cmd_blob(int argc, char** argv);
 
 #endif /* HETERO_TOOLS_CLI_H */

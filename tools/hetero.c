@@ -12,6 +12,8 @@ static const char kHelp[] =
     "  run       run one inference of a model and write its outputs\n"
     "  bench     measure a model's latency and throughput\n"
     "  partition show how a HETERO device splits a model across devices\n"
+    "  compile   precompile a model into a blob that run, bench and the C ABI import\n"
+    "  blob      describe a compiled blob (blob info BLOB)\n"
     "\n"
     "'hetero COMMAND --help' describes a command.\n";
 
@@ -25,6 +27,8 @@ static const command kCommands[] = {
     {"run", cmd_run},
     {"bench", cmd_bench},
     {"partition", cmd_partition},
+    {"compile", cmd_compile},
+    {"blob", cmd_blob},
 };
 
 int main(int argc, char** argv) {

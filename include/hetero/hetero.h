@@ -230,6 +230,12 @@ HETERO_API hetero_status hetero_compiled_model_import_file(hetero_compiled_model
                                                            const char* path, const char* const* config_keys,
                                                            const char* const* config_values,
                                                            size_t config_count);
+/* What a blob says of itself, in words: format, library and driver versions,
+ * device, compile config, source model hash, sections. Works for a blob of
+ * another library or driver version too; a corrupt one fails with
+ * HETERO_BLOB_CORRUPT naming the field. Caller frees *out_text with
+ * hetero_free(). (API 0.2) */
+HETERO_API hetero_status hetero_blob_describe(char** out_text, const void* data, size_t size);
 /* The blob as bytes. Caller frees *out_data with hetero_free(). */
 HETERO_API hetero_status hetero_compiled_model_export(const hetero_compiled_model_t* compiled, void** out_data,
                                                       size_t* out_size);

@@ -80,7 +80,7 @@ def main(lib_path, fixtures):
 
     r = hetero("--version")
     check(r[0] == 0 and r[1].startswith("hetero ") and "C API" in r[1], "--version", show(r))
-    for cmd in ("devices", "run", "bench", "partition"):
+    for cmd in ("devices", "run", "bench", "partition", "compile"):
         r = hetero(cmd, "--help")
         check(r[0] == 0 and r[1].startswith("usage: hetero " + cmd), f"{cmd} --help", show(r))
 
@@ -131,6 +131,28 @@ def main(lib_path, fixtures):
     else:
         check(False, "writing a blob through libhetero")
 
+    # compile: a blob run imports, byte-identical when made twice, described by blob info.
+    blob_a, blob_b = os.path.join(work, "a.blob"), os.path.join(work, "b.blob")
+    r = hetero("compile", tiny, "--device", "CPU", "--config", "optimize=true", "-o", blob_a)
+    check(r[0] == 0 and blob_a in r[1], "compile", show(r))
+    r = hetero("compile", tiny, "--config", "optimize=true", "--output", blob_b)
+    check(r[0] == 0 and open(blob_a, "rb").read() == open(blob_b, "rb").read(), "compiling twice gives the same bytes", show(r))
+    r = hetero("blob", "info", blob_a)
+    check(r[0] == 0 and "device:          CPU\n" in r[1] and "config:          optimize=true" in r[1]
+          and "model_sha256:" in r[1] and "sections:        1" in r[1], "blob info", show(r))
+    r = hetero("run", blob_a, "--input", x_pb, "--output-dir", out)
+    check(r[0] == 0 and "imported" in r[1], "run a compiled blob", show(r))
+    if r[0] == 0:
+        check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "compiled blob output")
+    data = bytearray(open(blob_a, "rb").read())
+    data[-5] ^= 0x40
+    with open(blob_b, "wb") as f:
+        f.write(data)
+    r = hetero("run", blob_b)
+    check(r[0] == 1 and "checksum" in r[2], "a damaged blob is refused", show(r))
+    r = hetero("blob", "info", blob_b)
+    check(r[0] == 1 and "b.blob" in r[2] and "checksum" in r[2], "blob info of a damaged blob", show(r))
+
     # bench --json: one object with the documented keys.
     r = hetero("bench", tiny, "--iterations", "40", "--requests", "3", "--warmup", "1", "--json")
     try:
@@ -152,6 +174,9 @@ def main(lib_path, fixtures):
         check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "HETERO output")
     r = hetero("bench", tiny, *split, "--iterations", "30", "--requests", "2", "--json")
     check(r[0] == 0 and json.loads(r[1] or "{}").get("device") == "HETERO:CPU.1,CPU", "bench on HETERO", show(r))
+    r = hetero("compile", tiny, *split, "-o", os.path.join(work, "hetero.blob"))
+    check(r[0] == 1 and "cannot be exported" in r[2] and not os.path.exists(os.path.join(work, "hetero.blob")),
+          "HETERO blobs are refused for now", show(r))
 
     # partition: JSON in execution order, a DOT file that Graphviz renders,
     # a policy's pins honoured, and a device that is not here planned for.
