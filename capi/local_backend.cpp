@@ -1,9 +1,15 @@
 // The in-process backend: the C ABI's handles over core::Runtime and the
 // driver objects it hands out.
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
 #include <utility>
 
 #include "capi/backend.h"
+#include "core/blob_cache.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/onnx_import.h"
 #include "core/runtime.h"
 #include "partition/hetero_compiled_model.h"
@@ -130,7 +136,8 @@ const LocalModel& local_model(const ModelImpl& model) {
 
 class LocalBackend final : public Backend {
  public:
-  explicit LocalBackend(const Config& options) : runtime_(std::make_shared<core::Runtime>(runtime_options(options))) {
+  explicit LocalBackend(const Config& options)
+      : runtime_(std::make_shared<core::Runtime>(runtime_options(options))), cache_(cache_options(options)) {
     for (core::DeviceInfo& d : runtime_->devices()) devices_.push_back({std::move(d.name), std::move(d.full_name)});
     for (const core::LoadedDriver& d : runtime_->registry().drivers())
       drivers_.push_back({d.driver->name(), d.driver->version(), d.path});
@@ -172,10 +179,31 @@ class LocalBackend final : public Backend {
                                              const Config& config) override {
     const core::Model& m = local_model(model).model();
     core::BlobOrigin origin{config, m.source_sha256};
-    if (core::parse_device_string(device).hetero)
+    if (core::parse_device_string(device).hetero)  // no HETERO blobs yet: nothing to cache
       return std::make_unique<LocalCompiledModel>(runtime_, partition::compile_hetero(*runtime_, m, device, config),
                                                   std::move(origin));
-    return std::make_unique<LocalCompiledModel>(runtime_, runtime_->compile(m, device, config), std::move(origin));
+    if (!cache_) return std::make_unique<LocalCompiledModel>(runtime_, runtime_->compile(m, device, config), origin);
+
+    const core::Sha256Digest key = runtime_->blob_key(m.source_sha256, device, config);
+    if (auto hit = cache_->get(key)) {
+      try {
+        core::BlobOrigin found;
+        auto compiled = runtime_->import_blob({hit->data, hit->size}, config, &found);
+        if (found.model_sha256 != m.source_sha256) fail(HETERO_BLOB_MISMATCH, "it was compiled from another model");
+        return std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(found));
+      } catch (const Error& e) {
+        core::log(core::LogLevel::Warning,
+                  "cache entry " + cache_->path_of(key) + " refused (" + e.what() + "); compiling again");
+        cache_->remove(key);
+      }
+    }
+    auto compiled = std::make_unique<LocalCompiledModel>(runtime_, runtime_->compile(m, device, config), origin);
+    try {
+      cache_->put(key, compiled->export_blob());
+    } catch (const Error& e) {  // a full disk must not fail the compile itself
+      core::log(core::LogLevel::Warning, std::string("cannot write a cache entry: ") + e.what());
+    }
+    return compiled;
   }
 
   std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) override {
@@ -198,17 +226,39 @@ class LocalBackend final : public Backend {
   }
 
  private:
-  // hetero_core_create's keys: "driver_path", else "DRIVER.key" settings
-  // (which the Runtime checks, refusing keys that name no driver).
+  // hetero_core_create's keys: "driver_path", "cache_dir", "cache_max_mb",
+  // else "DRIVER.key" settings (which the Runtime checks, refusing keys that
+  // name no driver).
+  static bool is_cache_key(const std::string& key) { return key == "cache_dir" || key == "cache_max_mb"; }
   static core::RuntimeOptions runtime_options(const Config& options) {
     core::RuntimeOptions o;
     for (const auto& [key, value] : options) {
       if (key == "driver_path")
         o.driver_path = value;
-      else
+      else if (!is_cache_key(key))
         o.config[key] = value;
     }
     return o;
+  }
+  static std::optional<core::BlobCache> cache_options(const Config& options) {
+    auto dir = options.find("cache_dir");
+    if (dir == options.end()) {
+      if (options.count("cache_max_mb")) fail(HETERO_INVALID_ARGUMENT, "cache_max_mb is set but cache_dir is not");
+      return std::nullopt;
+    }
+    core::BlobCacheOptions o;
+    o.dir = dir->second;
+    if (auto max = options.find("cache_max_mb"); max != options.end()) {
+      const std::string& v = max->second;
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long mb = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0])) || *end || errno || mb < 1 ||
+          mb > (uint64_t{1} << 40))
+        fail(HETERO_INVALID_ARGUMENT, "cache_max_mb must be a whole number of MiB, 1 or more, got '" + v + "'");
+      o.max_bytes = mb << 20;
+    }
+    return core::BlobCache(std::move(o));
   }
   static core::ImportOptions import_options(const InputShapes& shapes) {
     core::ImportOptions o;
@@ -217,6 +267,7 @@ class LocalBackend final : public Backend {
   }
 
   RuntimePtr runtime_;
+  std::optional<core::BlobCache> cache_;
   std::vector<DeviceEntry> devices_;
   std::vector<DriverEntry> drivers_;
   std::vector<DriverFailureEntry> failures_;

@@ -120,6 +120,27 @@ std::vector<uint8_t> Runtime::export_blob(const driver::CompiledModel& compiled,
   return write_blob(header, {&section, 1});
 }
 
+Sha256Digest Runtime::blob_key(const Sha256Digest& model_sha256, const std::string& device,
+                               const driver::Config& config) const {
+  // Fields are length-prefixed, so no two different inputs hash the same text.
+  Sha256 h;
+  auto field = [&](const std::string& s) { h.update(std::to_string(s.size()) + ":" + s); };
+  field("heterod blob key 1");
+  field(HETERO_VERSION);
+  field(device);
+  for (const DeviceName& d : parse_device_string(device).devices) {
+    driver::Driver* drv = resolve(d).first;
+    field(drv->name());
+    field(drv->version());
+  }
+  for (const auto& [key, value] : config) {  // std::map: sorted
+    field(key);
+    field(value);
+  }
+  h.update(model_sha256);
+  return h.finish();
+}
+
 std::unique_ptr<driver::CompiledModel> Runtime::import_blob(std::span<const uint8_t> blob,
                                                             const driver::Config& config, BlobOrigin* origin) const {
   const BlobView view = read_blob(blob);

@@ -62,6 +62,12 @@ class Runtime {
   // `origin`, when given, receives the blob's.
   std::unique_ptr<driver::CompiledModel> import_blob(std::span<const uint8_t> blob, const driver::Config& config = {},
                                                      BlobOrigin* origin = nullptr) const;
+  // The cache key of compiling a model whose source hash is `model_sha256`
+  // for `device` (plain or HETERO) with `config`: a hash of those, of this
+  // library's version, and of each device's driver name and version, so that
+  // an upgrade of any of them misses rather than imports a stale blob.
+  Sha256Digest blob_key(const Sha256Digest& model_sha256, const std::string& device,
+                        const driver::Config& config) const;
 
  private:
   DriverRegistry registry_;

@@ -69,6 +69,7 @@ typedef struct cli_model_options {
   const char* device;      /* default "CPU" */
   const char* driver_path; /* NULL: the default search path */
   const char* policy;      /* NULL, or a HETERO affinity policy (YAML) */
+  const char* cache_dir;   /* NULL, or a directory of compiled blobs */
   cli_strings config;      /* K=V; DRIVER.key to the core, key and DEVICE:key to compile */
   cli_strings shapes;      /* NAME=1x3x224x224 */
   cli_strings inputs;      /* [NAME=]FILE */

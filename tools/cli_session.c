@@ -27,6 +27,8 @@ int cli_model_option(int argc, char** argv, int* i, const char* command, cli_mod
     if (r > 0) o->driver_path = v;
   } else if ((r = cli_option(argc, argv, i, command, "--policy", &v)) != 0) {
     if (r > 0) o->policy = v;
+  } else if ((r = cli_option(argc, argv, i, command, "--cache-dir", &v)) != 0) {
+    if (r > 0) o->cache_dir = v;
   } else if ((r = cli_option(argc, argv, i, command, "--config", &v)) != 0) {
     if (r > 0 && !strchr(v, '=')) {
       cli_usage_error(command, "--config '%s' is not KEY=VALUE", v);
@@ -109,6 +111,9 @@ static int split_config(loader* l) {
 static int create_core(loader* l, hetero_core_t** core) {
   if (l->o->driver_path && !cli_strings_push(&l->core_keys, "driver_path")) return CLI_FAILED;
   if (l->o->driver_path && !cli_strings_push(&l->core_values, l->o->driver_path)) return CLI_FAILED;
+  if (l->o->cache_dir && (!cli_strings_push(&l->core_keys, "cache_dir") ||
+                          !cli_strings_push(&l->core_values, l->o->cache_dir)))
+    return CLI_FAILED;
   if (hetero_core_create(core, l->core_keys.items, l->core_values.items, l->core_keys.count))
     return cli_call_failed("cannot start the runtime");
   return CLI_OK;

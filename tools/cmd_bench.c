@@ -32,6 +32,8 @@ static const char kHelp[] =
     "  --requests N           infer requests in flight (default 1)\n"
     "  --warmup N             inferences before measuring, per request (default 2)\n"
     "  --json                 print one JSON object\n"
+    "  --cache-dir DIR        import the compiled model from DIR when it is there,\n"
+    "                         else compile it and keep it there for next time\n"
     "  --driver-path DIRS     colon-separated directories searched for drivers\n";
 
 typedef struct bench bench;

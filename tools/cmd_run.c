@@ -27,6 +27,8 @@ static const char kHelp[] =
     "  --shape NAME=DIMS      the shape of an input with dynamic dims, as in\n"
     "                         data=1x3x224x224\n"
     "  --output-dir DIR       write output k as DIR/output_k.npy (graph order)\n"
+    "  --cache-dir DIR        import the compiled model from DIR when it is there,\n"
+    "                         else compile it and keep it there for next time\n"
     "  --driver-path DIRS     colon-separated directories searched for drivers\n";
 
 /* The first few values, so that a run without --output-dir shows something. */

@@ -116,6 +116,14 @@ typedef struct hetero_tensor hetero_tensor_t;
  * 0):
  *   "driver_path"      colon-separated directories searched for driver
  *                      modules before $HETERO_DRIVER_PATH and the install dir;
+ *   "cache_dir"        a directory of compiled blobs (created 0750): compiling
+ *                      a model imports its blob from there when one is valid,
+ *                      else compiles and writes it (atomically; entries 0640,
+ *                      shareable between processes). Refused entries are
+ *                      logged to stderr and replaced. HETERO models are not
+ *                      cached yet. (API 0.2)
+ *   "cache_max_mb"     the directory's size limit in MiB (default 1024); the
+ *                      least recently used entries go first;
  *   "DRIVER.key"       a setting of one driver, e.g. "CPU.num_threads" = "4".
  * Unknown keys and bad values fail with HETERO_INVALID_ARGUMENT. A module that
  * fails to load is not an error: see hetero_core_get_driver_failure().

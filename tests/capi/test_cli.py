@@ -153,6 +153,30 @@ def main(lib_path, fixtures):
     r = hetero("blob", "info", blob_b)
     check(r[0] == 1 and "b.blob" in r[2] and "checksum" in r[2], "blob info of a damaged blob", show(r))
 
+    # --cache-dir: two processes compiling into one cache at once both succeed
+    # and leave one whole entry; a damaged entry is refused, said so, replaced.
+    cache = os.path.join(work, "cache")
+    runs = [subprocess.Popen([HETERO, "run", tiny, "--input", x_pb, "--cache-dir", cache], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(p.wait(timeout=120), *p.communicate()) for p in runs]
+    check(all(r[0] == 0 and "5.5 5 0" in r[1] for r in results), "two processes share a cache", str(results))
+    entries = [f for f in os.listdir(cache) if f.endswith(".blob")] if os.path.isdir(cache) else []
+    check(len(entries) == 1 and sorted(os.listdir(cache)) == entries, "one entry, no temporary files", str(entries))
+    if entries:
+        entry = os.path.join(cache, entries[0])
+        check(os.stat(cache).st_mode & 0o777 == 0o750 and os.stat(entry).st_mode & 0o777 == 0o640,
+              "cache permissions 0750/0640", oct(os.stat(entry).st_mode))
+        check(hetero("blob", "info", entry)[0] == 0, "the entry is a valid blob")
+        data = bytearray(open(entry, "rb").read())
+        data[len(data) // 2] ^= 1
+        with open(entry, "wb") as f:
+            f.write(data)
+        r = hetero("run", tiny, "--input", x_pb, "--cache-dir", cache)
+        check(r[0] == 0 and "refused" in r[2] and entry in r[2] and "checksum" in r[2], "a damaged entry is logged", show(r))
+        check(hetero("blob", "info", entry)[0] == 0, "and replaced by a valid one")
+    r = hetero("run", tiny, "--cache-dir", tiny)
+    check(r[0] == 1 and "not a directory" in r[2], "a cache dir that is a file", show(r))
+
     # bench --json: one object with the documented keys.
     r = hetero("bench", tiny, "--iterations", "40", "--requests", "3", "--warmup", "1", "--json")
     try:
