@@ -102,14 +102,18 @@ void expand_functions(core::Graph& graph, const core::Model& model) {
 
 }  // namespace
 
-std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options,
-                                            dnnl::engine& engine) {
-  for (const auto& node : model.graph.nodes())
+namespace {
+
+// Compiles a model the program may keep (and change), from `source`, the ONNX
+// bytes its export gives back.
+std::shared_ptr<CpuProgram> compile_owned(std::unique_ptr<core::Model> model, std::vector<uint8_t> source,
+                                          const CpuOptions& options, dnnl::engine& engine) {
+  for (const auto& node : model->graph.nodes())
     if (!options.allows(*node))
       fail(HETERO_NOT_SUPPORTED, node->describe() + " is left out by the CPU device's 'ops' config");
   auto program = std::make_shared<CpuProgram>();
-  program->source = core::export_onnx(model);
-  program->model = model.clone();
+  program->source = std::move(source);
+  program->model = std::move(model);
   expand_functions(program->model->graph, *program->model);
   if (options.optimize) optimize_graph(*program->model);
   program->engine = engine;
@@ -120,6 +124,13 @@ std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuO
   for (const core::Value* v : program->model->graph.inputs) program->inputs.push_back(core::port_of(*v));
   for (const core::Value* v : program->model->graph.outputs) program->outputs.push_back(core::port_of(*v));
   return program;
+}
+
+}  // namespace
+
+std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options,
+                                            dnnl::engine& engine) {
+  return compile_owned(model.clone(), core::export_onnx(model), options, engine);
 }
 
 std::vector<driver::NodeSupport> query_nodes(const core::Model& model, const CpuOptions& options,
@@ -157,9 +168,13 @@ std::vector<uint8_t> export_program(const CpuProgram& program) { return program.
 
 std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options,
                                            dnnl::engine& engine) {
+  // The blob's checksums vouch for these bytes, and the checker passed them
+  // when they were compiled: import skips it (most of a re-read's time).
   core::ImportOptions import_options;
+  import_options.check = false;
+  import_options.hash_source = false;
   auto model = core::import_onnx_bytes(blob, import_options, "<CPU blob>");
-  return compile_program(*model, options, engine);
+  return compile_owned(std::move(model), {blob.begin(), blob.end()}, options, engine);
 }
 
 }  // namespace hetero::cpu
