@@ -168,6 +168,18 @@ namespace {
 void clone_into(const Graph& src, Graph& dst, ValueMap& map);
 }  // namespace
 
+void values_read(const Node& node, const Graph& scope, std::vector<const Value*>& out) {
+  for (const Value* v : node.inputs)
+    if (v && v->owner == &scope) out.push_back(v);
+  for (const Attribute& a : node.attributes) {
+    auto scan = [&](const Graph& body) {
+      for (const auto& n : body.nodes()) values_read(*n, scope, out);
+    };
+    if (a.g) scan(*a.g);
+    for (const auto& g : a.graphs) scan(*g);
+  }
+}
+
 Value* copy_value(const Value& v, Graph& dst) {
   Value* c = dst.add_value(v.name);
   c->dtype = v.dtype;

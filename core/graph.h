@@ -141,6 +141,11 @@ class Graph {
   std::vector<std::unique_ptr<Value>> values_;
 };
 
+// Appends every value of `scope` that `node` reads: its inputs and, through
+// the bodies of If/Loop/Scan (nested too), the values of `scope` those bodies
+// use. Repeats are kept.
+void values_read(const Node& node, const Graph& scope, std::vector<const Value*>& out);
+
 // Translation of values from one graph to another while copying.
 using ValueMap = std::unordered_map<const Value*, Value*>;
 

@@ -6,18 +6,6 @@ bool is_constant_node(const core::Node& node) {
   return node.domain.empty() && node.op_type == "Constant" && node.inputs.empty();
 }
 
-void values_read(const core::Node& node, const core::Graph& top, std::vector<const core::Value*>& out) {
-  for (const core::Value* v : node.inputs)
-    if (v && v->owner == &top) out.push_back(v);
-  for (const core::Attribute& a : node.attributes) {
-    auto scan = [&](const core::Graph& body) {
-      for (const auto& n : body.nodes()) values_read(*n, top, out);
-    };
-    if (a.g) scan(*a.g);
-    for (const auto& g : a.graphs) scan(*g);
-  }
-}
-
 GraphDag graph_dag(const core::Graph& graph) {
   GraphDag g;
   const auto& nodes = graph.nodes();

@@ -27,8 +27,6 @@ GraphDag graph_dag(const core::Graph& graph);
 // True for nodes that only produce a constant (they are never cut).
 bool is_constant_node(const core::Node& node);
 
-// Appends every value of `top` that `node` reads: its inputs and, through the
-// bodies of If/Loop/Scan, the outer-scope values those bodies use.
-void values_read(const core::Node& node, const core::Graph& top, std::vector<const core::Value*>& out);
+using core::values_read;
 
 }  // namespace hetero::partition

@@ -31,6 +31,7 @@ std::shared_ptr<Plan> Plan::compile(const core::Graph& graph, const core::Model&
   };
 
   const KernelRegistry& registry = KernelRegistry::builtin();
+  std::vector<const core::Value*> reads;
   for (const auto& node_ptr : graph.nodes()) {
     const core::Node& node = *node_ptr;
     const int64_t opset = node.opset ? node.opset : model.opset(node.domain);
@@ -54,6 +55,10 @@ std::shared_ptr<Plan> Plan::compile(const core::Graph& graph, const core::Model&
       }
     }
     for (const core::Value* out : node.outputs) step.outputs.push_back(out ? slot(out) : kAbsent);
+    reads.clear();
+    core::values_read(node, graph, reads);
+    for (const core::Value* v : reads)
+      if (std::find(node.inputs.begin(), node.inputs.end(), v) == node.inputs.end()) step.captures.push_back(slot(v));
     plan->steps_.push_back(std::move(step));
   }
   for (const core::Value* v : graph.outputs) {
@@ -66,9 +71,11 @@ std::shared_ptr<Plan> Plan::compile(const core::Graph& graph, const core::Model&
   // buffer returns to the frame's pool early. Graph inputs, outputs and
   // constants are never released.
   std::vector<int> last(plan->slot_values_.size(), -1);
-  for (size_t i = 0; i < plan->steps_.size(); ++i)
+  for (size_t i = 0; i < plan->steps_.size(); ++i) {
     for (int s : plan->steps_[i].inputs)
       if (s >= 0) last[s] = static_cast<int>(i);
+    for (int s : plan->steps_[i].captures) last[s] = static_cast<int>(i);
+  }
   // A step's output nobody reads dies right after that step.
   for (size_t i = 0; i < plan->steps_.size(); ++i)
     for (int s : plan->steps_[i].outputs)

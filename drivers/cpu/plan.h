@@ -24,6 +24,9 @@ class Plan {
     std::unique_ptr<Kernel> kernel;
     std::vector<int> inputs;   // slot per node input; -1 absent; -2 outer scope
     std::vector<int> outputs;  // slot per node output; -1 absent
+    // Slots the node's bodies (If/Loop/Scan) read from this graph: they must
+    // live until the node has run, like inputs.
+    std::vector<int> captures;
   };
   const std::vector<Step>& steps() const noexcept { return steps_; }
   size_t num_slots() const noexcept { return slot_values_.size(); }

@@ -192,3 +192,24 @@ TEST(CpuDriver, DeviceCountAndOpsRestriction) {
   EXPECT_THROW(rt.compile(*model, "CPU.2"), Error);
   EXPECT_THROW(rt.compile(*model, "CPU", {{"device_count", "3"}}), Error);
 }
+
+// An If branch reading a value the outer graph computed earlier, and that no
+// outer node reads directly: the value must live until the If has run.
+TEST(CpuDriver, BranchReadsAnOuterValueNothingElseReads) {
+  auto model = test::model_from_text(R"ONNX(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[3] x, bool c) => (float[3] y) {
+  m = Neg (x)
+  y = If (c) <then_branch = t () => (float[3] out) { out = Relu (m) },
+              else_branch = e () => (float[3] out) { out = Identity (m) }>
+}
+)ONNX");
+  auto req = runtime().compile(*model, "CPU")->create_infer_request();
+  req->set_input(0, Tensor::from_vector(std::vector<float>{1, -2, 3}, {3}));
+  Tensor c = Tensor::allocate(DType::Bool, {});
+  c.data<uint8_t>()[0] = 1;
+  req->set_input(1, c);
+  req->infer();
+  EXPECT_EQ(std::vector<float>(req->output(0).values<float>().begin(), req->output(0).values<float>().end()),
+            (std::vector<float>{0, 2, 0}));
+}
