@@ -251,12 +251,10 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
 
   auto model = std::make_unique<Model>();
   model->source = src.name;
-  if (options.hash_source) {
-    Sha256 hash;
-    hash.update({src.bytes.data, src.bytes.size});
-    for (const auto& [name, shape] : options.input_shapes) hash.update("\n" + name + "=" + shape_to_string(shape));
-    model->source_sha256 = hash.finish();
-  }
+  Sha256 hash;
+  hash.update({src.bytes.data, src.bytes.size});
+  for (const auto& [name, shape] : options.input_shapes) hash.update("\n" + name + "=" + shape_to_string(shape));
+  model->source_sha256 = hash.finish();
   model->ir_version = proto.ir_version();
   model->producer_name = proto.producer_name();
   read_opsets(proto, *model);

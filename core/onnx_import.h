@@ -17,9 +17,6 @@ struct ImportOptions {
   std::map<std::string, Shape> input_shapes;
   // Run onnx::checker (on by default; tests of raw kernels may turn it off).
   bool check = true;
-  // Fill Model::source_sha256 (off where the caller knows the source already:
-  // a driver re-reading its own blob).
-  bool hash_source = true;
 };
 
 // Reads a model file. External data files are resolved relative to the model's

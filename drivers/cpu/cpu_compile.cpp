@@ -9,8 +9,7 @@
 
 #include "core/error.h"
 #include "core/function_expand.h"
-#include "core/onnx_export.h"
-#include "core/onnx_import.h"
+#include "core/ir_codec.h"
 #include "core/ports.h"
 
 namespace hetero::cpu {
@@ -104,18 +103,11 @@ void expand_functions(core::Graph& graph, const core::Model& model) {
 
 namespace {
 
-// Compiles a model the program may keep (and change), from `source`, the ONNX
-// bytes its export gives back.
-std::shared_ptr<CpuProgram> compile_owned(std::unique_ptr<core::Model> model, std::vector<uint8_t> source,
-                                          const CpuOptions& options, dnnl::engine& engine) {
-  for (const auto& node : model->graph.nodes())
-    if (!options.allows(*node))
-      fail(HETERO_NOT_SUPPORTED, node->describe() + " is left out by the CPU device's 'ops' config");
+// The program of an optimized model: its execution plan and ports.
+std::shared_ptr<CpuProgram> plan_program(std::unique_ptr<core::Model> model, const CpuOptions& options,
+                                         dnnl::engine& engine) {
   auto program = std::make_shared<CpuProgram>();
-  program->source = std::move(source);
   program->model = std::move(model);
-  expand_functions(program->model->graph, *program->model);
-  if (options.optimize) optimize_graph(*program->model);
   program->engine = engine;
   program->threads = options.threads();
   // Weight reorders at compile time use the same thread count as inference.
@@ -130,7 +122,18 @@ std::shared_ptr<CpuProgram> compile_owned(std::unique_ptr<core::Model> model, st
 
 std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options,
                                             dnnl::engine& engine) {
-  return compile_owned(model.clone(), core::export_onnx(model), options, engine);
+  for (const auto& node : model.graph.nodes())
+    if (!options.allows(*node))
+      fail(HETERO_NOT_SUPPORTED, node->describe() + " is left out by the CPU device's 'ops' config");
+  auto optimized = model.clone();
+  expand_functions(optimized->graph, *optimized);
+  if (options.optimize) optimize_graph(*optimized);
+  // The export is the optimized graph itself: importing it skips ONNX
+  // parsing, checking, shape inference and the graph passes.
+  std::vector<uint8_t> exported = core::encode_model(*optimized);
+  auto program = plan_program(std::move(optimized), options, engine);
+  program->exported = std::move(exported);
+  return program;
 }
 
 std::vector<driver::NodeSupport> query_nodes(const core::Model& model, const CpuOptions& options,
@@ -164,17 +167,13 @@ std::vector<driver::NodeSupport> query_nodes(const core::Model& model, const Cpu
   return result;
 }
 
-std::vector<uint8_t> export_program(const CpuProgram& program) { return program.source; }
+std::vector<uint8_t> export_program(const CpuProgram& program) { return program.exported; }
 
 std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options,
                                            dnnl::engine& engine) {
-  // The blob's checksums vouch for these bytes, and the checker passed them
-  // when they were compiled: import skips it (most of a re-read's time).
-  core::ImportOptions import_options;
-  import_options.check = false;
-  import_options.hash_source = false;
-  auto model = core::import_onnx_bytes(blob, import_options, "<CPU blob>");
-  return compile_owned(std::move(model), {blob.begin(), blob.end()}, options, engine);
+  auto program = plan_program(core::decode_model(blob, "CPU blob"), options, engine);
+  program->exported.assign(blob.begin(), blob.end());
+  return program;
 }
 
 }  // namespace hetero::cpu

@@ -37,7 +37,7 @@ struct CpuOptions {
 
 struct CpuProgram {
   std::unique_ptr<core::Model> model;  // the driver's own, optimized copy
-  std::vector<uint8_t> source;         // the ONNX bytes it was compiled from (for export)
+  std::vector<uint8_t> exported;       // export_program(): the optimized model, core/ir_codec
   dnnl::engine engine;
   std::shared_ptr<Plan> plan;
   std::vector<driver::Port> inputs, outputs;

@@ -1,0 +1,26 @@
+// heterod's IR as bytes: what a driver's blob holds so that importing it
+// skips ONNX parsing, checking, shape inference and the driver's graph passes
+// (the CPU driver stores its optimized graph this way). Deterministic: the
+// same model gives the same bytes. Decoding copies the bytes into one
+// aligned block that the model's constant tensors view, and checks every
+// count, length, reference and tensor size against the input first; a
+// failure is BLOB_CORRUPT naming the field. It checks structure, not meaning:
+// the bytes are trusted as far as the blob's checksums vouch for them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+
+namespace hetero::core {
+
+std::vector<uint8_t> encode_model(const Model& model);
+
+// `what` names the input in messages ("CPU blob"); it becomes Model::source.
+std::unique_ptr<Model> decode_model(std::span<const uint8_t> bytes, const std::string& what);
+
+}  // namespace hetero::core
