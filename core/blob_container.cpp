@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/byte_io.h"
 #include "core/error.h"
 #include "hetero_build_config.h"
 
@@ -21,16 +22,9 @@ constexpr uint32_t kMaxString = 4096;
 constexpr uint32_t kMaxConfig = 256;
 constexpr uint32_t kMaxSections = 4096;
 
-void put_u32(std::vector<uint8_t>& out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
-void put_u64(std::vector<uint8_t>& out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
-}
-void put_string(std::vector<uint8_t>& out, const std::string& s) {
+void put_string(ByteWriter& w, const std::string& s) {
   if (s.size() > kMaxString) fail(HETERO_INVALID_ARGUMENT, "blob header string is longer than 4096 bytes");
-  put_u32(out, static_cast<uint32_t>(s.size()));
-  out.insert(out.end(), s.begin(), s.end());
+  w.string(s);
 }
 void set_u32(std::vector<uint8_t>& out, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) out[at + i] = static_cast<uint8_t>(v >> (8 * i));
@@ -38,41 +32,6 @@ void set_u32(std::vector<uint8_t>& out, size_t at, uint32_t v) {
 void set_u64(std::vector<uint8_t>& out, size_t at, uint64_t v) {
   for (int i = 0; i < 8; ++i) out[at + i] = static_cast<uint8_t>(v >> (8 * i));
 }
-
-// Bounds-checked little-endian reader over part of the blob.
-class Reader {
- public:
-  explicit Reader(std::span<const uint8_t> bytes) : bytes_(bytes) {}
-  size_t remaining() const { return bytes_.size() - pos_; }
-  std::span<const uint8_t> take(size_t n, const std::string& field) {
-    if (n > remaining())
-      fail(HETERO_BLOB_CORRUPT, "blob is truncated: field '" + field + "' needs " + std::to_string(n) + " bytes, " +
-                                    std::to_string(remaining()) + " left");
-    auto s = bytes_.subspan(pos_, n);
-    pos_ += n;
-    return s;
-  }
-  uint64_t uint(size_t width, const std::string& field) {
-    auto s = take(width, field);
-    uint64_t v = 0;
-    for (size_t i = 0; i < width; ++i) v |= static_cast<uint64_t>(s[i]) << (8 * i);
-    return v;
-  }
-  uint32_t count(const std::string& field, uint32_t max) {
-    const uint64_t n = uint(4, field);
-    if (n > max) fail(HETERO_BLOB_CORRUPT, "blob field '" + field + "' is " + std::to_string(n) + ", above " +
-                                               std::to_string(max));
-    return static_cast<uint32_t>(n);
-  }
-  std::string string(const std::string& field) {
-    auto s = take(count(field, kMaxString), field);
-    return std::string(s.begin(), s.end());
-  }
-
- private:
-  std::span<const uint8_t> bytes_;
-  size_t pos_ = 0;
-};
 
 }  // namespace
 
@@ -95,43 +54,45 @@ const BlobSection& BlobView::section(const std::string& name) const {
 }
 
 std::vector<uint8_t> write_blob(const BlobHeader& header, std::span<const BlobSection> sections) {
-  std::vector<uint8_t> out(kMagic, kMagic + sizeof kMagic);
-  put_u32(out, kBlobFormatVersion);
-  put_u32(out, 0);  // header size, set below
-  put_string(out, HETERO_VERSION);
-  put_string(out, header.driver);
-  put_string(out, header.driver_version);
-  put_string(out, header.device);
+  ByteWriter w;
+  for (char c : kMagic) w.u8(static_cast<uint8_t>(c));
+  w.u32(kBlobFormatVersion);
+  w.u32(0);  // header size, set below
+  put_string(w, HETERO_VERSION);
+  put_string(w, header.driver);
+  put_string(w, header.driver_version);
+  put_string(w, header.device);
   auto config = header.config;
   std::sort(config.begin(), config.end());
-  put_u32(out, static_cast<uint32_t>(config.size()));
+  w.u32(static_cast<uint32_t>(config.size()));
   for (const auto& [key, value] : config) {
-    put_string(out, key);
-    put_string(out, value);
+    put_string(w, key);
+    put_string(w, value);
   }
-  out.insert(out.end(), header.model_sha256.begin(), header.model_sha256.end());
-  put_u32(out, static_cast<uint32_t>(sections.size()));
+  w.raw(header.model_sha256);
+  w.u32(static_cast<uint32_t>(sections.size()));
+  std::vector<uint8_t>& out = w.bytes();
   std::vector<size_t> offset_at;
   for (const BlobSection& s : sections) {
-    put_string(out, s.name);
-    put_string(out, s.device);
+    put_string(w, s.name);
+    put_string(w, s.device);
     offset_at.push_back(out.size());
-    put_u64(out, 0);  // offset, set below
-    put_u64(out, s.bytes.size());
-    put_u32(out, crc32(s.bytes));
+    w.u64(0);  // offset, set below
+    w.u64(s.bytes.size());
+    w.u32(crc32(s.bytes));
   }
   if (out.size() - 16 > kMaxHeaderBytes) fail(HETERO_INVALID_ARGUMENT, "blob header is larger than 1 MiB");
   set_u32(out, 12, static_cast<uint32_t>(out.size() - 16));
   const size_t header_crc_at = out.size();
-  put_u32(out, 0);
+  w.u32(0);
   for (size_t i = 0; i < sections.size(); ++i) {
-    out.resize((out.size() + kAlign - 1) / kAlign * kAlign, 0);
+    w.align(kAlign);
     set_u64(out, offset_at[i], out.size());
-    out.insert(out.end(), sections[i].bytes.begin(), sections[i].bytes.end());
+    w.raw(sections[i].bytes);
   }
   // The checksum covers the offsets, so it is taken last.
   set_u32(out, header_crc_at, crc32(std::span(out).first(header_crc_at)));
-  return out;
+  return std::move(out);
 }
 
 std::string describe_blob(const BlobView& view, size_t blob_size) {
@@ -154,7 +115,7 @@ std::string describe_blob(const BlobView& view, size_t blob_size) {
 }
 
 BlobView read_blob(std::span<const uint8_t> bytes) {
-  Reader r(bytes);
+  ByteReader r(bytes, "blob");
   auto magic = r.take(sizeof kMagic, "magic");
   if (std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0)
     fail(HETERO_BLOB_CORRUPT, "not a heterod blob (bad magic)");
@@ -169,15 +130,15 @@ BlobView read_blob(std::span<const uint8_t> bytes) {
   const uint32_t header_crc = static_cast<uint32_t>(r.uint(4, "header_checksum"));
   if (header_crc != crc32(bytes.first(16 + header_size))) fail(HETERO_BLOB_CORRUPT, "blob header checksum does not match");
 
-  Reader h(header);
-  view.header.library_version = h.string("library_version");
-  view.header.driver = h.string("driver");
-  view.header.driver_version = h.string("driver_version");
-  view.header.device = h.string("device");
+  ByteReader h(header, "blob header");
+  view.header.library_version = h.string("library_version", kMaxString);
+  view.header.driver = h.string("driver", kMaxString);
+  view.header.driver_version = h.string("driver_version", kMaxString);
+  view.header.device = h.string("device", kMaxString);
   const uint32_t config_count = h.count("config_count", kMaxConfig);
   for (uint32_t i = 0; i < config_count; ++i) {
-    std::string key = h.string("config key");
-    view.header.config.emplace_back(std::move(key), h.string("config value"));
+    std::string key = h.string("config key", kMaxString);
+    view.header.config.emplace_back(std::move(key), h.string("config value", kMaxString));
   }
   const auto hash = h.take(view.header.model_sha256.size(), "model_sha256");
   std::copy(hash.begin(), hash.end(), view.header.model_sha256.begin());
@@ -187,8 +148,8 @@ BlobView read_blob(std::span<const uint8_t> bytes) {
   for (uint32_t i = 0; i < section_count; ++i) {
     const std::string field = "section " + std::to_string(i);
     BlobSection s;
-    s.name = h.string(field + " name");
-    s.device = h.string(field + " device");
+    s.name = h.string(field + " name", kMaxString);
+    s.device = h.string(field + " device", kMaxString);
     const uint64_t offset = h.uint(8, field + " offset"), size = h.uint(8, field + " size");
     const uint32_t crc = static_cast<uint32_t>(h.uint(4, field + " checksum"));
     if (offset < end || offset > bytes.size() || size > bytes.size() - offset)
