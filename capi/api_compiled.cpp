@@ -7,6 +7,7 @@
 #include "capi/guard.h"
 #include "capi/handles.h"
 #include "core/blob_container.h"
+#include "core/mapped_file.h"
 
 using namespace hetero::capi;
 using hetero::fail;
@@ -62,10 +63,11 @@ hetero_status hetero_compiled_model_import_file(hetero_compiled_model_t** out, h
     require(core, fn, "core");
     require(path, fn, "path");
     const Config config = config_from_pairs(fn, config_keys, config_values, config_count);
-    const std::vector<uint8_t> blob = read_file_bytes(path);
+    // Mapped, not read: the import's only copy is the driver's own.
+    const hetero::core::MappedBytes blob = hetero::core::map_file(path);
     auto compiled = std::make_unique<hetero_compiled_model>();
     try {
-      compiled->impl = core->backend->import_blob(blob, config);
+      compiled->impl = core->backend->import_blob({blob.data, blob.size}, config);
     } catch (const hetero::Error& e) {
       // The container's messages speak of "blob"; say which file it was.
       fail(e.status(), std::string(path) + ": " + e.what());

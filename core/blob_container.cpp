@@ -1,11 +1,10 @@
 #include "core/blob_container.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "core/byte_io.h"
+#include "core/crc32c.h"
 #include "core/error.h"
 #include "hetero_build_config.h"
 
@@ -34,18 +33,6 @@ void set_u64(std::vector<uint8_t>& out, size_t at, uint64_t v) {
 }
 
 }  // namespace
-
-uint32_t crc32(std::span<const uint8_t> bytes, uint32_t seed) {
-  // zlib's: several times a byte-table loop's speed, which a blob of a model's
-  // weights notices at every import.
-  uLong c = seed;
-  while (!bytes.empty()) {
-    const uInt n = static_cast<uInt>(std::min<size_t>(bytes.size(), 1u << 30));
-    c = ::crc32(c, bytes.data(), n);
-    bytes = bytes.subspan(n);
-  }
-  return static_cast<uint32_t>(c);
-}
 
 const BlobSection& BlobView::section(const std::string& name) const {
   for (const BlobSection& s : sections)
@@ -79,7 +66,7 @@ std::vector<uint8_t> write_blob(const BlobHeader& header, std::span<const BlobSe
     offset_at.push_back(out.size());
     w.u64(0);  // offset, set below
     w.u64(s.bytes.size());
-    w.u32(crc32(s.bytes));
+    w.u32(crc32c(s.bytes));
   }
   if (out.size() - 16 > kMaxHeaderBytes) fail(HETERO_INVALID_ARGUMENT, "blob header is larger than 1 MiB");
   set_u32(out, 12, static_cast<uint32_t>(out.size() - 16));
@@ -91,7 +78,7 @@ std::vector<uint8_t> write_blob(const BlobHeader& header, std::span<const BlobSe
     w.raw(sections[i].bytes);
   }
   // The checksum covers the offsets, so it is taken last.
-  set_u32(out, header_crc_at, crc32(std::span(out).first(header_crc_at)));
+  set_u32(out, header_crc_at, crc32c(std::span(out).first(header_crc_at)));
   return std::move(out);
 }
 
@@ -128,7 +115,7 @@ BlobView read_blob(std::span<const uint8_t> bytes) {
   // The checksum first: no field of a damaged header is believed.
   const auto header = r.take(header_size, "header");
   const uint32_t header_crc = static_cast<uint32_t>(r.uint(4, "header_checksum"));
-  if (header_crc != crc32(bytes.first(16 + header_size))) fail(HETERO_BLOB_CORRUPT, "blob header checksum does not match");
+  if (header_crc != crc32c(bytes.first(16 + header_size))) fail(HETERO_BLOB_CORRUPT, "blob header checksum does not match");
 
   ByteReader h(header, "blob header");
   view.header.library_version = h.string("library_version", kMaxString);
@@ -161,7 +148,7 @@ BlobView read_blob(std::span<const uint8_t> bytes) {
     for (uint64_t at = end; at < offset; ++at)
       if (bytes[at] != 0) fail(HETERO_BLOB_CORRUPT, "blob padding before section '" + s.name + "' is not zero");
     s.bytes = bytes.subspan(offset, size);
-    if (crc != crc32(s.bytes)) fail(HETERO_BLOB_CORRUPT, "blob section '" + s.name + "' checksum does not match");
+    if (crc != crc32c(s.bytes)) fail(HETERO_BLOB_CORRUPT, "blob section '" + s.name + "' checksum does not match");
     end = offset + size;
     view.sections.push_back(std::move(s));
   }

@@ -56,7 +56,4 @@ BlobView read_blob(std::span<const uint8_t> bytes);
 // `hetero blob info`.
 std::string describe_blob(const BlobView& view, size_t blob_size);
 
-// CRC-32 (IEEE), for the container's checksums.
-uint32_t crc32(std::span<const uint8_t> bytes, uint32_t seed = 0);
-
 }  // namespace hetero::core

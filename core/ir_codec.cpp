@@ -304,17 +304,23 @@ class Decoder {
 
 std::vector<uint8_t> encode_model(const Model& model) { return Encoder().model(model); }
 
-std::unique_ptr<Model> decode_model(std::span<const uint8_t> bytes, const std::string& what) {
-  // One aligned copy the tensors can view (the caller's bytes may go away).
-  std::shared_ptr<const void> block = aligned_block(bytes.empty() ? 1 : bytes.size());
-  std::memcpy(const_cast<void*>(block.get()), bytes.data(), bytes.size());
-  const std::span<const uint8_t> view(static_cast<const uint8_t*>(block.get()), bytes.size());
+std::unique_ptr<Model> decode_model(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner,
+                                    const std::string& what) {
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % kTensorAlign != 0)
+    fail(HETERO_INTERNAL, what + ": IR decoded in place must start 64-byte aligned");
   try {
-    return Decoder(view, block, what).model(what);
+    return Decoder(bytes, std::move(owner), what).model(what);
   } catch (const Error& e) {
     if (e.status() == HETERO_BLOB_CORRUPT) throw;
     throw Error(HETERO_BLOB_CORRUPT, what + ": " + e.what());  // a cycle, a bad shape
   }
+}
+
+std::unique_ptr<Model> decode_model(std::span<const uint8_t> bytes, const std::string& what) {
+  std::shared_ptr<const void> block = aligned_block(bytes.empty() ? 1 : bytes.size());
+  std::memcpy(const_cast<void*>(block.get()), bytes.data(), bytes.size());
+  const std::span<const uint8_t> copy(static_cast<const uint8_t*>(block.get()), bytes.size());
+  return decode_model(copy, std::move(block), what);
 }
 
 }  // namespace hetero::core

@@ -21,6 +21,11 @@ namespace hetero::core {
 std::vector<uint8_t> encode_model(const Model& model);
 
 // `what` names the input in messages ("CPU blob"); it becomes Model::source.
+// Decodes in place: constants view `bytes`, which `owner` keeps alive and
+// which must start 64-byte aligned (fails with INTERNAL otherwise).
+std::unique_ptr<Model> decode_model(std::span<const uint8_t> bytes, std::shared_ptr<const void> owner,
+                                    const std::string& what);
+// Decodes from a copy of `bytes` (one aligned block).
 std::unique_ptr<Model> decode_model(std::span<const uint8_t> bytes, const std::string& what);
 
 }  // namespace hetero::core

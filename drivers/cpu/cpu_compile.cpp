@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 #include "core/error.h"
 #include "core/function_expand.h"
 #include "core/ir_codec.h"
+#include "core/mapped_file.h"
 #include "core/ports.h"
 
 namespace hetero::cpu {
@@ -130,9 +132,10 @@ std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuO
   if (options.optimize) optimize_graph(*optimized);
   // The export is the optimized graph itself: importing it skips ONNX
   // parsing, checking, shape inference and the graph passes.
-  std::vector<uint8_t> exported = core::encode_model(*optimized);
+  auto exported = std::make_shared<const std::vector<uint8_t>>(core::encode_model(*optimized));
   auto program = plan_program(std::move(optimized), options, engine);
-  program->exported = std::move(exported);
+  program->exported = *exported;
+  program->exported_owner = std::move(exported);
   return program;
 }
 
@@ -167,12 +170,19 @@ std::vector<driver::NodeSupport> query_nodes(const core::Model& model, const Cpu
   return result;
 }
 
-std::vector<uint8_t> export_program(const CpuProgram& program) { return program.exported; }
+std::vector<uint8_t> export_program(const CpuProgram& program) {
+  return {program.exported.begin(), program.exported.end()};
+}
 
 std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options,
                                            dnnl::engine& engine) {
-  auto program = plan_program(core::decode_model(blob, "CPU blob"), options, engine);
-  program->exported.assign(blob.begin(), blob.end());
+  // The one copy of an import: the caller's bytes live only for this call.
+  std::shared_ptr<const void> block = core::aligned_block(blob.empty() ? 1 : blob.size());
+  std::memcpy(const_cast<void*>(block.get()), blob.data(), blob.size());
+  const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(block.get()), blob.size());
+  auto program = plan_program(core::decode_model(bytes, block, "CPU blob"), options, engine);
+  program->exported = bytes;
+  program->exported_owner = std::move(block);
   return program;
 }
 

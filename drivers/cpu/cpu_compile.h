@@ -37,7 +37,10 @@ struct CpuOptions {
 
 struct CpuProgram {
   std::unique_ptr<core::Model> model;  // the driver's own, optimized copy
-  std::vector<uint8_t> exported;       // export_program(): the optimized model, core/ir_codec
+  // export_program(): the optimized model as core/ir_codec bytes; for an
+  // imported program, the very block its constants view.
+  std::span<const uint8_t> exported;
+  std::shared_ptr<const void> exported_owner;
   dnnl::engine engine;
   std::shared_ptr<Plan> plan;
   std::vector<driver::Port> inputs, outputs;

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/blob_container.h"
+#include "core/crc32c.h"
 #include "core/error.h"
 #include "core/runtime.h"
 #include "hetero_build_config.h"
@@ -20,6 +21,18 @@ namespace {
 
 std::string hex_of(const std::string& text) {
   return to_hex(sha256({reinterpret_cast<const uint8_t*>(text.data()), text.size()}));
+}
+
+// RFC 3720's CRC-32C check values, through whichever path this CPU takes.
+TEST(Crc32c, KnownValues) {
+  const std::vector<uint8_t> zeros(32, 0), ones(32, 0xff), digits{'1', '2', '3', '4', '5', '6', '7', '8', '9'};
+  EXPECT_EQ(crc32c(zeros), 0x8a9136aau);
+  EXPECT_EQ(crc32c(ones), 0x62a8ab43u);
+  EXPECT_EQ(crc32c(digits), 0xe3069283u);
+  std::vector<uint8_t> odd(1001);
+  for (size_t i = 0; i < odd.size(); ++i) odd[i] = static_cast<uint8_t>(i * 7);
+  for (const std::vector<uint8_t>* v : {&zeros, &ones, &digits, static_cast<const std::vector<uint8_t>*>(&odd)})
+    EXPECT_EQ(crc32c_portable(*v), crc32c(*v));
 }
 
 TEST(Sha256, FipsExamples) {
@@ -139,7 +152,7 @@ TEST(Blob, EachForeignFieldIsRefusedByName) {
     ASSERT_NE(at, blob.end());
     *(at + static_cast<ptrdiff_t>(ours.size()) - 1) ^= 1;  // 0.1.0 -> 0.1.1
     const uint32_t header_size = blob[12] | blob[13] << 8 | blob[14] << 16 | uint32_t(blob[15]) << 24;
-    const uint32_t crc = crc32(std::span(blob).first(16 + header_size));
+    const uint32_t crc = crc32c(std::span(blob).first(16 + header_size));
     for (int i = 0; i < 4; ++i) blob[16 + header_size + i] = static_cast<uint8_t>(crc >> (8 * i));
     EXPECT_NE(import_error(blob, HETERO_BLOB_MISMATCH).find("library_version"), std::string::npos);
   }
