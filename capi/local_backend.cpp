@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "core/onnx_import.h"
 #include "core/runtime.h"
+#include "partition/hetero_blob.h"
 #include "partition/hetero_compiled_model.h"
 #include "partition/plan.h"
 #include "partition/plan_format.h"
@@ -112,7 +113,11 @@ class LocalCompiledModel final : public CompiledModelImpl {
   const std::vector<PortInfo>& outputs() const override { return outputs_; }
   const std::string& device() const override { return device_; }
   const std::vector<std::string>& submodel_devices() const override { return submodel_devices_; }
-  std::vector<uint8_t> export_blob() const override { return runtime_->export_blob(*compiled_, origin_); }
+  std::vector<uint8_t> export_blob() const override {
+    if (const auto* hetero = dynamic_cast<const partition::HeteroCompiledModel*>(compiled_.get()))
+      return partition::export_hetero_blob(*runtime_, *hetero, origin_);
+    return runtime_->export_blob(*compiled_, origin_);
+  }
   std::unique_ptr<InferRequestImpl> create_infer_request() override {
     return std::make_unique<LocalInferRequest>(runtime_, compiled_);
   }
@@ -178,17 +183,27 @@ class LocalBackend final : public Backend {
   std::unique_ptr<CompiledModelImpl> compile(const ModelImpl& model, const std::string& device,
                                              const Config& config) override {
     const core::Model& m = local_model(model).model();
-    core::BlobOrigin origin{config, m.source_sha256};
-    if (core::parse_device_string(device).hetero)  // no HETERO blobs yet: nothing to cache
-      return std::make_unique<LocalCompiledModel>(runtime_, partition::compile_hetero(*runtime_, m, device, config),
-                                                  std::move(origin));
-    if (!cache_) return std::make_unique<LocalCompiledModel>(runtime_, runtime_->compile(m, device, config), origin);
+    const bool hetero = core::parse_device_string(device).hetero;
+    const core::BlobOrigin origin{config, m.source_sha256};
+    auto compile_now = [&] {
+      return std::make_unique<LocalCompiledModel>(runtime_,
+                                                  hetero ? partition::compile_hetero(*runtime_, m, device, config)
+                                                         : runtime_->compile(m, device, config),
+                                                  origin);
+    };
+    if (!cache_) return compile_now();
 
-    const core::Sha256Digest key = runtime_->blob_key(m.source_sha256, device, config);
+    // A HETERO plan depends on the policy's text, not only on its path.
+    driver::Config key_config = config;
+    if (auto policy = config.find("policy"); hetero && policy != config.end()) {
+      const core::MappedBytes text = core::map_file(policy->second);
+      key_config["policy#sha256"] = core::to_hex(core::sha256({text.data, text.size}));
+    }
+    const core::Sha256Digest key = runtime_->blob_key(m.source_sha256, device, key_config);
     if (auto hit = cache_->get(key)) {
       try {
         core::BlobOrigin found;
-        auto compiled = runtime_->import_blob({hit->data, hit->size}, config, &found);
+        auto compiled = import_any({hit->data, hit->size}, config, &found);
         if (found.model_sha256 != m.source_sha256) fail(HETERO_BLOB_MISMATCH, "it was compiled from another model");
         return std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(found));
       } catch (const Error& e) {
@@ -197,7 +212,7 @@ class LocalBackend final : public Backend {
         cache_->remove(key);
       }
     }
-    auto compiled = std::make_unique<LocalCompiledModel>(runtime_, runtime_->compile(m, device, config), origin);
+    auto compiled = compile_now();
     try {
       cache_->put(key, compiled->export_blob());
     } catch (const Error& e) {  // a full disk must not fail the compile itself
@@ -208,7 +223,7 @@ class LocalBackend final : public Backend {
 
   std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) override {
     core::BlobOrigin origin;
-    auto compiled = runtime_->import_blob(blob, config, &origin);
+    auto compiled = import_any(blob, config, &origin);
     return std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(origin));
   }
 
@@ -226,6 +241,16 @@ class LocalBackend final : public Backend {
   }
 
  private:
+  // A blob of a plain device or of HETERO, by what its header says.
+  std::unique_ptr<driver::CompiledModel> import_any(std::span<const uint8_t> blob, const Config& config,
+                                                    core::BlobOrigin* origin) const {
+    const core::BlobView view = core::read_blob(blob);
+    if (view.header.driver != partition::kHeteroDriver) return runtime_->import_blob(view, config, origin);
+    auto compiled = partition::import_hetero_blob(*runtime_, view, config);
+    *origin = {driver::Config(view.header.config.begin(), view.header.config.end()), view.header.model_sha256};
+    return compiled;
+  }
+
   // hetero_core_create's keys: "driver_path", "cache_dir", "cache_max_mb",
   // else "DRIVER.key" settings (which the Runtime checks, refusing keys that
   // name no driver).

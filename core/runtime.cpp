@@ -120,6 +120,21 @@ std::vector<uint8_t> Runtime::export_blob(const driver::CompiledModel& compiled,
   return write_blob(header, {&section, 1});
 }
 
+driver::Config Runtime::check_blob_header(const BlobHeader& h, const driver::Config& config) const {
+  if (h.library_version != HETERO_VERSION)
+    fail(HETERO_BLOB_MISMATCH, "blob library_version is " + h.library_version + ", this library is " +
+                                   std::string(HETERO_VERSION));
+  // The blob's compile config, and what the import adds to it; a key given
+  // both ways must agree.
+  driver::Config merged(h.config.begin(), h.config.end());
+  for (const auto& [key, value] : config) {
+    auto [it, added] = merged.emplace(key, value);
+    if (!added && it->second != value)
+      fail(HETERO_BLOB_MISMATCH, "blob config " + key + " is " + it->second + ", the import asks for " + value);
+  }
+  return merged;
+}
+
 Sha256Digest Runtime::blob_key(const Sha256Digest& model_sha256, const std::string& device,
                                const driver::Config& config) const {
   // Fields are length-prefixed, so no two different inputs hash the same text.
@@ -143,11 +158,13 @@ Sha256Digest Runtime::blob_key(const Sha256Digest& model_sha256, const std::stri
 
 std::unique_ptr<driver::CompiledModel> Runtime::import_blob(std::span<const uint8_t> blob,
                                                             const driver::Config& config, BlobOrigin* origin) const {
-  const BlobView view = read_blob(blob);
+  return import_blob(read_blob(blob), config, origin);
+}
+
+std::unique_ptr<driver::CompiledModel> Runtime::import_blob(const BlobView& view, const driver::Config& config,
+                                                            BlobOrigin* origin) const {
   const BlobHeader& h = view.header;
-  if (h.library_version != HETERO_VERSION)
-    fail(HETERO_BLOB_MISMATCH, "blob library_version is " + h.library_version + ", this library is " +
-                                   std::string(HETERO_VERSION));
+  const driver::Config merged = check_blob_header(h, config);
   const DeviceName device = single_device(h.device);
   if (device.driver != h.driver)
     fail(HETERO_BLOB_MISMATCH, "blob driver is " + h.driver + ", but its device " + h.device + " is not one of it");
@@ -155,14 +172,6 @@ std::unique_ptr<driver::CompiledModel> Runtime::import_blob(std::span<const uint
   if (d->version() != h.driver_version)
     fail(HETERO_BLOB_MISMATCH, "blob driver_version is " + h.driver_version + ", the loaded " + d->name() +
                                    " driver is " + d->version());
-  // The blob's compile config, and what the import adds to it; a key given
-  // both ways must agree.
-  driver::Config merged(h.config.begin(), h.config.end());
-  for (const auto& [key, value] : config) {
-    auto [it, added] = merged.emplace(key, value);
-    if (!added && it->second != value)
-      fail(HETERO_BLOB_MISMATCH, "blob config " + key + " is " + it->second + ", the import asks for " + value);
-  }
   auto compiled = d->import_blob(view.section("driver").bytes, id, merged);
   // Re-exporting the import writes the same blob: the blob's own config.
   if (origin) *origin = {driver::Config(h.config.begin(), h.config.end()), h.model_sha256};

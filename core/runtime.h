@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/blob_container.h"
 #include "core/device_string.h"
 #include "core/driver_registry.h"
 #include "core/graph.h"
@@ -56,12 +57,19 @@ class Runtime {
   // Blobs in the container of core/blob_container.h, the driver's export
   // in its one section, "driver".
   std::vector<uint8_t> export_blob(const driver::CompiledModel& compiled, const BlobOrigin& origin) const;
+  // What every import checks of a blob's header: that this library wrote it
+  // and that `config` contradicts none of its compile config (BLOB_MISMATCH
+  // naming the field). Returns the blob's config with `config` added.
+  driver::Config check_blob_header(const BlobHeader& header, const driver::Config& config) const;
   // Refuses, with BLOB_MISMATCH naming the field, a blob of another library
   // or driver version, for a device that is not here or is driven by another
   // driver, or compiled with a config value that `config` contradicts.
   // `origin`, when given, receives the blob's.
   std::unique_ptr<driver::CompiledModel> import_blob(std::span<const uint8_t> blob, const driver::Config& config = {},
                                                      BlobOrigin* origin = nullptr) const;
+  // The same for a blob read_blob() has parsed already.
+  std::unique_ptr<driver::CompiledModel> import_blob(const BlobView& view, const driver::Config& config,
+                                                     BlobOrigin* origin) const;
   // The cache key of compiling a model whose source hash is `model_sha256`
   // for `device` (plain or HETERO) with `config`: a hash of those, of this
   // library's version, and of each device's driver name and version, so that

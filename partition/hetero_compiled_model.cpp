@@ -164,7 +164,7 @@ std::unique_ptr<driver::InferRequest> HeteroCompiledModel::create_infer_request(
 }
 
 std::vector<uint8_t> HeteroCompiledModel::export_blob() const {
-  fail(HETERO_NOT_SUPPORTED, "a " + device_ + " compiled model cannot be exported: HETERO has no blob format yet");
+  fail(HETERO_NOT_SUPPORTED, device_ + ": HETERO models are exported as a whole container (export_hetero_blob)");
 }
 
 std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime, const core::Model& model,

@@ -37,12 +37,14 @@ class HeteroCompiledModel final : public driver::CompiledModel {
   const std::vector<driver::Port>& inputs() const override { return layout_->inputs; }
   const std::vector<driver::Port>& outputs() const override { return layout_->outputs; }
   std::unique_ptr<driver::InferRequest> create_infer_request() override;
-  // Fails with NOT_SUPPORTED: HETERO has no blob format yet.
+  // Fails with NOT_SUPPORTED: a HETERO blob is a container of its own, with
+  // a section per submodel (partition/hetero_blob.h).
   std::vector<uint8_t> export_blob() const override;
   std::string device() const override { return device_; }
 
   // The compiled submodels, in execution order.
   const std::vector<Stage>& stages() const { return layout_->stages; }
+  const std::vector<Source>& output_sources() const { return layout_->output_sources; }
 
  private:
   std::string device_;

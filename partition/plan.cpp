@@ -62,7 +62,12 @@ HeteroConfig parse_hetero_config(const core::DeviceString& device, const driver:
     out.policy = policy_for_devices(devices);
   }
 
-  out.device_config.resize(devices.size());
+  out.device_config = split_device_config(device, config);
+  return out;
+}
+
+std::vector<driver::Config> split_device_config(const core::DeviceString& device, const driver::Config& config) {
+  std::vector<driver::Config> out(device.devices.size());
   for (const auto& [key, value] : config) {
     if (key == "policy") continue;
     const size_t colon = key.find(':');
@@ -72,14 +77,14 @@ HeteroConfig parse_hetero_config(const core::DeviceString& device, const driver:
     const std::string target = key.substr(0, colon), device_key = key.substr(colon + 1);
     bool matched = false;
     for (size_t d = 0; d < device.devices.size(); ++d) {
-      if (devices[d] == target || device.devices[d].driver == target) {
-        out.device_config[d][device_key] = value;
+      if (device.devices[d].to_string() == target || device.devices[d].driver == target) {
+        out[d][device_key] = value;
         matched = true;
       }
     }
     if (!matched)
       fail(HETERO_INVALID_ARGUMENT, "HETERO config key '" + key + "' names " + target + ", which is not a device of " +
-                                        device_text);
+                                        device.to_string());
   }
   return out;
 }

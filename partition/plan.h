@@ -31,6 +31,9 @@ struct HeteroConfig {
 
 // Fails with INVALID_ARGUMENT naming the key or device at fault.
 HeteroConfig parse_hetero_config(const core::DeviceString& device, const driver::Config& config);
+// The DEVICE:key part alone, one config per device of `device` ("policy" is
+// skipped: an imported plan needs no policy).
+std::vector<driver::Config> split_device_config(const core::DeviceString& device, const driver::Config& config);
 
 struct Plan {
   HeteroConfig config;

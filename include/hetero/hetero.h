@@ -120,8 +120,7 @@ typedef struct hetero_tensor hetero_tensor_t;
  *                      a model imports its blob from there when one is valid,
  *                      else compiles and writes it (atomically; entries 0640,
  *                      shareable between processes). Refused entries are
- *                      logged to stderr and replaced. HETERO models are not
- *                      cached yet. (API 0.2)
+ *                      logged to stderr and replaced. (API 0.2)
  *   "cache_max_mb"     the directory's size limit in MiB (default 1024); the
  *                      least recently used entries go first;
  *   "DRIVER.key"       a setting of one driver, e.g. "CPU.num_threads" = "4".
@@ -286,7 +285,9 @@ HETERO_API hetero_status hetero_compiled_model_release(hetero_compiled_model_t* 
  *                  its devices must be the device string's, in order;
  *   "DEVICE:key"   a key of one device of the list ("CPU.1:ops") or of every
  *                  device of a driver ("CPU:num_threads").
- * A HETERO compiled model cannot be exported yet (HETERO_NOT_SUPPORTED). */
+ * A HETERO compiled model exports to one blob holding the plan and each
+ * submodel's own driver export; importing it compiles nothing, and needs the
+ * plan's devices (not the policy file). */
 
 typedef enum hetero_plan_format {
   HETERO_PLAN_TEXT = 0, /* for people */

@@ -503,7 +503,7 @@ static void test_release_order(void) {
 }
 
 /* HETERO through the C ABI: the CPU listed as two devices, CPU.1 kept to
- * MatMul; the plan, the compiled model's submodels and its outputs. */
+ * MatMul; the plan, the compiled model's submodels, its blob and outputs. */
 static void test_hetero(void) {
   const char* core_keys[] = {"CPU.device_count"};
   const char* core_values[] = {"2"};
@@ -543,7 +543,15 @@ static void test_hetero(void) {
     CHECK(whole && strcmp(whole, device) == 0);
     void* blob = NULL;
     size_t size = 0;
-    CHECK_STATUS(hetero_compiled_model_export(compiled, &blob, &size), HETERO_NOT_SUPPORTED);
+    CHECK_OK(hetero_compiled_model_export(compiled, &blob, &size));
+    hetero_compiled_model_t* imported = NULL;
+    if (blob) CHECK_OK(hetero_compiled_model_import(&imported, core, blob, size, NULL, NULL, 0));
+    if (imported) {
+      CHECK_OK(hetero_compiled_model_get_submodel_count(imported, &count));
+      CHECK(count == 2);
+    }
+    hetero_compiled_model_release(imported);
+    hetero_free(blob);
 
     hetero_infer_request_t* request = NULL;
     hetero_tensor_t *x = NULL, *y = NULL;

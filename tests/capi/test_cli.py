@@ -198,9 +198,24 @@ def main(lib_path, fixtures):
         check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "HETERO output")
     r = hetero("bench", tiny, *split, "--iterations", "30", "--requests", "2", "--json")
     check(r[0] == 0 and json.loads(r[1] or "{}").get("device") == "HETERO:CPU.1,CPU", "bench on HETERO", show(r))
-    r = hetero("compile", tiny, *split, "-o", os.path.join(work, "hetero.blob"))
-    check(r[0] == 1 and "cannot be exported" in r[2] and not os.path.exists(os.path.join(work, "hetero.blob")),
-          "HETERO blobs are refused for now", show(r))
+    hblob = os.path.join(work, "hetero.blob")
+    r = hetero("compile", tiny, *split, "-o", hblob)
+    check(r[0] == 0 and "2 submodels" in r[1], "compile for HETERO", show(r))
+    r = hetero("blob", "info", hblob)
+    check(r[0] == 0 and "driver:          HETERO" in r[1] and "part1 (CPU)" in r[1], "HETERO blob info", show(r))
+    r = hetero("run", hblob, "--config", "CPU.device_count=2", "--input", x_pb, "--output-dir", out)
+    check(r[0] == 0 and "imported for HETERO:CPU.1,CPU" in r[1], "run a HETERO blob", show(r))
+    if r[0] == 0:
+        check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "HETERO blob output")
+    r = hetero("run", hblob)
+    check(r[0] == 1 and "CPU.1" in r[2], "a HETERO blob needs its devices", show(r))
+    hcache = os.path.join(work, "hcache")
+    for _ in range(2):
+        r = hetero("run", tiny, *split, "--input", x_pb, "--cache-dir", hcache)
+        check(r[0] == 0 and "5.5 5 0" in r[1], "HETERO through a cache", show(r))
+    entries = [os.path.join(hcache, f) for f in os.listdir(hcache)] if os.path.isdir(hcache) else []
+    check(len(entries) == 1 and "driver:          HETERO" in hetero("blob", "info", *entries[:1])[1],
+          "one HETERO cache entry", str(entries))
 
     # partition: JSON in execution order, a DOT file that Graphviz renders,
     # a policy's pins honoured, and a device that is not here planned for.

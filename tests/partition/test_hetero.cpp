@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/runtime.h"
+#include "partition/hetero_blob.h"
 #include "partition/hetero_compiled_model.h"
 #include "partition/plan.h"
 #include "partition/plan_format.h"
@@ -217,7 +218,35 @@ TEST(Hetero, ConfigMistakesAreNamed) {
                      HETERO_INVALID_ARGUMENT)
                 .find("colour"),
             std::string::npos);
-  error_of([&] { compile_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", {})->export_blob(); }, HETERO_NOT_SUPPORTED);
+}
+
+// A HETERO blob holds the plan and each part's own driver export: importing
+// compiles nothing and computes exactly what the compiled model does.
+TEST(Hetero, BlobRoundTripIsExact) {
+  const auto model = test::model_from_text(kSharedConstant);
+  const driver::Config config{{"CPU.1:ops", "Add,Mul,Identity"}};
+  auto split = compile_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", config);
+  const core::BlobOrigin origin{config, model->source_sha256};
+  const std::vector<uint8_t> blob = export_hetero_blob(two_cpus(), *split, origin);
+  EXPECT_EQ(blob, export_hetero_blob(two_cpus(), *compile_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", config),
+                                     origin))
+      << "HETERO blobs must be deterministic";
+  const core::BlobView view = core::read_blob(blob);
+  EXPECT_EQ(view.sections.size(), 1 + split->stages().size());
+  auto imported = import_hetero_blob(two_cpus(), view, {});
+  ASSERT_EQ(imported->stages().size(), split->stages().size());
+  EXPECT_EQ(imported->device(), "HETERO:CPU.1,CPU");
+  const Tensor x = input({1, 2, -3, -4, 5, 0.5f});
+  const auto a = run(*split, x), b = run(*imported, x);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(values(a[i]), values(b[i])) << "output " << i;
+  EXPECT_EQ(export_hetero_blob(two_cpus(), *imported, origin), blob);
+  // A config the blob contradicts, and a machine without CPU.1, are refused by name.
+  EXPECT_NE(error_of([&] { import_hetero_blob(two_cpus(), view, {{"CPU.1:ops", "Add"}}); }, HETERO_BLOB_MISMATCH)
+                .find("CPU.1:ops"),
+            std::string::npos);
+  const core::Runtime one_cpu;
+  EXPECT_NE(error_of([&] { import_hetero_blob(one_cpu, view, {}); }, HETERO_NOT_FOUND).find("CPU.1"),
+            std::string::npos);
 }
 
 // a1 -> b1 -> a2 -> b2 -> add(b2, a1): the nested cycle, with the a*
