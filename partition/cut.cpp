@@ -81,6 +81,25 @@ CutModel cut_model(const core::Model& model, const std::vector<Part>& parts) {
   for (const core::Value* v : graph.outputs)
     if (size_t q = producer_part(v); q != kNoPart) add_output(q, v);
 
+  // Where a value comes from at run time: an earlier part's output, a model
+  // input, or (a model output that is an initializer) a constant.
+  auto source_of = [&](const core::Value* v) {
+    Source src;
+    if (const size_t q = producer_part(v); q != kNoPart) {
+      src.kind = Source::Kind::PartOutput;
+      src.part = position[q];
+      const auto& outs = outputs[q];
+      src.index = static_cast<size_t>(std::find(outs.begin(), outs.end(), v) - outs.begin());
+    } else if (v->is_constant()) {
+      src.kind = Source::Kind::Constant;
+      src.constant = *v->constant;
+    } else {
+      src.kind = Source::Kind::GraphInput;
+      src.index = static_cast<size_t>(std::find(graph.inputs.begin(), graph.inputs.end(), v) - graph.inputs.begin());
+    }
+    return src;
+  };
+
   CutModel cut;
   for (size_t p : order) {
     Submodel sub;
@@ -106,18 +125,8 @@ CutModel cut_model(const core::Model& model, const std::vector<Part>& parts) {
       map[v] = copy;
       if (v->is_constant() && !v->producer) continue;  // an initializer: travels as a constant
       m.graph.inputs.push_back(copy);
-      Source src;
-      if (const size_t q = producer_part(v); q != kNoPart) {
-        src.kind = Source::Kind::PartOutput;
-        src.part = position[q];
-        const auto& outs = outputs[q];
-        src.index = static_cast<size_t>(std::find(outs.begin(), outs.end(), v) - outs.begin());
-        ++cut.transfers;
-      } else {
-        src.kind = Source::Kind::GraphInput;
-        src.index = static_cast<size_t>(std::find(graph.inputs.begin(), graph.inputs.end(), v) - graph.inputs.begin());
-      }
-      sub.inputs.push_back(std::move(src));
+      sub.inputs.push_back(source_of(v));
+      if (sub.inputs.back().kind == Source::Kind::PartOutput) ++cut.transfers;
     }
     // Copy nodes in the model's order so the submodel is sorted already.
     std::vector<size_t> nodes = parts[p].nodes;
@@ -138,22 +147,7 @@ CutModel cut_model(const core::Model& model, const std::vector<Part>& parts) {
     cut.parts.push_back(std::move(sub));
   }
 
-  for (const core::Value* v : graph.outputs) {
-    Source src;
-    if (const size_t q = producer_part(v); q != kNoPart) {
-      src.kind = Source::Kind::PartOutput;
-      src.part = position[q];
-      const auto& outs = outputs[q];
-      src.index = static_cast<size_t>(std::find(outs.begin(), outs.end(), v) - outs.begin());
-    } else if (v->is_constant()) {
-      src.kind = Source::Kind::Constant;
-      src.constant = *v->constant;
-    } else {
-      src.kind = Source::Kind::GraphInput;
-      src.index = static_cast<size_t>(std::find(graph.inputs.begin(), graph.inputs.end(), v) - graph.inputs.begin());
-    }
-    cut.outputs.push_back(std::move(src));
-  }
+  for (const core::Value* v : graph.outputs) cut.outputs.push_back(source_of(v));
   return cut;
 }
 
