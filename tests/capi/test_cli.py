@@ -174,6 +174,14 @@ def main(lib_path, fixtures):
         r = hetero("run", tiny, "--input", x_pb, "--cache-dir", cache)
         check(r[0] == 0 and "refused" in r[2] and entry in r[2] and "checksum" in r[2], "a damaged entry is logged", show(r))
         check(hetero("blob", "info", entry)[0] == 0, "and replaced by a valid one")
+        # An entry made from another model (the dynamic one, fixed to 1x4: same
+        # inputs, outputs and device) is refused by its model hash.
+        other = os.path.join(work, "other.blob")
+        check(hetero("compile", dynamic, "--shape", "x=1x4", "-o", other)[0] == 0, "compile another model")
+        with open(other, "rb") as src, open(entry, "wb") as dst:
+            dst.write(src.read())
+        r = hetero("run", tiny, "--input", x_pb, "--cache-dir", cache)
+        check(r[0] == 0 and "refused" in r[2] and "another model" in r[2], "an entry of another model is refused", show(r))
     r = hetero("run", tiny, "--cache-dir", tiny)
     check(r[0] == 1 and "not a directory" in r[2], "a cache dir that is a file", show(r))
 
