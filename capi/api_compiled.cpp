@@ -39,6 +39,25 @@ hetero_status hetero_compile(hetero_compiled_model_t** out, hetero_core_t* core,
   });
 }
 
+hetero_status hetero_compile_file(hetero_compiled_model_t** out, hetero_core_t* core, const char* path,
+                                  const char* const* shape_names, const int64_t* const* shape_dims,
+                                  const size_t* shape_ranks, size_t shape_count, const char* device,
+                                  const char* const* config_keys, const char* const* config_values,
+                                  size_t config_count) {
+  return guard([&] {
+    constexpr const char* fn = "hetero_compile_file";
+    require(out, fn, "out");
+    require(core, fn, "core");
+    require(path, fn, "path");
+    require(device, fn, "device");
+    const auto shapes = shapes_from_arrays(fn, shape_names, shape_dims, shape_ranks, shape_count);
+    const Config config = config_from_pairs(fn, config_keys, config_values, config_count);
+    auto compiled = std::make_unique<hetero_compiled_model>();
+    compiled->impl = core->backend->compile_file(path, shapes, device, config);
+    *out = compiled.release();
+  });
+}
+
 hetero_status hetero_compiled_model_import(hetero_compiled_model_t** out, hetero_core_t* core, const void* data,
                                            size_t size, const char* const* config_keys,
                                            const char* const* config_values, size_t config_count) {

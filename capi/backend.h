@@ -105,6 +105,10 @@ class Backend {
   virtual std::unique_ptr<CompiledModelImpl> compile(const ModelImpl& model, const std::string& device,
                                                      const Config& config) = 0;
   virtual std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) = 0;
+  // hetero_compile_file(): read_model_file() then compile(), except that a
+  // valid cached blob is imported without reading the model.
+  virtual std::unique_ptr<CompiledModelImpl> compile_file(const std::string& path, const InputShapes& shapes,
+                                                          const std::string& device, const Config& config) = 0;
   // hetero_partition(): the HETERO plan of `model` in `format`.
   virtual std::string partition(const ModelImpl& model, const std::string& device, hetero_plan_format format,
                                 const Config& config) = 0;

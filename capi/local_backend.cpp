@@ -183,42 +183,24 @@ class LocalBackend final : public Backend {
   std::unique_ptr<CompiledModelImpl> compile(const ModelImpl& model, const std::string& device,
                                              const Config& config) override {
     const core::Model& m = local_model(model).model();
-    const bool hetero = core::parse_device_string(device).hetero;
-    const core::BlobOrigin origin{config, m.source_sha256};
-    auto compile_now = [&] {
-      return std::make_unique<LocalCompiledModel>(runtime_,
-                                                  hetero ? partition::compile_hetero(*runtime_, m, device, config)
-                                                         : runtime_->compile(m, device, config),
-                                                  origin);
-    };
-    if (!cache_) return compile_now();
+    if (!cache_) return compile_model(m, device, config);
+    const core::Sha256Digest key = cache_key(m.source_sha256, device, config);
+    if (auto hit = cached(key, m.source_sha256, config)) return hit;
+    return compile_and_cache(m, key, device, config);
+  }
 
-    // A HETERO plan depends on the policy's text, not only on its path.
-    driver::Config key_config = config;
-    if (auto policy = config.find("policy"); hetero && policy != config.end()) {
-      const core::MappedBytes text = core::map_file(policy->second);
-      key_config["policy#sha256"] = core::to_hex(core::sha256({text.data, text.size}));
+  std::unique_ptr<CompiledModelImpl> compile_file(const std::string& path, const InputShapes& shapes,
+                                                  const std::string& device, const Config& config) override {
+    if (cache_) {
+      // The key from the file's bytes alone: a hit never parses the model.
+      const core::MappedBytes bytes = core::map_file(path);
+      const core::Sha256Digest hash = core::source_sha256({bytes.data, bytes.size}, shapes);
+      const core::Sha256Digest key = cache_key(hash, device, config);
+      if (auto hit = cached(key, hash, config)) return hit;
+      const auto model = core::import_onnx_file(path, import_options(shapes));
+      return compile_and_cache(*model, key, device, config);
     }
-    const core::Sha256Digest key = runtime_->blob_key(m.source_sha256, device, key_config);
-    if (auto hit = cache_->get(key)) {
-      try {
-        core::BlobOrigin found;
-        auto compiled = import_any({hit->data, hit->size}, config, &found);
-        if (found.model_sha256 != m.source_sha256) fail(HETERO_BLOB_MISMATCH, "it was compiled from another model");
-        return std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(found));
-      } catch (const Error& e) {
-        core::log(core::LogLevel::Warning,
-                  "cache entry " + cache_->path_of(key) + " refused (" + e.what() + "); compiling again");
-        cache_->remove(key);
-      }
-    }
-    auto compiled = compile_now();
-    try {
-      cache_->put(key, compiled->export_blob());
-    } catch (const Error& e) {  // a full disk must not fail the compile itself
-      core::log(core::LogLevel::Warning, std::string("cannot write a cache entry: ") + e.what());
-    }
-    return compiled;
+    return compile_model(*core::import_onnx_file(path, import_options(shapes)), device, config);
   }
 
   std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) override {
@@ -241,6 +223,56 @@ class LocalBackend final : public Backend {
   }
 
  private:
+  std::unique_ptr<LocalCompiledModel> compile_model(const core::Model& m, const std::string& device,
+                                                    const Config& config) const {
+    const bool hetero = core::parse_device_string(device).hetero;
+    return std::make_unique<LocalCompiledModel>(runtime_,
+                                                hetero ? partition::compile_hetero(*runtime_, m, device, config)
+                                                       : runtime_->compile(m, device, config),
+                                                core::BlobOrigin{config, m.source_sha256});
+  }
+
+  core::Sha256Digest cache_key(const core::Sha256Digest& model_sha256, const std::string& device,
+                               const Config& config) const {
+    // A HETERO plan depends on the policy's text, not only on its path.
+    Config key_config = config;
+    if (auto policy = config.find("policy"); policy != config.end() && core::parse_device_string(device).hetero) {
+      const core::MappedBytes text = core::map_file(policy->second);
+      key_config["policy#sha256"] = core::to_hex(core::sha256({text.data, text.size}));
+    }
+    return runtime_->blob_key(model_sha256, device, key_config);
+  }
+
+  // The cache's entry for `key` imported, or null when there is none or it
+  // is refused (logged, and removed so that the compile replaces it).
+  std::unique_ptr<CompiledModelImpl> cached(const core::Sha256Digest& key, const core::Sha256Digest& model_sha256,
+                                            const Config& config) const {
+    auto hit = cache_->get(key);
+    if (!hit) return nullptr;
+    try {
+      core::BlobOrigin found;
+      auto compiled = import_any({hit->data, hit->size}, config, &found);
+      if (found.model_sha256 != model_sha256) fail(HETERO_BLOB_MISMATCH, "it was compiled from another model");
+      return std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(found));
+    } catch (const Error& e) {
+      core::log(core::LogLevel::Warning,
+                "cache entry " + cache_->path_of(key) + " refused (" + e.what() + "); compiling again");
+      cache_->remove(key);
+      return nullptr;
+    }
+  }
+
+  std::unique_ptr<CompiledModelImpl> compile_and_cache(const core::Model& m, const core::Sha256Digest& key,
+                                                       const std::string& device, const Config& config) const {
+    auto compiled = compile_model(m, device, config);
+    try {
+      cache_->put(key, compiled->export_blob());
+    } catch (const Error& e) {  // a full disk must not fail the compile itself
+      core::log(core::LogLevel::Warning, std::string("cannot write a cache entry: ") + e.what());
+    }
+    return compiled;
+  }
+
   // A blob of a plain device or of HETERO, by what its header says.
   std::unique_ptr<driver::CompiledModel> import_any(std::span<const uint8_t> blob, const Config& config,
                                                     core::BlobOrigin* origin) const {

@@ -251,10 +251,7 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
 
   auto model = std::make_unique<Model>();
   model->source = src.name;
-  Sha256 hash;
-  hash.update({src.bytes.data, src.bytes.size});
-  for (const auto& [name, shape] : options.input_shapes) hash.update("\n" + name + "=" + shape_to_string(shape));
-  model->source_sha256 = hash.finish();
+  model->source_sha256 = source_sha256({src.bytes.data, src.bytes.size}, options.input_shapes);
   model->ir_version = proto.ir_version();
   model->producer_name = proto.producer_name();
   read_opsets(proto, *model);
@@ -325,6 +322,13 @@ std::unique_ptr<Model> with_source(const std::string& name, F f) {
 }
 
 }  // namespace
+
+Sha256Digest source_sha256(std::span<const uint8_t> bytes, const std::map<std::string, Shape>& input_shapes) {
+  Sha256 hash;
+  hash.update(bytes);
+  for (const auto& [name, shape] : input_shapes) hash.update("\n" + name + "=" + shape_to_string(shape));
+  return hash.finish();
+}
 
 std::unique_ptr<Model> import_onnx_file(const std::string& path, const ImportOptions& options) {
   Source src;

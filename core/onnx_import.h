@@ -19,6 +19,10 @@ struct ImportOptions {
   bool check = true;
 };
 
+// What Model::source_sha256 is for a model read from `bytes` with
+// `input_shapes`: so that a cache can be asked before the model is read.
+Sha256Digest source_sha256(std::span<const uint8_t> bytes, const std::map<std::string, Shape>& input_shapes);
+
 // Reads a model file. External data files are resolved relative to the model's
 // directory and may not escape it. Initializers view the mapped files rather
 // than copies of them. Fails with INVALID_MODEL (or IO_ERROR / NOT_FOUND)

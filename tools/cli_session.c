@@ -228,6 +228,18 @@ static bool has_dynamic_dims(hetero_model_t* model, size_t index) {
 /* Reads and compiles an ONNX model, passing --shape and the shapes of input
  * files that fill dynamic dims. */
 static int compile_onnx(loader* l, cli_session* s) {
+  /* With a cache and no input files to size dynamic dims, the model need not
+   * be read first: a cached blob is imported without parsing the model. */
+  if (l->o->cache_dir && l->o->inputs.count == 0) {
+    if (hetero_compile_file(&s->compiled, s->core, l->o->model, (const char* const*)l->shape_names,
+                            (const int64_t* const*)l->shape_dims, l->shape_ranks, l->shape_count, l->o->device,
+                            l->keys.items, l->values.items, l->keys.count)) {
+      char what[512];
+      snprintf(what, sizeof what, "cannot compile the model for %s", l->o->device);
+      return cli_call_failed(what);
+    }
+    return take_names(l, NULL, s->compiled);
+  }
   if (hetero_model_read_file(&l->model, s->core, l->o->model, NULL, NULL, NULL, 0))
     return cli_call_failed("cannot read the model");
   int rc = take_names(l, l->model, NULL);

@@ -224,6 +224,15 @@ HETERO_API hetero_status hetero_compile(hetero_compiled_model_t** out, hetero_co
                                         const hetero_model_t* model, const char* device,
                                         const char* const* config_keys, const char* const* config_values,
                                         size_t config_count);
+/* hetero_model_read_file() and hetero_compile() in one call (shapes, device
+ * and config as there). With a core "cache_dir", a valid cached blob of this
+ * model, device and config is imported without reading the model at all:
+ * only its bytes are hashed. What a service calls at start-up. (API 0.2) */
+HETERO_API hetero_status hetero_compile_file(hetero_compiled_model_t** out, hetero_core_t* core, const char* path,
+                                             const char* const* shape_names, const int64_t* const* shape_dims,
+                                             const size_t* shape_ranks, size_t shape_count, const char* device,
+                                             const char* const* config_keys, const char* const* config_values,
+                                             size_t config_count);
 /* Imports a blob written by hetero_compiled_model_export*(). The blob names
  * its device; a blob for another driver version, device or a corrupt one
  * fails with HETERO_BLOB_MISMATCH / HETERO_BLOB_CORRUPT saying which field.

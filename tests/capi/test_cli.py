@@ -182,6 +182,23 @@ def main(lib_path, fixtures):
             dst.write(src.read())
         r = hetero("run", tiny, "--input", x_pb, "--cache-dir", cache)
         check(r[0] == 0 and "refused" in r[2] and "another model" in r[2], "an entry of another model is refused", show(r))
+    # Without --input, run asks the cache before reading the model at all
+    # (hetero_compile_file); the same entries, the same refusals.
+    quick = os.path.join(work, "quick")
+    for _ in range(2):
+        r = hetero("run", tiny, "--cache-dir", quick)
+        check(r[0] == 0 and "(random)" in r[1], "run through hetero_compile_file", show(r))
+    entries = [os.path.join(quick, f) for f in os.listdir(quick)] if os.path.isdir(quick) else []
+    check(len(entries) == 1, "one entry from hetero_compile_file", str(entries))
+    if entries:
+        with open(entries[0], "r+b") as f:
+            f.seek(100)
+            byte = f.read(1)
+            f.seek(100)
+            f.write(bytes([byte[0] ^ 1]))
+        r = hetero("run", tiny, "--cache-dir", quick)
+        check(r[0] == 0 and "refused" in r[2], "hetero_compile_file refuses a damaged entry", show(r))
+        check(hetero("blob", "info", entries[0])[0] == 0, "and replaces it")
     r = hetero("run", tiny, "--cache-dir", tiny)
     check(r[0] == 1 and "not a directory" in r[2], "a cache dir that is a file", show(r))
 
