@@ -39,7 +39,7 @@ CutModel cut_model(const core::Model& model, const std::vector<Part>& parts) {
     std::vector<size_t> nodes = parts[p].nodes;
     std::sort(nodes.begin(), nodes.end());
     std::vector<const core::Value*> all;
-    for (size_t i : nodes) values_read(*graph.nodes()[i], graph, all);
+    for (size_t i : nodes) core::values_read(*graph.nodes()[i], graph, all);
     std::set<const core::Value*> seen;
     for (const core::Value* v : all)
       if (seen.insert(v).second) reads[p].push_back(v);

@@ -19,7 +19,7 @@ GraphDag graph_dag(const core::Graph& graph) {
   std::vector<const core::Value*> reads;
   for (size_t id = 0; id < g.node_index.size(); ++id) {
     reads.clear();
-    values_read(*nodes[g.node_index[id]], graph, reads);
+    core::values_read(*nodes[g.node_index[id]], graph, reads);
     for (const core::Value* v : reads)
       if (v->producer && g.dag_id[v->producer->index] != kNotInDag)
         edges.emplace_back(g.dag_id[v->producer->index], static_cast<uint32_t>(id));

@@ -27,6 +27,4 @@ GraphDag graph_dag(const core::Graph& graph);
 // True for nodes that only produce a constant (they are never cut).
 bool is_constant_node(const core::Node& node);
 
-using core::values_read;
-
 }  // namespace hetero::partition

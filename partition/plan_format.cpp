@@ -119,7 +119,7 @@ std::string plan_dot(const Plan& plan, const core::Model& model) {
   for (const auto& node : graph.nodes()) {
     if (is_constant_node(*node)) continue;
     reads.clear();
-    values_read(*node, graph, reads);
+    core::values_read(*node, graph, reads);
     for (const core::Value* v : reads) {
       if (v->producer && is_constant_node(*v->producer)) continue;
       if (!v->producer && v->is_constant()) continue;  // an initializer
