@@ -36,15 +36,7 @@ class Encoder {
   }
 
  private:
-  void tensor(const Tensor& t) {
-    w_.u32(static_cast<uint32_t>(t.dtype()));
-    if (t.empty()) return;
-    w_.u32(static_cast<uint32_t>(t.rank()));
-    for (int64_t d : t.shape()) w_.i64(d);
-    w_.u64(t.nbytes());
-    w_.align(kTensorAlign);
-    w_.raw({static_cast<const uint8_t*>(t.raw()), t.nbytes()});
-  }
+  void tensor(const Tensor& t) { encode_tensor(w_, t); }
 
   // (depth, index) of `v` among the graphs being encoded, innermost last.
   void ref(const Value* v) {
@@ -166,26 +158,8 @@ class Decoder {
   }
 
  private:
-  Tensor tensor(const std::string& field) {
-    const auto dtype = static_cast<DType>(r_.uint(4, field + " dtype"));
-    if (dtype == DType::Undefined) return {};
-    if (dtype_size(dtype) == 0) r_.corrupt(field + " has dtype " + std::to_string(static_cast<int>(dtype)));
-    const uint32_t rank = r_.count(field + " rank", 64, 8);
-    Shape shape(rank);
-    for (int64_t& d : shape) d = r_.i64(field + " dim");
-    size_t numel = 0;
-    try {
-      numel = shape_numel(shape);
-    } catch (const Error&) {
-      r_.corrupt(field + " has shape " + shape_to_string(shape));
-    }
-    const uint64_t nbytes = r_.uint(8, field + " byte count");
-    if (nbytes != numel * dtype_size(dtype)) r_.corrupt(field + " byte count disagrees with its shape");
-    r_.align(kTensorAlign, field + " padding");
-    const auto data = r_.take(nbytes, field + " data");
-    // A view into the decoded block, which the model keeps alive.
-    return Tensor::wrap(dtype, std::move(shape), const_cast<uint8_t*>(data.data()), owner_);
-  }
+  // A view into the decoded block, which the model keeps alive.
+  Tensor tensor(const std::string& field) { return decode_tensor(r_, field, owner_); }
 
   Value* ref(const std::string& field) {
     const uint64_t depth = r_.uint(4, field + " depth"), index = r_.uint(4, field + " index");
@@ -301,6 +275,36 @@ class Decoder {
 };
 
 }  // namespace
+
+void encode_tensor(ByteWriter& w, const Tensor& t) {
+  w.u32(static_cast<uint32_t>(t.dtype()));
+  if (t.empty()) return;
+  w.u32(static_cast<uint32_t>(t.rank()));
+  for (int64_t d : t.shape()) w.i64(d);
+  w.u64(t.nbytes());
+  w.align(kTensorAlign);
+  w.raw({static_cast<const uint8_t*>(t.raw()), t.nbytes()});
+}
+
+Tensor decode_tensor(ByteReader& r, const std::string& field, std::shared_ptr<const void> owner) {
+  const auto dtype = static_cast<DType>(r.uint(4, field + " dtype"));
+  if (dtype == DType::Undefined) return {};
+  if (dtype_size(dtype) == 0) r.corrupt(field + " has dtype " + std::to_string(static_cast<int>(dtype)));
+  const uint32_t rank = r.count(field + " rank", 64, 8);
+  Shape shape(rank);
+  for (int64_t& d : shape) d = r.i64(field + " dim");
+  size_t numel = 0;
+  try {
+    numel = shape_numel(shape);
+  } catch (const Error&) {
+    r.corrupt(field + " has shape " + shape_to_string(shape));
+  }
+  const uint64_t nbytes = r.uint(8, field + " byte count");
+  if (nbytes != numel * dtype_size(dtype)) r.corrupt(field + " byte count disagrees with its shape");
+  r.align(kTensorAlign, field + " padding");
+  const auto data = r.take(nbytes, field + " data");
+  return Tensor::wrap(dtype, std::move(shape), const_cast<uint8_t*>(data.data()), std::move(owner));
+}
 
 std::vector<uint8_t> encode_model(const Model& model) { return Encoder().model(model); }
 

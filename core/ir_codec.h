@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/byte_io.h"
 #include "core/graph.h"
 
 namespace hetero::core {
@@ -27,5 +28,13 @@ std::unique_ptr<Model> decode_model(std::span<const uint8_t> bytes, std::shared_
                                     const std::string& what);
 // Decodes from a copy of `bytes` (one aligned block).
 std::unique_ptr<Model> decode_model(std::span<const uint8_t> bytes, const std::string& what);
+
+// One tensor in the codec's form (dtype, shape, byte count, then the data
+// 64-byte aligned from the start of the encoding), for formats built on it.
+void encode_tensor(ByteWriter& w, const Tensor& tensor);
+// Reads one, checking its shape and byte count (BLOB_CORRUPT naming
+// `field`). The result views the reader's bytes and keeps `owner` alive; with
+// a null owner the caller must copy it before those bytes go.
+Tensor decode_tensor(ByteReader& r, const std::string& field, std::shared_ptr<const void> owner);
 
 }  // namespace hetero::core

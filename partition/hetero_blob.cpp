@@ -1,10 +1,9 @@
 #include "partition/hetero_blob.h"
 
-#include <cstring>
-
 #include "core/byte_io.h"
 #include "core/device_string.h"
 #include "core/error.h"
+#include "core/ir_codec.h"
 #include "hetero_build_config.h"
 #include "partition/plan.h"
 
@@ -52,13 +51,7 @@ void put_source(core::ByteWriter& w, const Source& s) {
   w.u8(static_cast<uint8_t>(s.kind));
   w.u32(static_cast<uint32_t>(s.part));
   w.u32(static_cast<uint32_t>(s.index));
-  if (s.kind != Source::Kind::Constant) return;
-  const core::Tensor& t = s.constant;
-  w.u32(static_cast<uint32_t>(t.dtype()));
-  w.u32(static_cast<uint32_t>(t.rank()));
-  for (int64_t d : t.shape()) w.i64(d);
-  w.u64(t.nbytes());
-  w.raw({static_cast<const uint8_t*>(t.raw()), t.nbytes()});
+  if (s.kind == Source::Kind::Constant) core::encode_tensor(w, s.constant);
 }
 
 Source get_source(core::ByteReader& r, const std::string& what) {
@@ -69,21 +62,10 @@ Source get_source(core::ByteReader& r, const std::string& what) {
   s.part = r.uint(4, what + " part");
   s.index = r.uint(4, what + " index");
   if (s.kind != Source::Kind::Constant) return s;
-  const auto dtype = static_cast<core::DType>(r.uint(4, what + " dtype"));
-  core::Shape shape(r.count(what + " rank", 64, 8));
-  for (int64_t& d : shape) d = r.i64(what + " dim");
-  size_t numel = 0;
-  try {
-    numel = core::shape_numel(shape);
-  } catch (const Error&) {
-    r.corrupt(what + " has shape " + core::shape_to_string(shape));
-  }
-  const uint64_t nbytes = r.uint(8, what + " byte count");
-  if (core::dtype_size(dtype) == 0 || nbytes != numel * core::dtype_size(dtype) || nbytes > r.remaining())
-    r.corrupt(what + " byte count disagrees with its type and shape");
-  const auto data = r.take(nbytes, what + " data");
-  s.constant = core::Tensor::allocate(dtype, std::move(shape), false);
-  std::memcpy(s.constant.raw(), data.data(), nbytes);
+  // A copy: the plan's bytes belong to the blob, which the import does not keep.
+  const core::Tensor view = core::decode_tensor(r, what, nullptr);
+  if (view.empty()) r.corrupt(what + " is a constant with no value");
+  s.constant = view.clone();
   return s;
 }
 
