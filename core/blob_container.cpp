@@ -25,12 +25,6 @@ void put_string(ByteWriter& w, const std::string& s) {
   if (s.size() > kMaxString) fail(HETERO_INVALID_ARGUMENT, "blob header string is longer than 4096 bytes");
   w.string(s);
 }
-void set_u32(std::vector<uint8_t>& out, size_t at, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out[at + i] = static_cast<uint8_t>(v >> (8 * i));
-}
-void set_u64(std::vector<uint8_t>& out, size_t at, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out[at + i] = static_cast<uint8_t>(v >> (8 * i));
-}
 
 }  // namespace
 
@@ -69,16 +63,16 @@ std::vector<uint8_t> write_blob(const BlobHeader& header, std::span<const BlobSe
     w.u32(crc32c(s.bytes));
   }
   if (out.size() - 16 > kMaxHeaderBytes) fail(HETERO_INVALID_ARGUMENT, "blob header is larger than 1 MiB");
-  set_u32(out, 12, static_cast<uint32_t>(out.size() - 16));
+  w.patch_u32(12, static_cast<uint32_t>(out.size() - 16));
   const size_t header_crc_at = out.size();
   w.u32(0);
   for (size_t i = 0; i < sections.size(); ++i) {
     w.align(kAlign);
-    set_u64(out, offset_at[i], out.size());
+    w.patch_u64(offset_at[i], out.size());
     w.raw(sections[i].bytes);
   }
   // The checksum covers the offsets, so it is taken last.
-  set_u32(out, header_crc_at, crc32c(std::span(out).first(header_crc_at)));
+  w.patch_u32(header_crc_at, crc32c(std::span(out).first(header_crc_at)));
   return std::move(out);
 }
 

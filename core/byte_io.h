@@ -33,10 +33,16 @@ class ByteWriter {
   }
   // Zeros up to the next multiple of `alignment` (from the start).
   void align(size_t alignment) { out_.resize((out_.size() + alignment - 1) / alignment * alignment, 0); }
+  // Overwrites a field written earlier (a size or offset known only later).
+  void patch_u32(size_t at, uint32_t v) { patch(at, v, 4); }
+  void patch_u64(size_t at, uint64_t v) { patch(at, v, 8); }
 
  private:
   void uint(uint64_t v, int width) {
     for (int i = 0; i < width; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void patch(size_t at, uint64_t v, int width) {
+    for (int i = 0; i < width; ++i) out_.at(at + static_cast<size_t>(i)) = static_cast<uint8_t>(v >> (8 * i));
   }
   std::vector<uint8_t> out_;
 };
