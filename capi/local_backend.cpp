@@ -1,8 +1,6 @@
 // The in-process backend: the C ABI's handles over core::Runtime and the
 // driver objects it hands out.
-#include <cctype>
-#include <cerrno>
-#include <cstdlib>
+#include <charconv>
 #include <optional>
 #include <utility>
 
@@ -307,11 +305,9 @@ class LocalBackend final : public Backend {
     o.dir = dir->second;
     if (auto max = options.find("cache_max_mb"); max != options.end()) {
       const std::string& v = max->second;
-      char* end = nullptr;
-      errno = 0;
-      const unsigned long long mb = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || !std::isdigit(static_cast<unsigned char>(v[0])) || *end || errno || mb < 1 ||
-          mb > (uint64_t{1} << 40))
+      uint64_t mb = 0;
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), mb);
+      if (ec != std::errc() || end != v.data() + v.size() || mb < 1 || mb > (uint64_t{1} << 40))
         fail(HETERO_INVALID_ARGUMENT, "cache_max_mb must be a whole number of MiB, 1 or more, got '" + v + "'");
       o.max_bytes = mb << 20;
     }
