@@ -1,0 +1,68 @@
+// heterod's configuration file (conf/heterod.yaml documents every key). The
+// whole file is checked when it is read; an error names file:line and the
+// key, and a daemon reloading a bad file keeps running on the old one.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hetero::daemon {
+
+struct Limits {
+  uint32_t max_frame_bytes = 64u << 20;         // one protocol frame
+  uint32_t max_connections = 256;
+  uint32_t max_in_flight_per_client = 64;       // infer requests answered or queued
+  uint32_t request_timeout_ms = 30000;          // in a model's queue
+  uint64_t max_model_bytes = 256ull << 20;      // LoadModel uploads
+  uint32_t shutdown_grace_ms = 10000;           // SIGTERM: in-flight requests finish
+};
+
+// One model to serve.
+struct ModelSpec {
+  std::string name;
+  std::string path;      // absolute: an ONNX file or a compiled blob
+  std::string device = "CPU";
+  std::string policy;    // absolute path of a HETERO affinity policy, or empty
+  std::map<std::string, std::string> config;       // compile config
+  std::map<std::string, std::vector<int64_t>> shapes;  // dynamic input dims fixed
+  uint32_t parallel = 1;  // infer requests
+  uint32_t queue = 64;    // requests waiting for one of them; more get "busy"
+
+  // Equal for specs that compile to the same model (a reload keeps it).
+  bool same_model(const ModelSpec& other) const;
+};
+
+struct Config {
+  std::string file;  // where it was read from
+
+  std::string socket_path;
+  mode_t socket_mode = 0660;
+  std::string socket_group;  // empty: the daemon's own group
+  std::vector<uid_t> allowed_uids;  // both empty: whoever can open the socket
+  std::vector<gid_t> allowed_gids;
+
+  std::string driver_path;  // colon-separated, searched before the defaults
+  std::map<std::string, std::string> driver_config;  // "CPU.num_threads" = "2"
+  std::string cache_dir;    // empty: no cache
+  uint64_t cache_max_mb = 1024;
+
+  std::vector<std::string> model_dirs;  // where LoadModel may read paths from
+  Limits limits;
+  std::vector<ModelSpec> models;
+};
+
+// Reads and checks `path`. Relative paths in it are relative to the file's
+// directory. Unset socket and cache paths fall back to systemd's
+// $RUNTIME_DIRECTORY and $CACHE_DIRECTORY. Fails with INVALID_ARGUMENT
+// ("heterod.yaml:12: ...") or NOT_FOUND / IO_ERROR for the file.
+Config read_config(const std::string& path);
+
+// A model name the protocol accepts: 1-128 of [A-Za-z0-9._-].
+bool valid_model_name(const std::string& name);
+
+}  // namespace hetero::daemon

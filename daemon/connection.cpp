@@ -1,0 +1,165 @@
+#include "daemon/connection.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "daemon/protocol/socket_io.h"
+#include "daemon/server.h"
+
+namespace hetero::daemon {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 * 1024;
+// Reads per wake-up before other clients get their turn.
+constexpr int kReadsPerWake = 8;
+
+}  // namespace
+
+Connection::Connection(Server& server, wire::UniqueFd fd, PeerCredentials peer, size_t max_frame_bytes)
+    : server_(server),
+      fd_(std::move(fd)),
+      peer_(std::move(peer)),
+      decoder_(max_frame_bytes),
+      max_out_bytes_(std::max<size_t>(8u << 20, 2 * max_frame_bytes)) {}
+
+Connection::~Connection() = default;
+
+void Connection::start(uv_loop_t* loop) {
+  poll_ = new uv_poll_t{};
+  if (uv_poll_init(loop, poll_, fd_.get()) != 0) {
+    delete poll_;
+    poll_ = nullptr;
+    fail(HETERO_INTERNAL, "uv_poll_init failed for a connection");
+  }
+  poll_->data = this;
+  update_poll();
+}
+
+void Connection::update_poll() {
+  if (closed_ || !poll_) return;
+  int events = 0;
+  if (reading_ && !closing_ && out_bytes_ < max_out_bytes_) events |= UV_READABLE;
+  if (!out_.empty()) events |= UV_WRITABLE;
+  if (events)
+    uv_poll_start(poll_, events, &Connection::on_poll);
+  else
+    uv_poll_stop(poll_);
+}
+
+void Connection::on_poll(uv_poll_t* handle, int status, int events) {
+  auto* self = static_cast<Connection*>(handle->data);
+  // The server may drop its reference while this runs.
+  const std::shared_ptr<Connection> keep = self->shared_from_this();
+  if (status < 0) {
+    self->close();
+    return;
+  }
+  if (events & UV_WRITABLE) self->flush();
+  if ((events & UV_READABLE) && !self->closed_) self->on_readable();
+}
+
+void Connection::on_readable() {
+  uint8_t buffer[kReadChunk];
+  for (int k = 0; k < kReadsPerWake && reading_ && !closing_ && !closed_; ++k) {
+    std::vector<wire::UniqueFd> fds;
+    const ssize_t n = wire::receive(fd_.get(), buffer, fds);
+    if (n == -EAGAIN || n == -EWOULDBLOCK) break;
+    if (n == 0 || (n < 0 && n != -EPROTO)) {  // the client went away
+      close();
+      return;
+    }
+    try {
+      if (n == -EPROTO) fail(HETERO_PROTOCOL_ERROR, "descriptors were dropped: more than the per-frame limit");
+      decoder_.add_fds(std::move(fds));
+      decoder_.feed({buffer, static_cast<size_t>(n)});
+    } catch (const Error& e) {
+      send_fatal(0, e.status(), e.what());
+      return;
+    }
+    while (!closing_ && !closed_) {
+      std::optional<wire::Frame> frame = decoder_.next();
+      if (!frame) break;
+      server_.handle_frame(*this, std::move(*frame));
+    }
+    if (static_cast<size_t>(n) < sizeof buffer) break;  // drained
+  }
+  update_poll();
+}
+
+void Connection::send(wire::EncodedFrame frame) {
+  if (closed_) return;
+  out_bytes_ += frame.bytes.size();
+  out_.push_back(std::move(frame));
+  if (out_.size() == 1) flush();
+  update_poll();
+}
+
+void Connection::reply_infer(wire::EncodedFrame frame) {
+  --in_flight;
+  send(std::move(frame));
+  server_.connection_progress();
+}
+
+void Connection::send_fatal(uint64_t id, hetero_status status, const std::string& message) {
+  core::log(core::LogLevel::Warning, "client " + peer_.describe() + ": " + message + "; disconnecting it");
+  send(error_frame(id, status, message));
+  closing_ = true;
+  if (out_.empty()) close();
+  update_poll();
+}
+
+void Connection::flush() {
+  while (!out_.empty() && !closed_) {
+    wire::EncodedFrame& front = out_.front();
+    std::vector<int> fds;
+    if (out_offset_ == 0)
+      for (const wire::UniqueFd& fd : front.fds) fds.push_back(fd.get());
+    const ssize_t n = wire::send(fd_.get(), std::span<const uint8_t>(front.bytes).subspan(out_offset_), fds);
+    if (n == -EAGAIN || n == -EWOULDBLOCK) break;
+    if (n < 0) {
+      close();
+      return;
+    }
+    out_offset_ += static_cast<size_t>(n);
+    if (out_offset_ < front.bytes.size()) continue;
+    out_bytes_ -= front.bytes.size();
+    out_.pop_front();
+    out_offset_ = 0;
+  }
+  if (closing_ && out_.empty()) {
+    close();
+    return;
+  }
+  update_poll();
+  server_.connection_progress();
+}
+
+void Connection::stop_reading() {
+  reading_ = false;
+  update_poll();
+}
+
+void Connection::close() {
+  if (closed_) return;
+  closed_ = true;
+  out_.clear();
+  out_bytes_ = 0;
+  if (poll_) {
+    uv_poll_stop(poll_);
+    // The handle keeps this connection alive until its close callback, on a
+    // later turn of the loop: close() may run deep inside its own methods.
+    poll_->data = new std::shared_ptr<Connection>(shared_from_this());
+    uv_close(reinterpret_cast<uv_handle_t*>(poll_), [](uv_handle_t* h) {
+      delete static_cast<std::shared_ptr<Connection>*>(h->data);
+      delete reinterpret_cast<uv_poll_t*>(h);
+    });
+    poll_ = nullptr;
+  }
+  fd_.reset();
+  server_.connection_closed(*this);
+}
+
+}  // namespace hetero::daemon

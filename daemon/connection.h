@@ -1,0 +1,64 @@
+// One client on the socket: reads frames as they arrive (recvmsg, so memfds
+// can come with them), hands each to the server, and writes replies in the
+// order they are ready. Loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+#include "daemon/peer_credentials.h"
+#include "daemon/protocol/frame.h"
+#include "daemon/served_model.h"
+
+namespace hetero::daemon {
+
+class Server;
+
+class Connection final : public Replier, public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Server& server, wire::UniqueFd fd, PeerCredentials peer, size_t max_frame_bytes);
+  ~Connection() override;
+
+  // Starts polling the socket.
+  void start(uv_loop_t* loop);
+  void send(wire::EncodedFrame frame);
+  // Replies with an error that ends the connection, closed once it is sent.
+  void send_fatal(uint64_t id, hetero_status status, const std::string& message);
+  // Stops reading new requests (shutdown); replies still go out.
+  void stop_reading();
+  // Closes at once; queued replies are dropped.
+  void close();
+
+  bool open() const override { return !closed_; }
+  void reply_infer(wire::EncodedFrame frame) override;
+
+  const PeerCredentials& peer() const noexcept { return peer_; }
+  bool greeted = false;       // the Hello exchange has happened
+  uint32_t in_flight = 0;     // infer requests not answered yet
+  // Nothing left to send, nothing being read into.
+  bool idle() const noexcept { return closed_ || (out_.empty() && in_flight == 0); }
+
+ private:
+  static void on_poll(uv_poll_t* handle, int status, int events);
+  void on_readable();
+  void flush();
+  void update_poll();
+
+  Server& server_;
+  wire::UniqueFd fd_;
+  PeerCredentials peer_;
+  uv_poll_t* poll_ = nullptr;  // freed by its close callback
+  wire::FrameDecoder decoder_;
+  std::deque<wire::EncodedFrame> out_;
+  size_t out_offset_ = 0;  // bytes of out_.front() already sent
+  size_t out_bytes_ = 0;   // bytes queued in all
+  size_t max_out_bytes_;   // above this, reading pauses until the client reads
+  bool reading_ = true;
+  bool closing_ = false;   // close once out_ is sent
+  bool closed_ = false;
+};
+
+}  // namespace hetero::daemon

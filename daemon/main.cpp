@@ -1,0 +1,90 @@
+// heterod: the inference daemon. Runs in the foreground (systemd's
+// Type=notify), logs to stderr with levels, and serves the models of its
+// config on a Unix socket until SIGTERM.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "daemon/config.h"
+#include "daemon/server.h"
+#include "hetero/hetero.h"
+
+namespace {
+
+constexpr const char* kDefaultConfig = HETEROD_DEFAULT_CONFIG;
+
+const char kUsage[] =
+    "usage: heterod [--config FILE] [--check] [--version] [--help]\n"
+    "\n"
+    "  --config FILE  the daemon's config (default " HETEROD_DEFAULT_CONFIG ")\n"
+    "  --check        read and check the config, then exit\n";
+
+// Under systemd, stderr goes to the journal, which reads a "<N>" syslog
+// priority at the start of each line.
+bool to_journal = false;
+
+void log_line(hetero::core::LogLevel level, const std::string& message) {
+  const char* name = "info";
+  int priority = 6;
+  if (level == hetero::core::LogLevel::Warning) {
+    name = "warning";
+    priority = 4;
+  } else if (level == hetero::core::LogLevel::Error) {
+    name = "error";
+    priority = 3;
+  }
+  if (to_journal)
+    std::fprintf(stderr, "<%d>%s\n", priority, message.c_str());
+  else
+    std::fprintf(stderr, "heterod: %s: %s\n", name, message.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path = kDefaultConfig;
+  bool check_only = false;
+  for (int k = 1; k < argc; ++k) {
+    const std::string arg = argv[k];
+    if (arg == "--config" && k + 1 < argc) {
+      config_path = argv[++k];
+    } else if (arg.rfind("--config=", 0) == 0) {
+      config_path = arg.substr(9);
+    } else if (arg == "--check") {
+      check_only = true;
+    } else if (arg == "--version") {
+      std::printf("heterod %s\n", hetero_library_version());
+      return 0;
+    } else if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "heterod: unknown argument '%s'\n%s", arg.c_str(), kUsage);
+      return 2;
+    }
+  }
+  to_journal = std::getenv("JOURNAL_STREAM") != nullptr;
+  hetero::core::set_log_sink(&log_line);
+  setvbuf(stderr, nullptr, _IOLBF, 0);
+
+  try {
+    hetero::daemon::Config config = hetero::daemon::read_config(config_path);
+    if (check_only) {
+      std::printf("%s: ok (%zu models)\n", config_path.c_str(), config.models.size());
+      return 0;
+    }
+    hetero::daemon::Server server(std::move(config));
+    return server.run();
+  } catch (const hetero::Error& e) {
+    hetero::core::log(hetero::core::LogLevel::Error, e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    hetero::core::log(hetero::core::LogLevel::Error, std::string("internal error: ") + e.what());
+    return 1;
+  }
+}

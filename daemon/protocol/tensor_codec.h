@@ -1,0 +1,46 @@
+// Tensors on the wire: checking a received wire::Tensor before anything is
+// allocated for it, and viewing its bytes where they already are (inside the
+// decoded message, or in a memfd mapped read-only) instead of copying them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "daemon/protocol/heterod.pb.h"
+#include "daemon/protocol/socket_io.h"
+
+namespace hetero::wire {
+
+// Ranks above this are refused (ONNX Runtime's own limit is lower in practice).
+inline constexpr size_t kMaxRank = 16;
+
+struct TensorView {
+  std::string name;
+  core::DType dtype = core::DType::Undefined;
+  std::vector<int64_t> dims;
+  const uint8_t* data = nullptr;  // borrowed: see decode_tensor()
+  size_t bytes = 0;
+};
+
+// The memfd mappings that decoded views point into.
+struct TensorMappings {
+  std::vector<std::unique_ptr<MappedMemfd>> maps;
+};
+
+// Checks `tensor` (dtype, rank, dims, byte size against its data) and views
+// its data. The view borrows from `tensor` (inline data) or from a mapping
+// added to `mappings` (memfd data from `fds`, the frame's descriptors).
+// Fails with PROTOCOL_ERROR naming `what` ("input 'x'") and the field.
+TensorView decode_tensor(const Tensor& tensor, std::span<const UniqueFd> fds, TensorMappings& mappings,
+                         const std::string& what);
+
+// Byte size of a tensor of `dtype` and `dims`; false on overflow, a negative
+// dim, an unknown dtype or one without a fixed size (string).
+bool tensor_byte_size(int32_t dtype, std::span<const int64_t> dims, size_t& out);
+
+}  // namespace hetero::wire

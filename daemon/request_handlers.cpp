@@ -1,0 +1,337 @@
+// Server: one handler per request of the protocol (PROTOCOL.md). A request
+// that breaks the protocol ends its connection; one that is merely wrong
+// (an unknown model, a bad shape) gets an error reply and the connection
+// goes on.
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <cstdlib>
+
+#include "core/log.h"
+#include "daemon/server.h"
+
+namespace hetero::daemon {
+
+namespace {
+
+bool under(const std::string& path, const std::string& dir) {
+  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
+}
+
+std::string real_path(const std::string& path) {
+  char buffer[PATH_MAX];
+  return ::realpath(path.c_str(), buffer) ? std::string(buffer) : std::string();
+}
+
+}  // namespace
+
+void Server::reply(Connection& connection, wire::Response& response) {
+  connection.send({wire::encode_frame(response), {}});
+}
+
+void Server::reply_error(Connection& connection, uint64_t id, hetero_status status, const std::string& message) {
+  connection.send(error_frame(id, status, message));
+}
+
+void Server::handle_frame(Connection& connection, wire::Frame frame) {
+  auto request = std::make_unique<wire::Request>();
+  if (!request->ParseFromArray(frame.payload.data(), static_cast<int>(frame.payload.size()))) {
+    connection.send_fatal(0, HETERO_PROTOCOL_ERROR, "a frame of " + std::to_string(frame.payload.size()) +
+                                                        " bytes is not a Request message");
+    return;
+  }
+  frame.payload = {};  // parsed: the message owns copies now
+  const uint64_t id = request->id();
+  if (!connection.greeted && request->body_case() != wire::Request::kHello) {
+    connection.send_fatal(id, HETERO_PROTOCOL_ERROR, "the first request must be Hello");
+    return;
+  }
+  switch (request->body_case()) {
+    case wire::Request::kHello:
+      return handle_hello(connection, *request);
+    case wire::Request::kListDevices: {
+      wire::Response response;
+      response.set_id(id);
+      *response.mutable_list_devices() = devices_;
+      return reply(connection, response);
+    }
+    case wire::Request::kListModels:
+      return handle_list_models(connection, *request);
+    case wire::Request::kLoadModel:
+      return handle_load(connection, std::move(request), std::move(frame.fds));
+    case wire::Request::kUnloadModel:
+      return handle_unload(connection, *request);
+    case wire::Request::kInfer:
+      return handle_infer(connection, std::move(request), std::move(frame.fds));
+    case wire::Request::kStats:
+      return handle_stats(connection, *request);
+    case wire::Request::kHealth:
+      return handle_health(connection, *request);
+    case wire::Request::kReload:
+      return handle_reload(connection, *request);
+    case wire::Request::BODY_NOT_SET:
+      break;
+  }
+  // A newer client's request, or none: the connection can go on.
+  reply_error(connection, id, HETERO_NOT_SUPPORTED, "request " + std::to_string(id) + " has no body this daemon knows");
+}
+
+void Server::handle_hello(Connection& connection, const wire::Request& request) {
+  const wire::Hello& hello = request.hello();
+  if (connection.greeted) {
+    connection.send_fatal(request.id(), HETERO_PROTOCOL_ERROR, "Hello sent twice");
+    return;
+  }
+  if (hello.min_version() > wire::kProtocolVersion || hello.max_version() < wire::kProtocolVersion) {
+    connection.send_fatal(request.id(), HETERO_NOT_SUPPORTED,
+                          "no common protocol version: the client speaks " + std::to_string(hello.min_version()) +
+                              "-" + std::to_string(hello.max_version()) + ", this daemon " +
+                              std::to_string(wire::kProtocolVersion));
+    return;
+  }
+  connection.greeted = true;
+  wire::Response response;
+  response.set_id(request.id());
+  wire::HelloReply* r = response.mutable_hello();
+  r->set_version(wire::kProtocolVersion);
+  r->set_server(std::string("heterod ") + hetero_library_version());
+  r->set_max_frame_bytes(config_.limits.max_frame_bytes);
+  r->set_max_in_flight(config_.limits.max_in_flight_per_client);
+  r->set_max_model_bytes(config_.limits.max_model_bytes);
+  reply(connection, response);
+}
+
+void Server::describe(const ModelEntry& entry, wire::ModelInfo& info) const {
+  if (entry.model) {
+    entry.model->describe(info);
+  } else {
+    info.set_name(entry.spec.name);
+    info.set_device(entry.spec.device);
+    info.set_source(entry.spec.path.empty() ? "upload" : entry.spec.path);
+    info.set_parallel(entry.spec.parallel);
+  }
+  info.set_state(entry.state);
+  info.set_error(entry.error);
+}
+
+void Server::handle_list_models(Connection& connection, const wire::Request& request) {
+  wire::Response response;
+  response.set_id(request.id());
+  wire::ListModelsReply* list = response.mutable_list_models();
+  for (const auto& [name, entry] : models_) describe(entry, *list->add_models());
+  reply(connection, response);
+}
+
+void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> request,
+                         std::vector<wire::UniqueFd> fds) {
+  const uint64_t id = request->id();
+  const wire::LoadModel& message = request->load_model();
+  if (!valid_model_name(message.name()))
+    return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
+                       "model name '" + message.name() + "' must be 1-128 of A-Z a-z 0-9 . _ -");
+  if (models_.count(message.name()))
+    return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
+                       "model '" + message.name() + "' is already loaded; unload it first");
+  ModelSpec spec;
+  spec.name = message.name();
+  spec.device = message.device().empty() ? "CPU" : message.device();
+  spec.config.insert(message.config().begin(), message.config().end());
+  spec.parallel = message.parallel() == 0 ? 1 : std::min<uint32_t>(message.parallel(), 64);
+  if (spec.config.count("policy"))
+    return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
+                       "model '" + spec.name + "': a policy file can only be named in the daemon's config");
+
+  // What the loader thread reads: a path, or bytes that stay alive with it.
+  auto owned = std::make_shared<std::pair<std::unique_ptr<wire::Request>, std::unique_ptr<wire::MappedMemfd>>>();
+  std::span<const uint8_t> bytes;
+  switch (message.source_case()) {
+    case wire::LoadModel::kPath: {
+      const std::string path = real_path(message.path());
+      bool allowed = false;
+      for (const std::string& dir : config_.model_dirs) allowed = allowed || (!path.empty() && under(path, real_path(dir)));
+      if (path.empty())
+        return reply_error(connection, id, HETERO_NOT_FOUND, "model '" + spec.name + "': " + message.path() + " does not exist");
+      if (!allowed)
+        return reply_error(connection, id, HETERO_PERMISSION_DENIED,
+                           "model '" + spec.name + "': " + message.path() + " is outside the config's model_dirs");
+      spec.path = path;
+      break;
+    }
+    case wire::LoadModel::kModelBytes:
+      if (message.model_bytes().size() > config_.limits.max_model_bytes)
+        return reply_error(connection, id, HETERO_INVALID_ARGUMENT, "upload exceeds limits.max_model_bytes");
+      bytes = {reinterpret_cast<const uint8_t*>(message.model_bytes().data()), message.model_bytes().size()};
+      break;
+    case wire::LoadModel::kModelMemfd: {
+      const wire::MemfdRef& ref = message.model_memfd();
+      if (ref.size() > config_.limits.max_model_bytes)
+        return reply_error(connection, id, HETERO_INVALID_ARGUMENT, "upload exceeds limits.max_model_bytes");
+      if (ref.fd_index() >= fds.size()) {
+        connection.send_fatal(id, HETERO_PROTOCOL_ERROR, "load_model.model_memfd names a descriptor the frame lacks");
+        return;
+      }
+      try {
+        owned->second = std::make_unique<wire::MappedMemfd>(fds[ref.fd_index()].get(), ref.offset(), ref.size(),
+                                                            "load_model.model_memfd");
+      } catch (const Error& e) {
+        connection.send_fatal(id, e.status(), e.what());
+        return;
+      }
+      bytes = {owned->second->data(), owned->second->size()};
+      break;
+    }
+    case wire::LoadModel::SOURCE_NOT_SET:
+      return reply_error(connection, id, HETERO_INVALID_ARGUMENT, "model '" + spec.name + "': no path or bytes");
+  }
+  owned->first = std::move(request);
+  models_[spec.name] = ModelEntry{spec, false, wire::ModelInfo::LOADING, {}, nullptr};
+  std::weak_ptr<Connection> who = connection.shared_from_this();
+  loader_->post([this, spec, owned, bytes, who, id] {
+    LoadResult result{spec, nullptr, {}};
+    if (!spec.path.empty()) {
+      result = load(spec);
+    } else {
+      try {
+        result.model = ServedModel::load_bytes(core_.get(), spec, bytes, post_);
+      } catch (const std::exception& e) {
+        result.error = e.what();
+      }
+    }
+    auto shared = std::make_shared<LoadResult>(std::move(result));
+    post_->post([this, shared, who, id] {
+      auto it = models_.find(shared->spec.name);
+      auto c = who.lock();
+      if (it == models_.end() || it->second.from_config) {  // unloaded or replaced by a reload meanwhile
+        if (c && c->open()) reply_error(*c, id, HETERO_NOT_FOUND, "model '" + shared->spec.name + "' was unloaded while loading");
+        return;
+      }
+      if (!shared->model) {
+        models_.erase(it);
+        if (c && c->open()) reply_error(*c, id, HETERO_INVALID_MODEL, shared->error);
+        return;
+      }
+      it->second.model = shared->model;
+      it->second.state = wire::ModelInfo::READY;
+      core::log(core::LogLevel::Info, "model '" + shared->spec.name + "' loaded by a client");
+      if (!c || !c->open()) return;
+      wire::Response response;
+      response.set_id(id);
+      describe(it->second, *response.mutable_load_model()->mutable_model());
+      reply(*c, response);
+    });
+  });
+}
+
+void Server::handle_unload(Connection& connection, const wire::Request& request) {
+  const std::string& name = request.unload_model().name();
+  auto it = models_.find(name);
+  if (it == models_.end())
+    return reply_error(connection, request.id(), HETERO_NOT_FOUND, "model '" + name + "' is not loaded");
+  // Requests already queued or running are answered: they hold the model.
+  models_.erase(it);
+  core::log(core::LogLevel::Info, "model '" + name + "' unloaded by a client");
+  wire::Response response;
+  response.set_id(request.id());
+  reply(connection, response);
+}
+
+void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request> request,
+                          std::vector<wire::UniqueFd> fds) {
+  const uint64_t id = request->id();
+  const wire::Infer& infer = request->infer();
+  auto it = models_.find(infer.model());
+  if (it == models_.end())
+    return reply_error(connection, id, HETERO_NOT_FOUND, "model '" + infer.model() + "' is not loaded");
+  if (!it->second.model) {
+    const bool loading = it->second.state == wire::ModelInfo::LOADING;
+    return reply_error(connection, id, loading ? HETERO_BUSY : HETERO_NOT_FOUND,
+                       "model '" + infer.model() + "' is " + (loading ? "still loading" : "failed: " + it->second.error));
+  }
+  if (connection.in_flight >= config_.limits.max_in_flight_per_client)
+    return reply_error(connection, id, HETERO_BUSY,
+                       "this client has " + std::to_string(connection.in_flight) +
+                           " requests in flight (limits.max_in_flight_per_client)");
+  const std::shared_ptr<ServedModel>& model = it->second.model;
+  const std::vector<std::string>& names = model->input_names();
+  if (static_cast<size_t>(infer.inputs_size()) != names.size())
+    return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
+                       "model '" + infer.model() + "' takes " + std::to_string(names.size()) + " inputs, the request has " +
+                           std::to_string(infer.inputs_size()));
+
+  auto job = std::make_unique<InferJob>();
+  job->replier = connection.shared_from_this();
+  job->id = id;
+  job->memfd_threshold = infer.memfd_threshold();
+  job->received = Clock::now();
+  job->fds = std::move(fds);
+  std::vector<bool> seen(names.size());
+  for (const wire::Tensor& tensor : infer.inputs()) {
+    const auto pos = std::find(names.begin(), names.end(), tensor.name());
+    if (pos == names.end())
+      return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
+                         "model '" + infer.model() + "' has no input '" + tensor.name() + "'");
+    const auto index = static_cast<size_t>(pos - names.begin());
+    if (seen[index])
+      return reply_error(connection, id, HETERO_INVALID_ARGUMENT, "input '" + tensor.name() + "' is given twice");
+    seen[index] = true;
+    try {
+      job->inputs.push_back(wire::decode_tensor(tensor, job->fds, job->mappings, "input '" + tensor.name() + "'"));
+    } catch (const Error& e) {
+      connection.send_fatal(id, e.status(), e.what());  // lengths that disagree: a broken or hostile client
+      return;
+    }
+    // Tensors must be aligned to their element size; protobuf's strings
+    // usually are, but nothing promises it.
+    wire::TensorView& view = job->inputs.back();
+    const size_t element = core::dtype_size(view.dtype);
+    if (reinterpret_cast<uintptr_t>(view.data) % element != 0) {
+      std::vector<uint64_t>& copy = job->realigned.emplace_back((view.bytes + 7) / 8);
+      std::memcpy(copy.data(), view.data, view.bytes);
+      view.data = reinterpret_cast<const uint8_t*>(copy.data());
+    }
+  }
+  job->request = std::move(request);
+  ++connection.in_flight;
+  ServedModel::submit(model, std::move(job));
+}
+
+void Server::handle_stats(Connection& connection, const wire::Request& request) {
+  wire::Response response;
+  response.set_id(request.id());
+  wire::StatsReply* stats = response.mutable_stats();
+  for (const auto& [name, entry] : models_)
+    if (entry.model) entry.model->fill_stats(*stats->add_models());
+  stats->set_uptime_ms(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count()));
+  stats->set_connections(static_cast<uint32_t>(connections_.size()));
+  reply(connection, response);
+}
+
+void Server::handle_health(Connection& connection, const wire::Request& request) {
+  wire::Response response;
+  response.set_id(request.id());
+  wire::HealthReply* health = response.mutable_health();
+  uint32_t ready = 0, failed = 0;
+  bool ok = true;
+  for (const auto& [name, entry] : models_) {
+    ready += entry.state == wire::ModelInfo::READY;
+    failed += entry.state == wire::ModelInfo::FAILED;
+    ok = ok && (!entry.from_config || entry.state == wire::ModelInfo::READY);
+  }
+  health->set_ok(ok && !stopping_);
+  health->set_status(stopping_ ? "stopping" : status_line());
+  health->set_models_ready(ready);
+  health->set_models_failed(failed);
+  reply(connection, response);
+}
+
+void Server::handle_reload(Connection& connection, const wire::Request& request) {
+  const uid_t uid = connection.peer().uid;
+  if (uid != 0 && uid != ::geteuid())
+    return reply_error(connection, request.id(), HETERO_PERMISSION_DENIED,
+                       "only root and the daemon's own user may reload it");
+  const Waiter waiter{connection.shared_from_this(), request.id()};
+  start_reload(&waiter);
+}
+
+}  // namespace hetero::daemon

@@ -1,0 +1,392 @@
+#include "daemon/served_model.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include "core/log.h"
+
+namespace hetero::daemon {
+
+namespace {
+
+constexpr char kBlobMagic[8] = {'H', 'E', 'T', 'E', 'R', 'O', 'B', 'L'};
+
+bool is_blob(std::span<const uint8_t> bytes) {
+  return bytes.size() >= sizeof kBlobMagic && std::memcmp(bytes.data(), kBlobMagic, sizeof kBlobMagic) == 0;
+}
+
+bool file_is_blob(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint8_t head[sizeof kBlobMagic] = {};
+  in.read(reinterpret_cast<char*>(head), sizeof head);
+  return in.gcount() == sizeof head && is_blob(head);
+}
+
+// The C ABI's parallel arrays for a spec's compile config and shapes.
+struct CompileArgs {
+  std::vector<std::string> keys, values;
+  std::vector<const char*> key_ptrs, value_ptrs;
+  std::vector<const char*> shape_names;
+  std::vector<const int64_t*> shape_dims;
+  std::vector<size_t> shape_ranks;
+
+  CompileArgs(const ModelSpec& spec, bool with_policy) {
+    for (const auto& [k, v] : spec.config) {
+      keys.push_back(k);
+      values.push_back(v);
+    }
+    if (with_policy && !spec.policy.empty()) {
+      keys.push_back("policy");
+      values.push_back(spec.policy);
+    }
+    for (size_t k = 0; k < keys.size(); ++k) {
+      key_ptrs.push_back(keys[k].c_str());
+      value_ptrs.push_back(values[k].c_str());
+    }
+    for (const auto& [name, dims] : spec.shapes) {
+      shape_names.push_back(name.c_str());
+      shape_dims.push_back(dims.data());
+      shape_ranks.push_back(dims.size());
+    }
+  }
+};
+
+void set_port(wire::Port& port, const char* name, hetero_dtype dtype, const int64_t* dims, int64_t rank) {
+  port.set_name(name);
+  port.set_dtype(dtype);
+  port.set_rank(rank);
+  for (int64_t k = 0; k < rank; ++k) port.add_dims(dims[k]);
+}
+
+}  // namespace
+
+wire::EncodedFrame error_frame(uint64_t id, hetero_status status, const std::string& message) {
+  wire::Response response;
+  response.set_id(id);
+  response.set_status(status);
+  response.set_message(message);
+  return {wire::encode_frame(response), {}};
+}
+
+ServedModel::ServedModel(const ModelSpec& spec, CompiledPtr compiled, std::shared_ptr<LoopPost> post)
+    : spec_(spec), compiled_(std::move(compiled)), post_(std::move(post)) {
+  size_t count = 0;
+  check(hetero_compiled_model_get_input_count(compiled_.get(), &count), "inputs");
+  for (size_t k = 0; k < count; ++k) {
+    const char* name = nullptr;
+    check(hetero_compiled_model_get_input_name(compiled_.get(), &name, k), "input name");
+    input_names_.emplace_back(name);
+  }
+  check(hetero_compiled_model_get_output_count(compiled_.get(), &count), "outputs");
+  for (size_t k = 0; k < count; ++k) {
+    const char* name = nullptr;
+    check(hetero_compiled_model_get_output_name(compiled_.get(), &name, k), "output name");
+    output_names_.emplace_back(name);
+  }
+  for (uint32_t k = 0; k < spec_.parallel; ++k) {
+    auto slot = std::make_unique<Slot>();
+    slot->model = this;
+    hetero_infer_request_t* request = nullptr;
+    check(hetero_infer_request_create(&request, compiled_.get()), "model '" + spec_.name + "': infer request");
+    slot->request.reset(request);
+    free_slots_.push_back(slot.get());
+    slots_.push_back(std::move(slot));
+  }
+}
+
+ServedModel::~ServedModel() = default;
+
+std::shared_ptr<ServedModel> ServedModel::load(hetero_core_t* core, const ModelSpec& spec,
+                                               std::shared_ptr<LoopPost> post) {
+  hetero_compiled_model_t* compiled = nullptr;
+  const std::string what = "model '" + spec.name + "' (" + spec.path + ")";
+  if (file_is_blob(spec.path)) {
+    CompileArgs args(spec, false);
+    check(hetero_compiled_model_import_file(&compiled, core, spec.path.c_str(), args.key_ptrs.data(),
+                                            args.value_ptrs.data(), args.keys.size()),
+          what);
+  } else {
+    CompileArgs args(spec, true);
+    check(hetero_compile_file(&compiled, core, spec.path.c_str(), args.shape_names.data(), args.shape_dims.data(),
+                              args.shape_ranks.data(), args.shape_names.size(), spec.device.c_str(),
+                              args.key_ptrs.data(), args.value_ptrs.data(), args.keys.size()),
+          what);
+  }
+  CompiledPtr owned(compiled);
+  const char* device = nullptr;
+  check(hetero_compiled_model_get_device(compiled, &device), what);
+  if (spec.device != device)
+    fail(HETERO_BLOB_MISMATCH, what + ": the blob is compiled for " + device + ", the config says " + spec.device);
+  std::shared_ptr<ServedModel> model(new ServedModel(spec, std::move(owned), std::move(post)));
+  ::stat(spec.path.c_str(), &model->file_stat_);
+  return model;
+}
+
+std::shared_ptr<ServedModel> ServedModel::load_bytes(hetero_core_t* core, const ModelSpec& spec,
+                                                     std::span<const uint8_t> bytes, std::shared_ptr<LoopPost> post) {
+  hetero_compiled_model_t* compiled = nullptr;
+  const std::string what = "model '" + spec.name + "' (uploaded)";
+  if (is_blob(bytes)) {
+    CompileArgs args(spec, false);
+    check(hetero_compiled_model_import(&compiled, core, bytes.data(), bytes.size(), args.key_ptrs.data(),
+                                       args.value_ptrs.data(), args.keys.size()),
+          what);
+  } else {
+    CompileArgs args(spec, true);
+    hetero_model_t* model = nullptr;
+    check(hetero_model_read_memory(&model, core, bytes.data(), bytes.size(), args.shape_names.data(),
+                                   args.shape_dims.data(), args.shape_ranks.data(), args.shape_names.size()),
+          what);
+    const hetero_status status = hetero_compile(&compiled, core, model, spec.device.c_str(), args.key_ptrs.data(),
+                                                args.value_ptrs.data(), args.keys.size());
+    hetero_model_release(model);
+    check(status, what);
+  }
+  CompiledPtr owned(compiled);
+  return std::shared_ptr<ServedModel>(new ServedModel(spec, std::move(owned), std::move(post)));
+}
+
+bool ServedModel::file_changed() const {
+  if (spec_.path.empty()) return false;
+  struct stat now {};
+  if (::stat(spec_.path.c_str(), &now) != 0) return true;
+  return now.st_ino != file_stat_.st_ino || now.st_size != file_stat_.st_size ||
+         now.st_mtim.tv_sec != file_stat_.st_mtim.tv_sec || now.st_mtim.tv_nsec != file_stat_.st_mtim.tv_nsec;
+}
+
+void ServedModel::describe(wire::ModelInfo& info) const {
+  info.set_name(spec_.name);
+  info.set_state(wire::ModelInfo::READY);
+  const char* device = nullptr;
+  hetero_compiled_model_get_device(compiled_.get(), &device);
+  info.set_device(device ? device : "");
+  info.set_source(spec_.path.empty() ? "upload" : spec_.path);
+  info.set_parallel(spec_.parallel);
+  for (size_t k = 0; k < input_names_.size(); ++k) {
+    hetero_dtype dtype{};
+    const int64_t* dims = nullptr;
+    int64_t rank = -1;
+    hetero_compiled_model_get_input_dtype(compiled_.get(), &dtype, k);
+    hetero_compiled_model_get_input_shape(compiled_.get(), &dims, &rank, k);
+    set_port(*info.add_inputs(), input_names_[k].c_str(), dtype, dims, rank);
+  }
+  for (size_t k = 0; k < output_names_.size(); ++k) {
+    hetero_dtype dtype{};
+    const int64_t* dims = nullptr;
+    int64_t rank = -1;
+    hetero_compiled_model_get_output_dtype(compiled_.get(), &dtype, k);
+    hetero_compiled_model_get_output_shape(compiled_.get(), &dims, &rank, k);
+    set_port(*info.add_outputs(), output_names_[k].c_str(), dtype, dims, rank);
+  }
+  size_t submodels = 0;
+  hetero_compiled_model_get_submodel_count(compiled_.get(), &submodels);
+  for (size_t k = 0; k < submodels; ++k) {
+    const char* d = nullptr;
+    if (hetero_compiled_model_get_submodel_device(compiled_.get(), &d, k) == HETERO_OK) info.add_submodel_devices(d);
+  }
+}
+
+void ServedModel::fill_stats(wire::ModelStats& stats) const {
+  stats.set_name(spec_.name);
+  stats.set_requests(requests_);
+  stats.set_errors(errors_);
+  stats.set_busy(busy_);
+  stats.set_timeouts(timeouts_);
+  stats.set_queue_depth(static_cast<uint32_t>(queue_.size()));
+  stats.set_in_flight(static_cast<uint32_t>(running_));
+  const size_t n = std::min(latency_count_, latencies_us_.size());
+  if (n == 0) return;
+  std::vector<float> sorted(latencies_us_.begin(), latencies_us_.begin() + static_cast<std::ptrdiff_t>(n));
+  std::sort(sorted.begin(), sorted.end());
+  auto at = [&](double q) { return sorted[std::min(n - 1, static_cast<size_t>(q * static_cast<double>(n)))]; };
+  stats.set_latency_p50_us(at(0.50));
+  stats.set_latency_p90_us(at(0.90));
+  stats.set_latency_p99_us(at(0.99));
+}
+
+void ServedModel::record(Clock::time_point received, bool ok) {
+  ++requests_;
+  if (!ok) ++errors_;
+  const auto us = std::chrono::duration<float, std::micro>(Clock::now() - received).count();
+  latencies_us_[latency_count_++ % latencies_us_.size()] = us;
+}
+
+void ServedModel::answer(InferJob& job, wire::EncodedFrame frame, bool ok) {
+  record(job.received, ok);
+  if (auto replier = job.replier.lock(); replier && replier->open()) replier->reply_infer(std::move(frame));
+}
+
+void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_ptr<InferJob> job) {
+  ServedModel& m = *self;
+  if (!m.free_slots_.empty()) {
+    Slot& slot = *m.free_slots_.back();
+    m.free_slots_.pop_back();
+    slot.keep_alive = self;
+    m.start(slot, std::move(job));
+    return;
+  }
+  if (m.queue_.size() >= m.spec_.queue) {
+    ++m.requests_;
+    ++m.errors_;
+    ++m.busy_;
+    if (auto replier = job->replier.lock(); replier && replier->open())
+      replier->reply_infer(error_frame(job->id, HETERO_BUSY,
+                                       "model '" + m.spec_.name + "' is busy: its queue of " +
+                                           std::to_string(m.spec_.queue) + " requests is full"));
+    return;
+  }
+  m.queue_.push_back(std::move(job));
+}
+
+void ServedModel::expire(Clock::duration timeout) {
+  const auto now = Clock::now();
+  while (!queue_.empty() && now - queue_.front()->received > timeout) {
+    std::unique_ptr<InferJob> job = std::move(queue_.front());
+    queue_.pop_front();
+    ++timeouts_;
+    answer(*job,
+           error_frame(job->id, HETERO_TIMEOUT,
+                       "model '" + spec_.name + "': the request waited longer than limits.request_timeout_ms"),
+           false);
+  }
+}
+
+void ServedModel::pump() {
+  while (!free_slots_.empty() && !queue_.empty()) {
+    std::unique_ptr<InferJob> job = std::move(queue_.front());
+    queue_.pop_front();
+    auto replier = job->replier.lock();
+    if (!replier || !replier->open()) continue;  // its client has gone
+    Slot& slot = *free_slots_.back();
+    free_slots_.pop_back();
+    slot.keep_alive = shared_from_this();
+    start(slot, std::move(job));
+  }
+}
+
+void ServedModel::start(Slot& slot, std::unique_ptr<InferJob> job) {
+  hetero_infer_request_t* request = slot.request.get();
+  for (const wire::TensorView& input : job->inputs) {
+    hetero_tensor_t* tensor = nullptr;
+    hetero_status status =
+        hetero_tensor_wrap(&tensor, static_cast<hetero_dtype>(input.dtype), input.dims.data(), input.dims.size(),
+                           const_cast<uint8_t*>(input.data), input.bytes);
+    if (status == HETERO_OK) {
+      status = hetero_infer_request_set_input_by_name(request, input.name.c_str(), tensor);
+      hetero_tensor_release(tensor);
+    }
+    if (status != HETERO_OK) {
+      const std::string message = "input '" + input.name + "': " + hetero_last_error();
+      answer(*job, error_frame(job->id, status, message), false);
+      free_slots_.push_back(&slot);
+      slot.keep_alive.reset();
+      return;
+    }
+  }
+  slot.job = std::move(job);
+  ++running_;
+  const hetero_status status = hetero_infer_request_start_async(request, &ServedModel::on_done, &slot);
+  if (status != HETERO_OK) {
+    --running_;
+    std::unique_ptr<InferJob> failed = std::move(slot.job);
+    answer(*failed, error_frame(failed->id, status, hetero_last_error()), false);
+    free_slots_.push_back(&slot);
+    slot.keep_alive.reset();
+  }
+}
+
+wire::EncodedFrame ServedModel::encode_outputs(Slot& slot, hetero_status status) {
+  wire::Response response;
+  response.set_id(slot.job->id);
+  if (status != HETERO_OK) return error_frame(slot.job->id, status, hetero_last_error());
+
+  struct Output {
+    TensorPtr tensor;
+    const uint8_t* data = nullptr;
+    size_t bytes = 0;
+    size_t offset = 0;  // in the memfd
+  };
+  std::vector<Output> outputs(output_names_.size());
+  size_t total = 0;
+  wire::InferReply* reply = response.mutable_infer();
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    hetero_tensor_t* tensor = nullptr;
+    check(hetero_infer_request_get_output(slot.request.get(), &tensor, k), "output '" + output_names_[k] + "'");
+    outputs[k].tensor.reset(tensor);
+    void* data = nullptr;
+    hetero_dtype dtype{};
+    const int64_t* dims = nullptr;
+    size_t rank = 0;
+    hetero_tensor_get_data(tensor, &data);
+    hetero_tensor_get_dtype(tensor, &dtype);
+    hetero_tensor_get_shape(tensor, &dims, &rank);
+    hetero_tensor_get_byte_size(tensor, &outputs[k].bytes);
+    outputs[k].data = static_cast<const uint8_t*>(data);
+    outputs[k].offset = (total + 63) / 64 * 64;
+    total = outputs[k].offset + outputs[k].bytes;
+    wire::Tensor* out = reply->add_outputs();
+    out->set_name(output_names_[k]);
+    out->set_dtype(dtype);
+    for (size_t d = 0; d < rank; ++d) out->add_dims(dims[d]);
+  }
+  const uint64_t threshold = slot.job->memfd_threshold;
+  if (threshold == 0 || total < threshold) {
+    for (size_t k = 0; k < outputs.size(); ++k)
+      reply->mutable_outputs(static_cast<int>(k))->set_inline_data(outputs[k].data, outputs[k].bytes);
+    return {wire::encode_frame(response), {}};
+  }
+  wire::EncodedFrame frame;
+  frame.fds.push_back(wire::make_sealed_memfd(
+      "heterod-outputs", total,
+      [](void* dst, void* context) {
+        for (const Output& o : *static_cast<std::vector<Output>*>(context))
+          if (o.bytes) std::memcpy(static_cast<uint8_t*>(dst) + o.offset, o.data, o.bytes);
+      },
+      &outputs));
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    wire::MemfdRef* ref = reply->mutable_outputs(static_cast<int>(k))->mutable_memfd();
+    ref->set_fd_index(0);
+    ref->set_offset(outputs[k].offset);
+    ref->set_size(outputs[k].bytes);
+  }
+  frame.bytes = wire::encode_frame(response, 1);
+  return frame;
+}
+
+void ServedModel::on_done(void* user_data, hetero_status status) {
+  Slot& slot = *static_cast<Slot*>(user_data);
+  ServedModel& model = *slot.model;
+  auto frame = std::make_shared<wire::EncodedFrame>();
+  bool ok = status == HETERO_OK;
+  try {
+    *frame = model.encode_outputs(slot, status);
+  } catch (const Error& e) {
+    *frame = error_frame(slot.job->id, e.status(), e.what());
+    ok = false;
+  } catch (const std::exception& e) {
+    *frame = error_frame(slot.job->id, HETERO_INTERNAL, e.what());
+    ok = false;
+  }
+  // The slot's keep_alive holds the model until finish() has run.
+  model.post_->post([&slot, frame, ok] { slot.model->finish(slot, std::move(*frame), ok); });
+}
+
+void ServedModel::finish(Slot& slot, wire::EncodedFrame frame, bool ok) {
+  // The callback posted this before returning: let it return before the
+  // request is used again.
+  hetero_infer_request_wait(slot.request.get());
+  std::unique_ptr<InferJob> job = std::move(slot.job);
+  --running_;
+  answer(*job, std::move(frame), ok);
+  std::shared_ptr<ServedModel> keep = std::move(slot.keep_alive);
+  free_slots_.push_back(&slot);
+  pump();
+  // `keep` may be the last reference (an unloaded model): nothing after this.
+}
+
+void ServedModel::wait_idle() {
+  for (auto& slot : slots_) hetero_infer_request_wait(slot->request.get());
+}
+
+}  // namespace hetero::daemon

@@ -1,0 +1,123 @@
+// One model the daemon serves: its compiled model, a fixed set of infer
+// requests ("parallel" in the config), a bounded queue in front of them and
+// the statistics the Stats request reports.
+//
+// Threads: load() runs on the loader thread; everything else on the loop
+// thread, except the completion callback, which runs on a driver thread and
+// only encodes the reply before posting the rest back to the loop.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "daemon/c_api.h"
+#include "daemon/config.h"
+#include "daemon/loop_post.h"
+#include "daemon/protocol/frame.h"
+#include "daemon/protocol/heterod.pb.h"
+#include "daemon/protocol/tensor_codec.h"
+
+namespace hetero::daemon {
+
+using Clock = std::chrono::steady_clock;
+
+// Where a job's reply goes: the connection that asked (see Connection).
+class Replier {
+ public:
+  virtual ~Replier() = default;
+  // False once the client has gone: its queued jobs are dropped unrun.
+  virtual bool open() const = 0;
+  // A reply to one of its infer requests (loop thread).
+  virtual void reply_infer(wire::EncodedFrame frame) = 0;
+};
+
+// One Infer request, from receipt to reply. It owns what its inputs point into.
+struct InferJob {
+  std::weak_ptr<Replier> replier;
+  uint64_t id = 0;
+  std::unique_ptr<wire::Request> request;  // inline input data
+  std::vector<wire::UniqueFd> fds;         // the frame's memfds
+  wire::TensorMappings mappings;           // ... mapped
+  std::vector<wire::TensorView> inputs;
+  std::vector<std::vector<uint64_t>> realigned;  // inline inputs not aligned to their element size
+  uint64_t memfd_threshold = 0;
+  Clock::time_point received;
+};
+
+// An error reply for request `id`.
+wire::EncodedFrame error_frame(uint64_t id, hetero_status status, const std::string& message);
+
+class ServedModel : public std::enable_shared_from_this<ServedModel> {
+ public:
+  // Imports (a blob) or compiles (an ONNX file, through the core's cache) the
+  // model of `spec`, and creates its infer requests. Blocking; throws Error.
+  static std::shared_ptr<ServedModel> load(hetero_core_t* core, const ModelSpec& spec,
+                                           std::shared_ptr<LoopPost> post);
+  // The same for uploaded bytes (an ONNX model or a blob); not cached.
+  static std::shared_ptr<ServedModel> load_bytes(hetero_core_t* core, const ModelSpec& spec,
+                                                 std::span<const uint8_t> bytes, std::shared_ptr<LoopPost> post);
+  ~ServedModel();
+  ServedModel(const ServedModel&) = delete;
+  ServedModel& operator=(const ServedModel&) = delete;
+
+  const ModelSpec& spec() const noexcept { return spec_; }
+  // The model file as it was when loaded; a reload recompiles when it changed.
+  bool file_changed() const;
+  void describe(wire::ModelInfo& info) const;
+  void fill_stats(wire::ModelStats& stats) const;
+  // Input names, in compiled-model order.
+  const std::vector<std::string>& input_names() const noexcept { return input_names_; }
+
+  // Loop thread. Runs the job now if a request is free, queues it if the
+  // queue has room, and otherwise replies "busy" at once. `self` is this
+  // model, kept alive while it has jobs even after it is unloaded.
+  static void submit(const std::shared_ptr<ServedModel>& self, std::unique_ptr<InferJob> job);
+  // Loop thread: answers queued jobs older than `timeout` with TIMEOUT.
+  void expire(Clock::duration timeout);
+  // Jobs queued or running.
+  size_t pending() const noexcept { return queue_.size() + running_; }
+  // Blocks until every running inference has finished (at exit).
+  void wait_idle();
+
+ private:
+  struct Slot {
+    ServedModel* model = nullptr;
+    RequestPtr request;
+    std::unique_ptr<InferJob> job;
+    std::shared_ptr<ServedModel> keep_alive;  // while a job runs
+  };
+
+  ServedModel(const ModelSpec& spec, CompiledPtr compiled, std::shared_ptr<LoopPost> post);
+  void pump();
+  void start(Slot& slot, std::unique_ptr<InferJob> job);
+  static void on_done(void* slot, hetero_status status);
+  wire::EncodedFrame encode_outputs(Slot& slot, hetero_status status);
+  void finish(Slot& slot, wire::EncodedFrame frame, bool ok);
+  void answer(InferJob& job, wire::EncodedFrame frame, bool ok);
+  void record(Clock::time_point received, bool ok);
+
+  ModelSpec spec_;
+  struct stat file_stat_ {};
+  CompiledPtr compiled_;
+  std::shared_ptr<LoopPost> post_;
+  std::vector<std::string> input_names_, output_names_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<Slot*> free_slots_;
+  std::deque<std::unique_ptr<InferJob>> queue_;
+  size_t running_ = 0;
+
+  // Statistics (loop thread).
+  uint64_t requests_ = 0, errors_ = 0, busy_ = 0, timeouts_ = 0;
+  std::array<float, 1024> latencies_us_{};
+  size_t latency_count_ = 0;
+};
+
+}  // namespace hetero::daemon

@@ -1,0 +1,384 @@
+#include "daemon/server.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "core/log.h"
+#include "daemon/peer_credentials.h"
+#include "daemon/systemd_notify.h"
+
+namespace hetero::daemon {
+
+namespace {
+
+void info(const std::string& message) { core::log(core::LogLevel::Info, message); }
+void warn(const std::string& message) { core::log(core::LogLevel::Warning, message); }
+
+std::string ms_since(std::chrono::steady_clock::time_point start) {
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f ms", ms);
+  return text;
+}
+
+template <typename Handle>
+Server* server_of(Handle* handle) {
+  return static_cast<Server*>(handle->data);
+}
+
+}  // namespace
+
+Server::Server(Config config) : config_(std::move(config)) {
+  if (uv_loop_init(&loop_) != 0) fail(HETERO_INTERNAL, "uv_loop_init failed");
+}
+
+Server::~Server() {
+  // run() closed every handle; a constructor-only Server has none open.
+  uv_loop_close(&loop_);
+}
+
+void Server::create_core() {
+  std::vector<std::string> keys, values;
+  auto add = [&](const std::string& k, const std::string& v) {
+    keys.push_back(k);
+    values.push_back(v);
+  };
+  if (!config_.driver_path.empty()) add("driver_path", config_.driver_path);
+  if (!config_.cache_dir.empty()) {
+    add("cache_dir", config_.cache_dir);
+    add("cache_max_mb", std::to_string(config_.cache_max_mb));
+  }
+  for (const auto& [k, v] : config_.driver_config) add(k, v);
+  std::vector<const char*> key_ptrs, value_ptrs;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    key_ptrs.push_back(keys[k].c_str());
+    value_ptrs.push_back(values[k].c_str());
+  }
+  hetero_core_t* core = nullptr;
+  check(hetero_core_create(&core, key_ptrs.data(), value_ptrs.data(), keys.size()), config_.file + ": drivers");
+  core_.reset(core);
+
+  size_t count = 0;
+  hetero_core_get_driver_count(core, &count);
+  for (size_t k = 0; k < count; ++k) {
+    const char *name = nullptr, *version = nullptr, *path = nullptr;
+    hetero_core_get_driver(core, &name, &version, &path, k);
+    info(std::string("driver ") + name + " " + version + " (" + path + ")");
+  }
+  hetero_core_get_driver_failure_count(core, &count);
+  for (size_t k = 0; k < count; ++k) {
+    const char *path = nullptr, *reason = nullptr;
+    hetero_core_get_driver_failure(core, &path, &reason, k);
+    warn(std::string("driver module ") + path + " not used: " + reason);
+    wire::DriverFailure* failure = devices_.add_driver_failures();
+    failure->set_path(path);
+    failure->set_reason(reason);
+  }
+  // Devices and their metrics are fixed for the core's life: list them once.
+  hetero_core_get_device_count(core, &count);
+  for (size_t k = 0; k < count; ++k) {
+    const char *name = nullptr, *full = nullptr;
+    hetero_core_get_device_name(core, &name, k);
+    hetero_core_get_device_full_name(core, &full, k);
+    wire::Device* device = devices_.add_devices();
+    device->set_name(name);
+    device->set_full_name(full);
+    char* properties = nullptr;
+    if (hetero_core_get_metric(core, &properties, name, "SUPPORTED_PROPERTIES") != HETERO_OK) continue;
+    std::string list = properties;
+    hetero_free(properties);
+    size_t pos = 0;
+    while (pos < list.size()) {
+      const size_t end = std::min(list.find(' ', pos), list.size());
+      const std::string metric = list.substr(pos, end - pos);
+      char* value = nullptr;
+      if (!metric.empty() && hetero_core_get_metric(core, &value, name, metric.c_str()) == HETERO_OK) {
+        (*device->mutable_metrics())[metric] = value;
+        hetero_free(value);
+      }
+      pos = end + 1;
+    }
+    info(std::string("device ") + name + ": " + full);
+  }
+  if (count == 0) warn("no devices: every model will fail to load");
+}
+
+Server::LoadResult Server::load(const ModelSpec& spec) const {
+  LoadResult result{spec, nullptr, {}};
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    result.model = ServedModel::load(core_.get(), spec, post_);
+    info("model '" + spec.name + "' ready on " + spec.device + " in " + ms_since(start));
+  } catch (const std::exception& e) {
+    result.error = e.what();
+    core::log(core::LogLevel::Error, e.what());
+  }
+  return result;
+}
+
+void Server::load_configured_models() {
+  for (const ModelSpec& spec : config_.models) {
+    LoadResult r = load(spec);
+    ModelEntry& entry = models_[spec.name];
+    entry.spec = spec;
+    entry.from_config = true;
+    entry.model = r.model;
+    entry.state = r.model ? wire::ModelInfo::READY : wire::ModelInfo::FAILED;
+    entry.error = r.error;
+  }
+}
+
+std::string Server::status_line() const {
+  size_t ready = 0, failed = 0;
+  for (const auto& [name, entry] : models_) {
+    ready += entry.state == wire::ModelInfo::READY;
+    failed += entry.state == wire::ModelInfo::FAILED;
+  }
+  std::string s = "serving " + std::to_string(ready) + " model" + (ready == 1 ? "" : "s");
+  if (failed) s += ", " + std::to_string(failed) + " failed";
+  s += " on " + listener_->path();
+  return s;
+}
+
+void Server::start_loop_handles() {
+  uv_poll_init(&loop_, &listen_poll_, listener_->fd());
+  listen_poll_.data = this;
+  uv_poll_start(&listen_poll_, UV_READABLE, [](uv_poll_t* h, int, int) { server_of(h)->accept_clients(); });
+
+  auto on_signal = [](uv_signal_t* h, int signum) {
+    Server* self = server_of(h);
+    if (signum == SIGHUP)
+      self->start_reload(nullptr);
+    else
+      self->begin_shutdown(signum == SIGTERM ? "SIGTERM" : "SIGINT");
+  };
+  for (auto [handle, signum] : {std::pair{&sighup_, SIGHUP}, {&sigterm_, SIGTERM}, {&sigint_, SIGINT}}) {
+    uv_signal_init(&loop_, handle);
+    handle->data = this;
+    uv_signal_start(handle, on_signal, signum);
+  }
+
+  uv_timer_init(&loop_, &watchdog_timer_);
+  if (const uint64_t us = systemd::watchdog_interval_us()) {
+    // Keep-alives at half the interval; a loop stuck for longer misses them.
+    uv_timer_start(&watchdog_timer_, [](uv_timer_t*) { systemd::notify_watchdog(); }, 0,
+                   std::max<uint64_t>(1, us / 2000));
+  }
+  uv_timer_init(&loop_, &sweep_timer_);
+  sweep_timer_.data = this;
+  const uint64_t sweep_ms = std::clamp<uint64_t>(config_.limits.request_timeout_ms / 4, 10, 1000);
+  uv_timer_start(
+      &sweep_timer_,
+      [](uv_timer_t* h) {
+        Server* self = server_of(h);
+        const auto timeout = std::chrono::milliseconds(self->config_.limits.request_timeout_ms);
+        for (auto& [name, entry] : self->models_)
+          if (entry.model) entry.model->expire(timeout);
+      },
+      sweep_ms, sweep_ms);
+  uv_timer_init(&loop_, &grace_timer_);
+  grace_timer_.data = this;
+}
+
+void Server::accept_clients() {
+  for (;;) {
+    const int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        warn(std::string("accept: ") + std::strerror(errno));
+      return;
+    }
+    wire::UniqueFd owned(fd);
+    PeerCredentials peer;
+    try {
+      peer = peer_credentials(fd);
+    } catch (const Error& e) {
+      warn(e.what());
+      continue;
+    }
+    auto connection = std::make_shared<Connection>(*this, std::move(owned), peer, config_.limits.max_frame_bytes);
+    connections_[connection.get()] = connection;
+    connection->start(&loop_);
+    if (!peer_allowed(peer, config_)) {
+      connection->send_fatal(0, HETERO_PERMISSION_DENIED,
+                             "uid " + std::to_string(peer.uid) + " is not allowed by " + config_.file +
+                                 " (access.allowed_uids / allowed_gids)");
+    } else if (connections_.size() > config_.limits.max_connections) {
+      connection->send_fatal(0, HETERO_BUSY, "too many connections (limits.max_connections = " +
+                                                 std::to_string(config_.limits.max_connections) + ")");
+    }
+  }
+}
+
+void Server::connection_closed(Connection& connection) {
+  connections_.erase(&connection);
+  connection_progress();
+}
+
+void Server::connection_progress() {
+  if (!stopping_) return;
+  for (const auto& [name, entry] : models_)
+    if (entry.model && entry.model->pending() > 0) return;
+  for (const auto& [ptr, connection] : connections_)
+    if (!connection->idle()) return;
+  uv_stop(&loop_);
+}
+
+void Server::begin_shutdown(const char* why) {
+  if (stopping_) {
+    warn(std::string(why) + " again: exiting without waiting");
+    uv_stop(&loop_);
+    return;
+  }
+  stopping_ = true;
+  info(std::string(why) + ": no new requests; finishing those in flight");
+  systemd::notify_stopping("finishing requests in flight");
+  uv_poll_stop(&listen_poll_);
+  listener_->close();
+  for (auto& [ptr, connection] : connections_) connection->stop_reading();
+  uv_timer_start(
+      &grace_timer_,
+      [](uv_timer_t* h) {
+        warn("shutdown grace period over: exiting with requests unanswered");
+        uv_stop(h->loop);
+      },
+      config_.limits.shutdown_grace_ms, 0);
+  connection_progress();
+}
+
+void Server::start_reload(const Waiter* waiter) {
+  if (waiter) reload_waiters_.push_back(*waiter);
+  if (stopping_) return;
+  if (reloading_) {
+    reload_again_ = true;  // the file may have changed again since this reload read it
+    return;
+  }
+  reloading_ = true;
+  systemd::notify_reloading();
+  info("reloading " + config_.file);
+  Config next;
+  try {
+    next = read_config(config_.file);
+  } catch (const Error& e) {
+    core::log(core::LogLevel::Error, std::string("reload: ") + e.what() + "; keeping the running config");
+    for (const Waiter& w : reload_waiters_)
+      if (auto c = w.connection.lock()) reply_error(*c, w.id, e.status(), e.what());
+    reload_waiters_.clear();
+    reloading_ = false;
+    systemd::notify_ready(status_line());
+    return;
+  }
+  std::vector<ModelSpec> to_load;
+  std::vector<std::string> removed;
+  std::set<std::string> wanted;
+  for (const ModelSpec& spec : next.models) {
+    wanted.insert(spec.name);
+    auto it = models_.find(spec.name);
+    if (it == models_.end()) {
+      models_[spec.name] = ModelEntry{spec, true, wire::ModelInfo::LOADING, {}, nullptr};
+      to_load.push_back(spec);
+    } else if (!it->second.model || !spec.same_model(it->second.spec) || it->second.model->file_changed()) {
+      to_load.push_back(spec);
+    }
+  }
+  for (const auto& [name, entry] : models_)
+    if (entry.from_config && !wanted.count(name)) removed.push_back(name);
+  loader_->post([this, next = std::move(next), to_load = std::move(to_load), removed = std::move(removed)]() mutable {
+    auto results = std::make_shared<std::vector<LoadResult>>();
+    for (const ModelSpec& spec : to_load) results->push_back(load(spec));
+    auto shared_next = std::make_shared<Config>(std::move(next));
+    post_->post([this, shared_next, results, removed] { apply_reload(*shared_next, std::move(*results), removed); });
+  });
+}
+
+void Server::apply_reload(Config next, std::vector<LoadResult> results, std::vector<std::string> removed) {
+  wire::ReloadReply counts;
+  for (LoadResult& r : results) {
+    ModelEntry& entry = models_[r.spec.name];
+    const bool existed = entry.model != nullptr;
+    if (r.model) {
+      // In-flight requests keep the old model alive until they are answered.
+      entry = ModelEntry{r.spec, true, wire::ModelInfo::READY, {}, std::move(r.model)};
+      existed ? counts.set_changed(counts.changed() + 1) : counts.set_added(counts.added() + 1);
+    } else if (existed) {
+      warn("reload: keeping the running version of model '" + r.spec.name + "'");
+      counts.set_failed(counts.failed() + 1);
+    } else {
+      entry = ModelEntry{r.spec, true, wire::ModelInfo::FAILED, r.error, nullptr};
+      counts.set_failed(counts.failed() + 1);
+    }
+  }
+  for (const std::string& name : removed) {
+    models_.erase(name);
+    counts.set_removed(counts.removed() + 1);
+  }
+  if (next.socket_path != config_.socket_path || next.socket_mode != config_.socket_mode ||
+      next.socket_group != config_.socket_group || next.driver_path != config_.driver_path ||
+      next.cache_dir != config_.cache_dir || next.driver_config != config_.driver_config)
+    warn("reload: socket, driver and cache settings take effect at the next start");
+  // Limits and access lists apply from now on; the core keeps its settings.
+  next.socket_path = config_.socket_path;
+  config_ = std::move(next);
+  info("reloaded: " + std::to_string(counts.added()) + " added, " + std::to_string(counts.changed()) + " changed, " +
+       std::to_string(counts.removed()) + " removed, " + std::to_string(counts.failed()) + " failed");
+  for (const Waiter& w : reload_waiters_) {
+    auto c = w.connection.lock();
+    if (!c || !c->open()) continue;
+    wire::Response response;
+    response.set_id(w.id);
+    *response.mutable_reload() = counts;
+    reply(*c, response);
+  }
+  reload_waiters_.clear();
+  reloading_ = false;
+  systemd::notify_ready(status_line());
+  if (reload_again_) {
+    reload_again_ = false;
+    start_reload(nullptr);
+  }
+}
+
+int Server::run() {
+  started_ = std::chrono::steady_clock::now();
+  listener_ = std::make_unique<Listener>(config_);
+  info("listening on " + listener_->path());
+  post_ = std::make_shared<LoopPost>(&loop_);
+  create_core();
+  load_configured_models();
+  loader_ = std::make_unique<WorkerThread>();
+  start_loop_handles();
+  const std::string status = status_line();
+  info(status + " (ready in " + ms_since(started_) + ")");
+  systemd::notify_ready(status);
+
+  uv_run(&loop_, UV_RUN_DEFAULT);
+
+  // Teardown: connections, then every handle, then the models once their
+  // running inferences are done.
+  std::vector<std::shared_ptr<Connection>> open;
+  for (auto& [ptr, connection] : connections_) open.push_back(connection);
+  for (auto& connection : open) connection->close();
+  post_->close();
+  uv_walk(
+      &loop_,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  loader_.reset();
+  for (auto& [name, entry] : models_)
+    if (entry.model) entry.model->wait_idle();
+  models_.clear();
+  listener_.reset();
+  info("stopped");
+  return 0;
+}
+
+}  // namespace hetero::daemon

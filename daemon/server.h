@@ -1,0 +1,104 @@
+// heterod's server: the libuv loop, the listening socket, the models it
+// serves and the lifecycle around them (start-up, SIGHUP reload, SIGTERM
+// drain). Everything here runs on the loop thread; compiling happens on the
+// loader thread and inference on the drivers' threads.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/c_api.h"
+#include "daemon/config.h"
+#include "daemon/connection.h"
+#include "daemon/listener.h"
+#include "daemon/loop_post.h"
+#include "daemon/served_model.h"
+#include "daemon/worker_thread.h"
+
+namespace hetero::daemon {
+
+class Server {
+ public:
+  explicit Server(Config config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Starts (socket, drivers, models, READY=1), serves until SIGTERM/SIGINT
+  // and returns the exit status. Start-up failures throw Error.
+  int run();
+
+  // From connections (loop thread).
+  void handle_frame(Connection& connection, wire::Frame frame);
+  void connection_closed(Connection& connection);
+  // A reply went out or a connection went idle: a shutdown may be complete.
+  void connection_progress();
+
+ private:
+  struct ModelEntry {
+    ModelSpec spec;
+    bool from_config = false;
+    wire::ModelInfo::State state = wire::ModelInfo::LOADING;
+    std::string error;
+    std::shared_ptr<ServedModel> model;  // null while loading or failed
+  };
+  struct LoadResult {
+    ModelSpec spec;
+    std::shared_ptr<ServedModel> model;
+    std::string error;
+  };
+  struct Waiter {
+    std::weak_ptr<Connection> connection;
+    uint64_t id;
+  };
+
+  // Start-up and lifecycle (server.cpp).
+  void create_core();
+  void load_configured_models();
+  void start_loop_handles();
+  void accept_clients();
+  void begin_shutdown(const char* why);
+  void start_reload(const Waiter* waiter);
+  void apply_reload(Config next, std::vector<LoadResult> results, std::vector<std::string> removed);
+  std::string status_line() const;
+  LoadResult load(const ModelSpec& spec) const;
+
+  // Requests (request_handlers.cpp).
+  void reply(Connection& connection, wire::Response& response);
+  void reply_error(Connection& connection, uint64_t id, hetero_status status, const std::string& message);
+  void handle_hello(Connection& connection, const wire::Request& request);
+  void handle_list_models(Connection& connection, const wire::Request& request);
+  void handle_load(Connection& connection, std::unique_ptr<wire::Request> request, std::vector<wire::UniqueFd> fds);
+  void handle_unload(Connection& connection, const wire::Request& request);
+  void handle_infer(Connection& connection, std::unique_ptr<wire::Request> request, std::vector<wire::UniqueFd> fds);
+  void handle_stats(Connection& connection, const wire::Request& request);
+  void handle_health(Connection& connection, const wire::Request& request);
+  void handle_reload(Connection& connection, const wire::Request& request);
+  void describe(const ModelEntry& entry, wire::ModelInfo& info) const;
+
+  Config config_;
+  uv_loop_t loop_{};
+  std::unique_ptr<Listener> listener_;
+  uv_poll_t listen_poll_{};
+  uv_signal_t sighup_{}, sigterm_{}, sigint_{};
+  uv_timer_t watchdog_timer_{}, sweep_timer_{}, grace_timer_{};
+  std::shared_ptr<LoopPost> post_;
+  CorePtr core_;
+  wire::ListDevicesReply devices_;
+  std::map<std::string, ModelEntry> models_;
+  std::map<Connection*, std::shared_ptr<Connection>> connections_;
+  std::unique_ptr<WorkerThread> loader_;
+  std::chrono::steady_clock::time_point started_;
+
+  bool stopping_ = false;
+  bool reloading_ = false;
+  bool reload_again_ = false;
+  std::vector<Waiter> reload_waiters_;
+};
+
+}  // namespace hetero::daemon
