@@ -1,9 +1,9 @@
 // What the C ABI's handles stand on. The hetero_* functions (api_*.cpp) only
 // check arguments, translate errors and manage handles; the work is done by a
-// Backend. Today there is one, in-process (local_backend.cpp, on
-// core::Runtime); a client of the daemon (hetero_core_connect) will be a second
-// implementation of the same interfaces, so no api_*.cpp file may reach past
-// them into core::Runtime or a driver.
+// Backend. There are two: in-process (local_backend.cpp, on core::Runtime) and
+// a client of the daemon (remote/remote_backend.cpp, hetero_core_connect), so
+// no api_*.cpp file may reach past these interfaces into core::Runtime or a
+// driver.
 //
 // Tensors are not behind this interface: they always live in the caller's
 // process (a remote backend copies or passes them as memfds).
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
 #include "hetero/hetero.h"
 
@@ -52,6 +53,25 @@ struct DriverEntry {
 
 struct DriverFailureEntry {
   std::string path, reason;
+};
+
+// A model a daemon serves (hetero_core_list_models).
+struct ServedModelEntry {
+  std::string name, device, state, error;
+};
+
+// Counters and latencies of one served model (hetero_core_get_stats).
+struct ModelStatsEntry {
+  std::string name;
+  uint64_t requests = 0, errors = 0, busy = 0, timeouts = 0;
+  double p50_us = 0, p90_us = 0, p99_us = 0;
+  uint32_t queue_depth = 0, in_flight = 0;
+};
+
+struct StatsSnapshot {
+  std::vector<ModelStatsEntry> models;
+  uint64_t uptime_ms = 0;
+  uint32_t connections = 0;
 };
 
 class InferRequestImpl {
@@ -112,9 +132,29 @@ class Backend {
   // hetero_partition(): the HETERO plan of `model` in `format`.
   virtual std::string partition(const ModelImpl& model, const std::string& device, hetero_plan_format format,
                                 const Config& config) = 0;
+
+  // Models served by a daemon (API 0.3). Only a daemon connection serves
+  // models; the defaults say so.
+  virtual std::vector<ServedModelEntry> list_models() { no_daemon(); }
+  virtual std::unique_ptr<CompiledModelImpl> open_model(const std::string&) { no_daemon(); }
+  // From a path the daemon reads, or from `bytes` when `path` is empty.
+  virtual void load_model(const std::string&, const std::string&, std::span<const uint8_t>, const std::string&,
+                          const Config&) {
+    no_daemon();
+  }
+  virtual void unload_model(const std::string&) { no_daemon(); }
+  virtual StatsSnapshot stats() { no_daemon(); }
+  virtual void reload() { no_daemon(); }
+
+ private:
+  [[noreturn]] static void no_daemon() {
+    throw Error(HETERO_NOT_SUPPORTED, "served models need a daemon connection (hetero_core_connect)");
+  }
 };
 
 // The in-process backend. `options` are the hetero_core_create() pairs.
 std::shared_ptr<Backend> make_local_backend(const Config& options);
+// A client of the daemon listening on `socket_path` (hetero_core_connect).
+std::shared_ptr<Backend> make_remote_backend(const std::string& socket_path);
 
 }  // namespace hetero::capi

@@ -17,6 +17,10 @@ struct hetero_model {
   std::unique_ptr<hetero::capi::ModelImpl> impl;
 };
 
+struct hetero_model_list {
+  std::vector<hetero::capi::ServedModelEntry> models;
+};
+
 struct hetero_query_result {
   std::vector<hetero::capi::QueryNode> nodes;
 };

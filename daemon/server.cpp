@@ -70,6 +70,10 @@ void Server::create_core() {
     const char *name = nullptr, *version = nullptr, *path = nullptr;
     hetero_core_get_driver(core, &name, &version, &path, k);
     info(std::string("driver ") + name + " " + version + " (" + path + ")");
+    wire::Driver* driver = devices_.add_drivers();
+    driver->set_name(name);
+    driver->set_version(version);
+    driver->set_path(path);
   }
   hetero_core_get_driver_failure_count(core, &count);
   for (size_t k = 0; k < count; ++k) {
@@ -351,7 +355,7 @@ int Server::run() {
   post_ = std::make_shared<LoopPost>(&loop_);
   create_core();
   load_configured_models();
-  loader_ = std::make_unique<WorkerThread>();
+  loader_ = std::make_unique<core::WorkerThread>();
   start_loop_handles();
   const std::string status = status_line();
   info(status + " (ready in " + ms_since(started_) + ")");

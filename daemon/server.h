@@ -18,7 +18,7 @@
 #include "daemon/listener.h"
 #include "daemon/loop_post.h"
 #include "daemon/served_model.h"
-#include "daemon/worker_thread.h"
+#include "core/worker_thread.h"
 
 namespace hetero::daemon {
 
@@ -92,7 +92,7 @@ class Server {
   wire::ListDevicesReply devices_;
   std::map<std::string, ModelEntry> models_;
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
-  std::unique_ptr<WorkerThread> loader_;
+  std::unique_ptr<core::WorkerThread> loader_;
   std::chrono::steady_clock::time_point started_;
 
   bool stopping_ = false;

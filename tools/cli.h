@@ -17,6 +17,14 @@
 #define CLI_FAILED 1
 #define CLI_USAGE 2
 
+/* The daemon socket of `hetero --connect SOCKET COMMAND`, or NULL: commands
+ * then run through heterod (hetero_core_connect) instead of in process. */
+extern const char* cli_connect;
+
+/* A core: connected to cli_connect when set, else local with --driver-path
+ * `driver_path` (may be NULL). Prints why and returns CLI_FAILED on failure. */
+int cli_core_open(hetero_core_t** core, const char* driver_path);
+
 /* ---- Messages (cli_util.c) ----------------------------------------------- */
 
 /* "hetero: error: <printf text>" on stderr. */
@@ -65,7 +73,7 @@ double cli_now(void);
 
 /* Options shared by run and bench. */
 typedef struct cli_model_options {
-  const char* model;       /* an ONNX file or a blob ("HETEROBL" magic) */
+  const char* model;       /* an ONNX file or a blob ("HETEROBL" magic); with --connect, a served model's name */
   const char* device;      /* default "CPU" */
   const char* driver_path; /* NULL: the default search path */
   const char* policy;      /* NULL, or a HETERO affinity policy (YAML) */
@@ -81,6 +89,7 @@ typedef struct cli_session {
   hetero_core_t* core;
   hetero_compiled_model_t* compiled;
   bool imported; /* the model file was a blob */
+  bool served;   /* a model of the daemon (--connect), used by name */
   double load_seconds; /* reading plus compiling, or importing */
   size_t input_count;
   hetero_tensor_t** inputs;
@@ -91,6 +100,8 @@ typedef struct cli_session {
  * CLI_FAILED (or CLI_USAGE for a malformed option). */
 int cli_session_open(cli_session* session, const cli_model_options* options, const char* command);
 void cli_session_close(cli_session* session);
+/* "compiled", "imported", or "opened" (a daemon's model). */
+const char* cli_session_verb(const cli_session* session);
 /* Binds the session's inputs to `request`; prints why and returns CLI_FAILED
  * on failure. */
 int cli_session_bind(const cli_session* session, hetero_infer_request_t* request);
@@ -128,5 +139,11 @@ int cmd_bench(int argc, char** argv);
 int cmd_partition(int argc, char** argv);
 int cmd_compile(int argc, char** argv);
 int cmd_blob(int argc, char** argv);
+/* Commands of a daemon connection only (cmd_daemon.c). */
+int cmd_models(int argc, char** argv);
+int cmd_stats(int argc, char** argv);
+int cmd_load(int argc, char** argv);
+int cmd_unload(int argc, char** argv);
+int cmd_reload(int argc, char** argv);
 
 #endif /* HETERO_TOOLS_CLI_H */

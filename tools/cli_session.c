@@ -107,8 +107,20 @@ static int split_config(loader* l) {
   return CLI_OK;
 }
 
+int cli_core_open(hetero_core_t** core, const char* driver_path) {
+  if (cli_connect) {
+    if (hetero_core_connect(core, cli_connect)) return cli_call_failed("cannot connect to heterod");
+    return CLI_OK;
+  }
+  const char* keys[] = {"driver_path"};
+  const char* values[] = {driver_path};
+  if (hetero_core_create(core, keys, values, driver_path ? 1 : 0)) return cli_call_failed("cannot start the runtime");
+  return CLI_OK;
+}
+
 /* The core, with --driver-path and the DRIVER.key settings. */
 static int create_core(loader* l, hetero_core_t** core) {
+  if (cli_connect) return cli_core_open(core, NULL);
   if (l->o->driver_path && !cli_strings_push(&l->core_keys, "driver_path")) return CLI_FAILED;
   if (l->o->driver_path && !cli_strings_push(&l->core_values, l->o->driver_path)) return CLI_FAILED;
   if (l->o->cache_dir && (!cli_strings_push(&l->core_keys, "cache_dir") ||
@@ -401,10 +413,39 @@ static int prepare_inputs(loader* l, cli_session* s) {
   return CLI_OK;
 }
 
+/* Verb for how the session's model became ready: "compiled", "imported",
+ * or "opened" for a daemon's model. */
+const char* cli_session_verb(const cli_session* s) {
+  return s->served ? "opened" : s->imported ? "imported" : "compiled";
+}
+
+/* A model the daemon serves, by name. */
+static int open_served(loader* l, cli_session* s) {
+  if (hetero_compiled_model_open(&s->compiled, s->core, l->o->model)) {
+    char what[512];
+    snprintf(what, sizeof what, "cannot use model '%s' of heterod", l->o->model);
+    return cli_call_failed(what);
+  }
+  int rc = take_names(l, NULL, s->compiled);
+  return rc == CLI_OK ? read_input_files(l) : rc;
+}
+
 static int open_session(loader* l, cli_session* s) {
   int rc = split_config(l);
   if (rc == CLI_OK) rc = parse_shapes(l);
   if (rc != CLI_OK) return rc;
+
+  if (cli_connect) {
+    if (l->keys.count || l->core_keys.count || l->o->cache_dir || l->o->driver_path)
+      return cli_usage_error(l->command, "--config, --policy, --cache-dir and --driver-path are the daemon's to set "
+                                         "with --connect");
+    rc = create_core(l, &s->core);
+    const double start = cli_now();
+    s->served = true;
+    if (rc == CLI_OK) rc = open_served(l, s);
+    s->load_seconds = cli_now() - start;
+    return rc == CLI_OK ? prepare_inputs(l, s) : rc;
+  }
 
   FILE* f = fopen(l->o->model, "rb");
   if (!f) {

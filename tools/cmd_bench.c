@@ -171,7 +171,7 @@ static void report(const cli_model_options* o, const cli_session* session, const
   printf("model:      %s\n", o->model);
   char described[512];
   printf("device:     %s, %s in %.1f ms\n", cli_describe_device(session->compiled, described, sizeof described),
-         session->imported ? "imported" : "compiled", session->load_seconds * 1e3);
+         cli_session_verb(session), session->load_seconds * 1e3);
   printf("requests:   %ld in flight, %zu inferences in %.2f s\n", bo->requests, lat->count, wall);
   printf("latency ms: min %.3f  median %.3f  p90 %.3f  p99 %.3f  mean %.3f\n", lat->ms[0], percentile(lat, 50),
          percentile(lat, 90), percentile(lat, 99), mean);

@@ -133,12 +133,10 @@ int cmd_devices(int argc, char** argv) {
       return cli_usage_error("devices", "unexpected argument '%s'", argv[i]);
     }
   }
-  const char* keys[] = {"driver_path"};
-  const char* values[] = {driver_path};
   hetero_core_t* core = NULL;
-  if (hetero_core_create(&core, keys, values, driver_path ? 1 : 0))
-    return cli_call_failed("cannot start the runtime");
-  const int rc = list(core, json);
+  int rc = cli_core_open(&core, driver_path);
+  if (rc != CLI_OK) return rc;
+  rc = list(core, json);
   hetero_core_release(core);
   return rc;
 }

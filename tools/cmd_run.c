@@ -116,7 +116,7 @@ static int run(const cli_model_options* o, const char* dir) {
   int rc = cli_session_open(&s, o, "run");
   if (rc != CLI_OK) return rc;
   char device[512];
-  printf("model %s: %s for %s in %.1f ms\n", o->model, s.imported ? "imported" : "compiled",
+  printf("model %s: %s for %s in %.1f ms\n", o->model, cli_session_verb(&s),
          cli_describe_device(s.compiled, device, sizeof device), s.load_seconds * 1e3);
   print_inputs(&s);
 

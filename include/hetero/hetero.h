@@ -49,7 +49,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------ */
 
 #define HETERO_API_VERSION_MAJOR 0
-#define HETERO_API_VERSION_MINOR 2
+#define HETERO_API_VERSION_MINOR 3
 /* (major << 16) | minor, comparable with hetero_api_version(). */
 #define HETERO_API_VERSION ((HETERO_API_VERSION_MAJOR << 16) | HETERO_API_VERSION_MINOR)
 
@@ -108,6 +108,7 @@ typedef struct hetero_query_result hetero_query_result_t;
 typedef struct hetero_compiled_model hetero_compiled_model_t;
 typedef struct hetero_infer_request hetero_infer_request_t;
 typedef struct hetero_tensor hetero_tensor_t;
+typedef struct hetero_model_list hetero_model_list_t;
 
 /* ---- Core: drivers and devices ------------------------------------------- */
 
@@ -406,6 +407,74 @@ HETERO_API hetero_status hetero_infer_request_start_async(hetero_infer_request_t
 HETERO_API hetero_status hetero_infer_request_wait(hetero_infer_request_t* request);
 /* Waits for a running inference, then frees the request. */
 HETERO_API hetero_status hetero_infer_request_release(hetero_infer_request_t* request);
+
+/* ---- A daemon's models (API 0.3) ----------------------------------------- */
+
+/* A core may also be a client of heterod: created with hetero_core_connect(),
+ * it runs everything through the daemon's socket. Devices, drivers and
+ * metrics are the daemon's; models are the ones it serves, by name
+ * (hetero_compiled_model_open()), and their infer requests work as local ones
+ * do, synchronously and asynchronously (large tensors travel as sealed
+ * memfds, not copies). Reading, compiling, querying, partitioning, importing
+ * and exporting models run in process only and fail with
+ * HETERO_NOT_SUPPORTED on such a core. The functions below need one and fail
+ * with HETERO_NOT_SUPPORTED on a local core. */
+
+/* Connects to the daemon listening on `socket_path`. Fails with
+ * HETERO_CONNECTION_ERROR (nothing answering), HETERO_PERMISSION_DENIED (the
+ * socket's permissions or the daemon's access lists), HETERO_NOT_SUPPORTED
+ * (no common protocol version). Caller releases *out with
+ * hetero_core_release(). */
+HETERO_API hetero_status hetero_core_connect(hetero_core_t** out, const char* socket_path);
+
+/* The models the daemon serves, now: name, device, state ("ready",
+ * "loading", "failed") and why a failed one failed ("" otherwise). Caller
+ * releases *out with hetero_model_list_release(). */
+HETERO_API hetero_status hetero_core_list_models(hetero_model_list_t** out, hetero_core_t* core);
+HETERO_API hetero_status hetero_model_list_get_count(const hetero_model_list_t* list, size_t* out_count);
+/* Strings borrowed, valid until the list is released. Any out pointer may be
+ * NULL. */
+HETERO_API hetero_status hetero_model_list_get(const hetero_model_list_t* list, const char** out_name,
+                                               const char** out_device, const char** out_state,
+                                               const char** out_error, size_t index);
+HETERO_API hetero_status hetero_model_list_release(hetero_model_list_t* list);
+
+/* The served model `name`, ready for infer requests. Fails with
+ * HETERO_NOT_FOUND when the daemon serves no such model (or it failed to
+ * load), HETERO_BUSY while it is loading. Caller releases *out with
+ * hetero_compiled_model_release(). */
+HETERO_API hetero_status hetero_compiled_model_open(hetero_compiled_model_t** out, hetero_core_t* core,
+                                                    const char* name);
+
+/* Asks the daemon to serve the model at `path` (an .onnx file or a blob,
+ * under one of the directories its config allows) as `name`, compiled for
+ * `device` with the given config; returns when it is ready. */
+HETERO_API hetero_status hetero_core_load_model(hetero_core_t* core, const char* name, const char* path,
+                                                const char* device, const char* const* config_keys,
+                                                const char* const* config_values, size_t config_count);
+/* The same with the model's `size` bytes uploaded (up to the daemon's
+ * limit; copied as needed). */
+HETERO_API hetero_status hetero_core_load_model_memory(hetero_core_t* core, const char* name, const void* data,
+                                                       size_t size, const char* device,
+                                                       const char* const* config_keys,
+                                                       const char* const* config_values, size_t config_count);
+/* Stops serving `name`. Requests already sent are still answered. */
+HETERO_API hetero_status hetero_core_unload_model(hetero_core_t* core, const char* name);
+
+typedef enum hetero_stats_format {
+  HETERO_STATS_TEXT = 0,      /* for people */
+  HETERO_STATS_JSON = 1,      /* {"uptime_ms", "connections", "models": [{"name", "requests", ...}]} */
+  HETERO_STATS_PROMETHEUS = 2 /* text exposition format, for node_exporter's textfile collector */
+} hetero_stats_format;
+
+/* Per model: requests answered, errors, "busy" replies, timeouts, latency
+ * percentiles (receipt to reply, last 1024 requests), queue depth, requests
+ * in flight. Caller frees *out_text with hetero_free(). */
+HETERO_API hetero_status hetero_core_get_stats(hetero_core_t* core, char** out_text, hetero_stats_format format);
+
+/* Makes the daemon re-read its config (as SIGHUP does) and returns when the
+ * reload has finished. Only root and the daemon's own user may. */
+HETERO_API hetero_status hetero_core_reload(hetero_core_t* core);
 
 #ifdef __cplusplus
 } /* extern "C" */

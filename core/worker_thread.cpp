@@ -1,6 +1,6 @@
-#include "daemon/worker_thread.h"
+#include "core/worker_thread.h"
 
-namespace hetero::daemon {
+namespace hetero::core {
 
 WorkerThread::WorkerThread() : thread_([this] { run(); }) {}
 
@@ -36,4 +36,4 @@ void WorkerThread::run() {
   }
 }
 
-}  // namespace hetero::daemon
+}  // namespace hetero::core

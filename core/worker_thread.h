@@ -1,5 +1,6 @@
 // A thread that runs tasks one after another: the daemon compiles models on
-// it so that the loop thread keeps answering while a model loads.
+// one so that its loop keeps answering while a model loads, and a daemon
+// client runs async callbacks on one.
 #pragma once
 
 #include <condition_variable>
@@ -8,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-namespace hetero::daemon {
+namespace hetero::core {
 
 class WorkerThread {
  public:
@@ -30,4 +31,4 @@ class WorkerThread {
   std::thread thread_;  // last: starts once the rest exists
 };
 
-}  // namespace hetero::daemon
+}  // namespace hetero::core

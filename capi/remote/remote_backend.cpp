@@ -1,0 +1,363 @@
+// The C ABI over a daemon connection: devices and served models by name,
+// inference requests carried by the protocol. What only makes sense in
+// process (reading, compiling, exporting models) is NOT_SUPPORTED here.
+#include <sys/mman.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+
+#include "capi/backend.h"
+#include "capi/remote/remote_connection.h"
+#include "core/error.h"
+#include "daemon/protocol/socket_io.h"
+#include "daemon/protocol/tensor_codec.h"
+
+namespace hetero::capi {
+
+namespace {
+
+// Inputs of at least this many bytes in all travel in one sealed memfd, and
+// outputs come back in one: above it, a copy costs more than the mapping.
+constexpr size_t kMemfdThreshold = 64 * 1024;
+
+[[noreturn]] void in_process_only(const char* what) {
+  fail(HETERO_NOT_SUPPORTED, std::string(what) +
+                                 " runs in process only; on a daemon connection, serve the model with "
+                                 "hetero_core_load_model() and use it with hetero_compiled_model_open()");
+}
+
+std::vector<PortInfo> ports_from(const google::protobuf::RepeatedPtrField<wire::Port>& ports) {
+  std::vector<PortInfo> out;
+  for (const wire::Port& p : ports) {
+    PortInfo info;
+    info.name = p.name();
+    info.dtype = static_cast<hetero_dtype>(p.dtype());
+    info.rank = p.rank();
+    info.dims.assign(p.dims().begin(), p.dims().end());
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+const char* state_name(wire::ModelInfo::State state) {
+  switch (state) {
+    case wire::ModelInfo::READY:
+      return "ready";
+    case wire::ModelInfo::FAILED:
+      return "failed";
+    default:
+      return "loading";
+  }
+}
+
+class RemoteInferRequest final : public InferRequestImpl {
+ public:
+  RemoteInferRequest(std::shared_ptr<RemoteConnection> connection, std::string model, std::vector<PortInfo> inputs,
+                     size_t output_count)
+      : connection_(std::move(connection)), model_(std::move(model)), ports_(std::move(inputs)),
+        inputs_(ports_.size()), outputs_(output_count) {}
+
+  ~RemoteInferRequest() override { wait(); }
+
+  void set_input(size_t index, const core::Tensor& tensor) override {
+    if (index >= inputs_.size()) fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range");
+    inputs_[index] = tensor;
+  }
+
+  core::Tensor output(size_t index, std::shared_ptr<const void>& keepalive) override {
+    if (index >= outputs_.size()) fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range");
+    if (outputs_[index].empty()) fail(HETERO_NOT_FOUND, "no inference has finished on this request yet");
+    keepalive = outputs_keepalive_;
+    return outputs_[index];
+  }
+
+  void infer() override {
+    wire::Request request;
+    wire::UniqueFd memfd = build(request);
+    std::vector<int> fds;
+    if (memfd) fds.push_back(memfd.get());
+    Reply reply = connection_->call(request, fds);
+    take(reply);
+  }
+
+  void start_async(std::function<void(std::exception_ptr)> done) override {
+    wire::Request request;
+    wire::UniqueFd memfd = build(request);
+    std::vector<int> fds;
+    if (memfd) fds.push_back(memfd.get());
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_ = true;
+    }
+    try {
+      connection_->call_async(request, fds, [this, done = std::move(done)](Reply* reply, std::exception_ptr error) {
+        if (!error) {
+          try {
+            if (reply->response.status() != HETERO_OK) throw_reply_error(reply->response);
+            take(*reply);
+          } catch (...) {
+            error = std::current_exception();
+          }
+        }
+        done(error);
+        std::lock_guard<std::mutex> lock(mutex_);
+        busy_ = false;
+        idle_.notify_all();
+      });
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      busy_ = false;
+      throw;
+    }
+  }
+
+  void wait() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this] { return !busy_; });
+  }
+
+ private:
+  // The Infer request for the bound inputs; the memfd that carries them when
+  // they are large (null otherwise).
+  wire::UniqueFd build(wire::Request& request) {
+    wire::Infer* infer = request.mutable_infer();
+    infer->set_model(model_);
+    infer->set_memfd_threshold(kMemfdThreshold);
+    size_t total = 0;
+    std::vector<size_t> offsets;
+    for (size_t k = 0; k < inputs_.size(); ++k) {
+      const core::Tensor& t = inputs_[k];
+      if (t.empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + ports_[k].name + "' is not set");
+      offsets.push_back((total + 63) / 64 * 64);
+      total = offsets.back() + t.nbytes();
+      wire::Tensor* wt = infer->add_inputs();
+      wt->set_name(ports_[k].name);
+      wt->set_dtype(static_cast<int32_t>(t.dtype()));
+      for (int64_t d : t.shape()) wt->add_dims(d);
+    }
+    if (total < kMemfdThreshold) {
+      for (size_t k = 0; k < inputs_.size(); ++k)
+        infer->mutable_inputs(static_cast<int>(k))
+            ->set_inline_data(static_cast<const char*>(inputs_[k].raw()), inputs_[k].nbytes());
+      return {};
+    }
+    struct Fill {
+      const std::vector<core::Tensor>* inputs;
+      const std::vector<size_t>* offsets;
+    } fill{&inputs_, &offsets};
+    wire::UniqueFd fd = wire::make_sealed_memfd(
+        "hetero-inputs", total,
+        [](void* dst, void* context) {
+          auto* f = static_cast<Fill*>(context);
+          for (size_t k = 0; k < f->inputs->size(); ++k)
+            std::memcpy(static_cast<uint8_t*>(dst) + (*f->offsets)[k], (*f->inputs)[k].raw(),
+                        (*f->inputs)[k].nbytes());
+        },
+        &fill);
+    for (size_t k = 0; k < inputs_.size(); ++k) {
+      wire::MemfdRef* ref = infer->mutable_inputs(static_cast<int>(k))->mutable_memfd();
+      ref->set_fd_index(0);
+      ref->set_offset(offsets[k]);
+      ref->set_size(inputs_[k].nbytes());
+    }
+    return fd;
+  }
+
+  // The outputs of a reply: inline ones copied, memfd ones mapped in place.
+  void take(Reply& reply) {
+    const wire::InferReply& r = reply.response.infer();
+    if (static_cast<size_t>(r.outputs_size()) != outputs_.size())
+      fail(HETERO_PROTOCOL_ERROR, "heterod answered with " + std::to_string(r.outputs_size()) + " outputs, expected " +
+                                      std::to_string(outputs_.size()));
+    auto mappings = std::make_shared<wire::TensorMappings>();
+    std::vector<core::Tensor> outputs;
+    for (const wire::Tensor& t : r.outputs()) {
+      const wire::TensorView view = wire::decode_tensor(t, reply.fds, *mappings, "output '" + t.name() + "'");
+      if (t.data_case() == wire::Tensor::kMemfd) {
+        outputs.push_back(core::Tensor::wrap(view.dtype, view.dims, const_cast<uint8_t*>(view.data), mappings));
+      } else {
+        core::Tensor copy = core::Tensor::allocate(view.dtype, view.dims, false);
+        if (view.bytes) std::memcpy(copy.raw(), view.data, view.bytes);
+        outputs.push_back(std::move(copy));
+      }
+    }
+    outputs_ = std::move(outputs);
+    outputs_keepalive_ = mappings;
+  }
+
+  std::shared_ptr<RemoteConnection> connection_;
+  std::string model_;
+  std::vector<PortInfo> ports_;
+  std::vector<core::Tensor> inputs_;
+  std::vector<core::Tensor> outputs_;
+  std::shared_ptr<const void> outputs_keepalive_;
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  bool busy_ = false;
+};
+
+class RemoteCompiledModel final : public CompiledModelImpl {
+ public:
+  RemoteCompiledModel(std::shared_ptr<RemoteConnection> connection, const wire::ModelInfo& info)
+      : connection_(std::move(connection)), name_(info.name()), device_(info.device()),
+        inputs_(ports_from(info.inputs())), outputs_(ports_from(info.outputs())),
+        submodels_(info.submodel_devices().begin(), info.submodel_devices().end()) {
+    if (submodels_.empty()) submodels_.push_back(device_);
+  }
+  const std::vector<PortInfo>& inputs() const override { return inputs_; }
+  const std::vector<PortInfo>& outputs() const override { return outputs_; }
+  const std::string& device() const override { return device_; }
+  const std::vector<std::string>& submodel_devices() const override { return submodels_; }
+  std::vector<uint8_t> export_blob() const override { in_process_only("exporting a compiled model"); }
+  std::unique_ptr<InferRequestImpl> create_infer_request() override {
+    return std::make_unique<RemoteInferRequest>(connection_, name_, inputs_, outputs_.size());
+  }
+
+ private:
+  std::shared_ptr<RemoteConnection> connection_;
+  std::string name_, device_;
+  std::vector<PortInfo> inputs_, outputs_;
+  std::vector<std::string> submodels_;
+};
+
+class RemoteBackend final : public Backend {
+ public:
+  explicit RemoteBackend(const std::string& socket_path)
+      : connection_(std::make_shared<RemoteConnection>(socket_path)) {
+    wire::Request request;
+    request.mutable_list_devices();
+    const wire::ListDevicesReply list = connection_->call(request).response.list_devices();
+    for (const wire::Device& d : list.devices()) {
+      devices_.push_back({d.name(), d.full_name()});
+      metrics_[d.name()].insert(d.metrics().begin(), d.metrics().end());
+    }
+    for (const wire::Driver& d : list.drivers()) drivers_.push_back({d.name(), d.version(), d.path()});
+    for (const wire::DriverFailure& f : list.driver_failures()) failures_.push_back({f.path(), f.reason()});
+  }
+
+  const std::vector<DeviceEntry>& devices() const override { return devices_; }
+  const std::vector<DriverEntry>& drivers() const override { return drivers_; }
+  const std::vector<DriverFailureEntry>& driver_failures() const override { return failures_; }
+  std::string metric(const std::string& device, const std::string& name) const override {
+    auto d = metrics_.find(device);
+    if (d == metrics_.end()) fail(HETERO_NOT_FOUND, "heterod has no device '" + device + "'");
+    auto m = d->second.find(name);
+    if (m == d->second.end()) fail(HETERO_NOT_FOUND, "device '" + device + "' has no metric '" + name + "'");
+    return m->second;
+  }
+
+  std::unique_ptr<ModelImpl> read_model_file(const std::string&, const InputShapes&) override {
+    in_process_only("reading a model");
+  }
+  std::unique_ptr<ModelImpl> read_model_memory(std::span<const uint8_t>, const InputShapes&) override {
+    in_process_only("reading a model");
+  }
+  std::vector<QueryNode> query(const ModelImpl&, const std::string&, const Config&) const override {
+    in_process_only("querying a device");
+  }
+  std::unique_ptr<CompiledModelImpl> compile(const ModelImpl&, const std::string&, const Config&) override {
+    in_process_only("compiling a model");
+  }
+  std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t>, const Config&) override {
+    in_process_only("importing a blob");
+  }
+  std::unique_ptr<CompiledModelImpl> compile_file(const std::string&, const InputShapes&, const std::string&,
+                                                  const Config&) override {
+    in_process_only("compiling a model");
+  }
+  std::string partition(const ModelImpl&, const std::string&, hetero_plan_format, const Config&) override {
+    in_process_only("partitioning a model");
+  }
+
+  std::vector<ServedModelEntry> list_models() override {
+    std::vector<ServedModelEntry> out;
+    for (const wire::ModelInfo& m : list())
+      out.push_back({m.name(), m.device(), state_name(m.state()), m.error()});
+    return out;
+  }
+
+  std::unique_ptr<CompiledModelImpl> open_model(const std::string& name) override {
+    for (const wire::ModelInfo& m : list()) {
+      if (m.name() != name) continue;
+      if (m.state() != wire::ModelInfo::READY)
+        fail(m.state() == wire::ModelInfo::LOADING ? HETERO_BUSY : HETERO_NOT_FOUND,
+             "model '" + name + "' is " + state_name(m.state()) + (m.error().empty() ? "" : ": " + m.error()));
+      return std::make_unique<RemoteCompiledModel>(connection_, m);
+    }
+    fail(HETERO_NOT_FOUND, "heterod at " + connection_->socket_path() + " serves no model '" + name + "'");
+  }
+
+  void load_model(const std::string& name, const std::string& path, std::span<const uint8_t> bytes,
+                  const std::string& device, const Config& config) override {
+    wire::Request request;
+    wire::LoadModel* load = request.mutable_load_model();
+    load->set_name(name);
+    load->set_device(device);
+    load->mutable_config()->insert(config.begin(), config.end());
+    wire::UniqueFd memfd;
+    std::vector<int> fds;
+    if (!path.empty()) {
+      load->set_path(path);
+    } else if (bytes.size() < kMemfdThreshold) {
+      load->set_model_bytes(bytes.data(), bytes.size());
+    } else {
+      memfd = wire::make_sealed_memfd(
+          "hetero-model", bytes.size(),
+          [](void* dst, void* context) {
+            auto* b = static_cast<std::span<const uint8_t>*>(context);
+            std::memcpy(dst, b->data(), b->size());
+          },
+          &bytes);
+      fds.push_back(memfd.get());
+      load->mutable_model_memfd()->set_size(bytes.size());
+    }
+    connection_->call(request, fds);
+  }
+
+  void unload_model(const std::string& name) override {
+    wire::Request request;
+    request.mutable_unload_model()->set_name(name);
+    connection_->call(request);
+  }
+
+  StatsSnapshot stats() override {
+    wire::Request request;
+    request.mutable_stats();
+    const wire::StatsReply reply = connection_->call(request).response.stats();
+    StatsSnapshot out;
+    out.uptime_ms = reply.uptime_ms();
+    out.connections = reply.connections();
+    for (const wire::ModelStats& m : reply.models())
+      out.models.push_back({m.name(), m.requests(), m.errors(), m.busy(), m.timeouts(), m.latency_p50_us(),
+                            m.latency_p90_us(), m.latency_p99_us(), m.queue_depth(), m.in_flight()});
+    return out;
+  }
+
+  void reload() override {
+    wire::Request request;
+    request.mutable_reload();
+    connection_->call(request);
+  }
+
+ private:
+  google::protobuf::RepeatedPtrField<wire::ModelInfo> list() {
+    wire::Request request;
+    request.mutable_list_models();
+    return connection_->call(request).response.list_models().models();
+  }
+
+  std::shared_ptr<RemoteConnection> connection_;
+  std::vector<DeviceEntry> devices_;
+  std::vector<DriverEntry> drivers_;
+  std::vector<DriverFailureEntry> failures_;
+  std::map<std::string, std::map<std::string, std::string>> metrics_;
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> make_remote_backend(const std::string& socket_path) {
+  return std::make_shared<RemoteBackend>(socket_path);
+}
+
+}  // namespace hetero::capi

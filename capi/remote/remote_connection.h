@@ -1,0 +1,82 @@
+// libhetero's end of a daemon connection: a blocking Unix socket, a reader
+// thread that matches responses to requests by id (the daemon answers out of
+// order), and a completion thread that runs async callbacks so that a slow
+// callback never stalls the replies other requests wait for.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/worker_thread.h"
+#include "hetero/status.h"
+#include "daemon/protocol/frame.h"
+#include "daemon/protocol/heterod.pb.h"
+
+namespace hetero::capi {
+
+// A response and the descriptors that came with it.
+struct Reply {
+  wire::Response response;
+  std::vector<wire::UniqueFd> fds;
+};
+
+class RemoteConnection {
+ public:
+  // Connects and says Hello. Fails with CONNECTION_ERROR naming the socket,
+  // or with the daemon's refusal (PERMISSION_DENIED, NOT_SUPPORTED).
+  explicit RemoteConnection(const std::string& socket_path);
+  ~RemoteConnection();
+  RemoteConnection(const RemoteConnection&) = delete;
+  RemoteConnection& operator=(const RemoteConnection&) = delete;
+
+  // Sends `request` (its id is set here) with `fds`, and waits for the reply.
+  // A reply with an error status throws it as hetero::Error.
+  Reply call(wire::Request& request, std::span<const int> fds = {});
+  // The same without waiting: `done` runs once on the completion thread, with
+  // the reply or the failure.
+  using Done = std::function<void(Reply*, std::exception_ptr)>;
+  void call_async(wire::Request& request, std::span<const int> fds, Done done);
+
+  const wire::HelloReply& hello() const noexcept { return hello_; }
+  const std::string& socket_path() const noexcept { return path_; }
+
+ private:
+  // How a reply reaches its caller: in place for call(), posted to the
+  // completion thread for call_async().
+  using Deliver = std::function<void(std::unique_ptr<Reply>, std::exception_ptr)>;
+  void send(wire::Request& request, std::span<const int> fds, Deliver deliver);
+  void read_replies();
+  void fail_pending(hetero_status status, const std::string& why);
+
+  std::string path_;
+  wire::UniqueFd fd_;
+  wire::HelloReply hello_;
+
+  std::mutex write_mutex_;
+  std::mutex pending_mutex_;
+  std::map<uint64_t, Deliver> pending_;
+  uint64_t next_id_ = 1;
+  std::string broken_;  // why the connection is unusable; empty while it works
+  // An error the daemon sent about the connection itself (id 0) before
+  // closing it: the reason every pending call then fails with. Reader only.
+  hetero_status refusal_status_ = HETERO_OK;
+  std::string refusal_;
+
+  std::unique_ptr<core::WorkerThread> completions_;
+  std::thread reader_;
+};
+
+// The status of a reply; an unknown value is INTERNAL.
+hetero_status reply_status(const wire::Response& response);
+// The status of a failed reply, thrown as hetero::Error.
+[[noreturn]] void throw_reply_error(const wire::Response& response);
+
+}  // namespace hetero::capi
