@@ -1,6 +1,7 @@
 // heterod: the inference daemon. Runs in the foreground (systemd's
 // Type=notify), logs to stderr with levels, and serves the models of its
 // config on a Unix socket until SIGTERM.
+#include <google/protobuf/stubs/logging.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -70,6 +71,9 @@ int main(int argc, char** argv) {
   }
   to_journal = std::getenv("JOURNAL_STREAM") != nullptr;
   hetero::core::set_log_sink(&log_line);
+  // A client can make protobuf complain (invalid UTF-8 in a string) at will;
+  // the daemon already answers such a frame, so the complaint is not logged.
+  google::protobuf::SetLogHandler(nullptr);
   setvbuf(stderr, nullptr, _IOLBF, 0);
 
   try {

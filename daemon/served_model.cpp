@@ -227,6 +227,13 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
     return;
   }
   if (m.queue_.size() >= m.spec_.queue) {
+    // Jobs of clients that have gone hold places they will never use.
+    std::erase_if(m.queue_, [](const std::unique_ptr<InferJob>& queued) {
+      auto replier = queued->replier.lock();
+      return !replier || !replier->open();
+    });
+  }
+  if (m.queue_.size() >= m.spec_.queue) {
     ++m.requests_;
     ++m.errors_;
     ++m.busy_;

@@ -1,0 +1,80 @@
+// Writes the daemon tests' models into the directory argv[1]:
+//   scale.onnx  y = 2x + 1 over x float[1, 65536]: 256 KiB in and out, so
+//               tensors travel as memfds both ways;
+//   slow.onnx   eight 256x256 MatMuls over x float[1, 256, 256]: a few ms
+//               per inference, so that requests are really in flight when a
+//               test signals the daemon.
+#include <onnx/defs/parser.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char* const kScale = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+scale (float[1, 65536] x) => (float[1, 65536] y) {
+  two = Constant<value = float {2.0}>()
+  one = Constant<value = float {1.0}>()
+  x2 = Mul(x, two)
+  y = Add(x2, one)
+}
+)ONNX";
+
+const char* const kSlow = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+slow (float[1, 256, 256] x) => (float[1, 256, 256] y) {
+  a1 = MatMul(x, W)
+  a2 = MatMul(a1, W)
+  a3 = MatMul(a2, W)
+  a4 = MatMul(a3, W)
+  a5 = MatMul(a4, W)
+  a6 = MatMul(a5, W)
+  a7 = MatMul(a6, W)
+  y = MatMul(a7, W)
+}
+)ONNX";
+
+bool write_model(const std::string& path, const char* text, bool with_weight) {
+  onnx::ModelProto model;
+  const auto status = onnx::OnnxParser::Parse(model, text);
+  if (!status.IsOK()) {
+    std::fprintf(stderr, "make_daemon_models: %s: %s\n", path.c_str(), status.ErrorMessage().c_str());
+    return false;
+  }
+  if (with_weight) {
+    // A scaled permutation-like matrix: values stay in range through 8 products.
+    std::vector<float> w(256 * 256, 0.0f);
+    for (int i = 0; i < 256; ++i) {
+      w[i * 256 + (i * 7 + 3) % 256] = 0.75f;
+      w[i * 256 + (i * 13 + 5) % 256] += 0.25f;
+    }
+    onnx::TensorProto* t = model.mutable_graph()->add_initializer();
+    t->set_name("W");
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(256);
+    t->add_dims(256);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float)));
+  }
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) return false;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_daemon_models OUTDIR\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const bool ok = write_model(dir + "/scale.onnx", kScale, false) && write_model(dir + "/slow.onnx", kSlow, true);
+  return ok ? 0 : 1;
+}

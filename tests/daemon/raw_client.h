@@ -1,0 +1,38 @@
+// A client that speaks the wire protocol by hand, for the tests that send
+// what libhetero never would: broken frames, lies about sizes, descriptors.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "daemon/protocol/frame.h"
+#include "daemon/protocol/heterod.pb.h"
+
+namespace hetero::test {
+
+class RawClient {
+ public:
+  explicit RawClient(const std::string& socket);
+  ~RawClient();
+  bool connected() const { return fd_ >= 0; }
+
+  void send_bytes(std::span<const uint8_t> bytes, std::span<const int> fds = {});
+  void send(const wire::Request& request, std::span<const int> fds = {});
+  // Hello with version 1; true when the daemon accepts it.
+  bool hello();
+  // The next response, or nothing when the connection ends or `timeout` passes.
+  std::optional<wire::Response> receive(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // True when the daemon closes the connection within `timeout`.
+  bool closed_by_peer(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  void close();
+
+ private:
+  int fd_ = -1;
+  wire::FrameDecoder decoder_{size_t{1} << 30};
+  std::vector<wire::UniqueFd> fds_;
+};
+
+}  // namespace hetero::test

@@ -1,0 +1,615 @@
+// The real heterod on a temporary socket, driven by real clients: libhetero
+// in client mode (hetero_core_connect) and, for what a well-behaved client
+// never sends, raw frames.
+#include <gtest/gtest.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "daemon/protocol/socket_io.h"
+#include "tests/daemon/daemon_client.h"
+#include "tests/daemon/daemon_process.h"
+#include "tests/daemon/raw_client.h"
+
+namespace hetero::test {
+namespace {
+
+const std::vector<int64_t> kDemoDims = {1, 3, 32, 32};
+constexpr size_t kDemoInput = 3 * 32 * 32;
+const std::vector<int64_t> kScaleDims = {1, 65536};
+const std::vector<int64_t> kSlowDims = {1, 256, 256};
+
+struct ConfigOptions {
+  std::string access;                 // YAML under "access:"
+  std::string limits;                 // YAML under "limits:"
+  std::string extra_models;           // more "- name: ..." entries
+  std::string socket_mode = "0660";
+  uint32_t demo_parallel = 2;
+  uint32_t demo_queue = 64;
+};
+
+std::string make_config(const TempDir& dir, const ConfigOptions& o = {}) {
+  std::string c;
+  c += "socket:\n  path: " + dir.path() + "/heterod.sock\n  mode: \"" + o.socket_mode + "\"\n";
+  if (!o.access.empty()) c += "access:\n" + o.access;
+  c += "cache_dir: " + dir.path() + "/cache\n";
+  c += "model_dirs: [" + std::string(DAEMON_FIXTURE_DIR) + "]\n";
+  c += "limits:\n  shutdown_grace_ms: 20000\n" + o.limits;
+  c += "models:\n";
+  c += "  - name: demo\n    path: " + demo_model_path() + "\n    shapes: {image: [1, 3, 32, 32]}\n";
+  c += "    parallel: " + std::to_string(o.demo_parallel) + "\n    queue: " + std::to_string(o.demo_queue) + "\n";
+  c += "  - name: scale\n    path: " + fixture_path("scale.onnx") + "\n";
+  c += o.extra_models;
+  return c;
+}
+
+class Daemon : public ::testing::Test {
+ protected:
+  void start(const ConfigOptions& options = {}, SpawnOptions spawn = {}) {
+    socket_ = dir_.path() + "/heterod.sock";
+    daemon_ = std::make_unique<DaemonProcess>(dir_.path(), make_config(dir_, options), spawn);
+    ASSERT_TRUE(daemon_->wait_ready(socket_)) << daemon_->log();
+  }
+  void TearDown() override {
+    if (!daemon_ || !daemon_->running()) return;
+    daemon_->signal(SIGTERM);
+    EXPECT_EQ(daemon_->wait_exit(), 0) << daemon_->log();
+  }
+
+  // One demo inference on a fresh connection; true when its output is right.
+  bool demo_works() {
+    hetero_core_t* core = connect_or_fail(socket_);
+    if (!core) return false;
+    hetero_compiled_model_t* compiled = nullptr;
+    hetero_infer_request_t* request = nullptr;
+    std::vector<float> out;
+    bool ok = hetero_compiled_model_open(&compiled, core, "demo") == HETERO_OK &&
+              hetero_infer_request_create(&request, compiled) == HETERO_OK &&
+              infer_once(request, kDemoDims, seeded_input(kDemoInput, 7), out) == HETERO_OK;
+    if (!ok) ADD_FAILURE() << "demo inference through the daemon: " << hetero_last_error();
+    ok = ok && out == reference().run(seeded_input(kDemoInput, 7));
+    hetero_infer_request_release(request);
+    hetero_compiled_model_release(compiled);
+    hetero_core_release(core);
+    return ok;
+  }
+
+  LocalReference& reference() {
+    if (!reference_) reference_ = std::make_unique<LocalReference>(demo_model_path(), kDemoDims);
+    return *reference_;
+  }
+
+  TempDir dir_;
+  std::string socket_;
+  std::unique_ptr<DaemonProcess> daemon_;
+  std::unique_ptr<LocalReference> reference_;
+};
+
+// ---- Many clients ------------------------------------------------------------
+
+TEST_F(Daemon, SixtyFourClientsGetTheirOwnAnswers) {
+  start({.limits = "  max_in_flight_per_client: 64\n", .demo_parallel = 2, .demo_queue = 4096});
+  constexpr int kClients = 64, kRequestsEach = 40;
+  // The in-process results, one per distinct input.
+  std::vector<std::vector<float>> expected;
+  for (int k = 0; k < 16; ++k) expected.push_back(reference().run(seeded_input(kDemoInput, k)));
+
+  std::atomic<int> ok{0}, wrong{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      hetero_core_t* core = nullptr;
+      if (hetero_core_connect(&core, socket_.c_str()) != HETERO_OK) {
+        failed += kRequestsEach;
+        return;
+      }
+      hetero_compiled_model_t* compiled = nullptr;
+      hetero_compiled_model_open(&compiled, core, "demo");
+      // Two requests per client: one synchronous, one asynchronous, so that
+      // replies to one connection come back out of order.
+      hetero_infer_request_t* requests[2] = {};
+      hetero_infer_request_create(&requests[0], compiled);
+      hetero_infer_request_create(&requests[1], compiled);
+      for (int r = 0; r < kRequestsEach; r += 2) {
+        const int a = (c + r) % 16, b = (c * 3 + r + 1) % 16;
+        const std::vector<float> in_a = seeded_input(kDemoInput, a), in_b = seeded_input(kDemoInput, b);
+        hetero_tensor_t* tb = nullptr;
+        hetero_tensor_wrap(&tb, HETERO_DTYPE_FLOAT32, kDemoDims.data(), 4, const_cast<float*>(in_b.data()),
+                           in_b.size() * 4);
+        hetero_infer_request_set_input(requests[1], 0, tb);
+        hetero_tensor_release(tb);
+        const bool started = hetero_infer_request_start_async(requests[1], nullptr, nullptr) == HETERO_OK;
+        std::vector<float> out_a;
+        if (infer_once(requests[0], kDemoDims, in_a, out_a) != HETERO_OK)
+          ++failed;
+        else
+          ++(out_a == expected[a] ? ok : wrong);
+        if (!started || hetero_infer_request_wait(requests[1]) != HETERO_OK) {
+          ++failed;
+          continue;
+        }
+        hetero_tensor_t* out = nullptr;
+        void* data = nullptr;
+        hetero_infer_request_get_output(requests[1], &out, 0);
+        hetero_tensor_get_data(out, &data);
+        const std::vector<float> out_b(static_cast<float*>(data), static_cast<float*>(data) + expected[b].size());
+        hetero_tensor_release(out);
+        ++(out_b == expected[b] ? ok : wrong);
+      }
+      hetero_infer_request_release(requests[0]);
+      hetero_infer_request_release(requests[1]);
+      hetero_compiled_model_release(compiled);
+      hetero_core_release(core);
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), kClients * kRequestsEach);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(failed.load(), 0);
+}
+
+TEST_F(Daemon, LargeTensorsTravelAsMemfds) {
+  start();
+  hetero_core_t* core = connect_or_fail(socket_);
+  ASSERT_TRUE(core);
+  hetero_compiled_model_t* compiled = nullptr;
+  ASSERT_EQ(hetero_compiled_model_open(&compiled, core, "scale"), HETERO_OK) << hetero_last_error();
+  hetero_infer_request_t* request = nullptr;
+  ASSERT_EQ(hetero_infer_request_create(&request, compiled), HETERO_OK);
+  const std::vector<float> in = seeded_input(65536, 3);
+  std::vector<float> out;
+  std::string error;
+  ASSERT_EQ(infer_once(request, kScaleDims, in, out, &error), HETERO_OK) << error;
+  ASSERT_EQ(out.size(), in.size());
+  for (size_t k = 0; k < in.size(); ++k) ASSERT_EQ(out[k], in[k] * 2 + 1) << k;
+  hetero_infer_request_release(request);
+  hetero_compiled_model_release(compiled);
+  hetero_core_release(core);
+}
+
+TEST_F(Daemon, FullQueueAnswersBusy) {
+  // One infer request, no queue, and one client allowed 512 in flight: most
+  // of a burst must be refused at once, every one of them answered.
+  start({.limits = "  max_in_flight_per_client: 512\n", .extra_models =
+             "  - name: slow\n    path: " + fixture_path("slow.onnx") + "\n    parallel: 1\n    queue: 0\n"});
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  const std::vector<float> in = seeded_input(256 * 256, 1);
+  wire::Request r;
+  r.mutable_infer()->set_model("slow");
+  wire::Tensor* t = r.mutable_infer()->add_inputs();
+  t->set_name("x");
+  t->set_dtype(1);
+  for (int64_t d : kSlowDims) t->add_dims(d);
+  t->set_inline_data(in.data(), in.size() * 4);
+  constexpr int kBurst = 16;
+  for (int k = 0; k < kBurst; ++k) {
+    r.set_id(100 + static_cast<uint64_t>(k));
+    client.send(r);
+  }
+  int ok = 0, busy = 0;
+  for (int k = 0; k < kBurst; ++k) {
+    auto reply = client.receive();
+    ASSERT_TRUE(reply);
+    if (reply->status() == HETERO_OK) ++ok;
+    if (reply->status() == HETERO_BUSY) ++busy;
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(busy, 1);
+  EXPECT_EQ(ok + busy, kBurst);
+}
+
+// ---- Bad clients -------------------------------------------------------------
+
+// Each case: what a broken or hostile client sends after its Hello.
+struct BadInput {
+  const char* what;
+  std::vector<uint8_t> bytes;
+};
+
+std::vector<uint8_t> frame_of(const wire::Request& r) { return wire::encode_frame(r); }
+
+std::vector<BadInput> bad_inputs() {
+  std::vector<BadInput> cases;
+  cases.push_back({"a length beyond max_frame_bytes", {0xff, 0xff, 0xff, 0x7f, 0, 0, 0, 0}});
+  cases.push_back({"reserved header bytes", {4, 0, 0, 0, 0, 1, 0, 0, 1, 2, 3, 4}});
+  cases.push_back({"descriptors announced but not sent", {0, 0, 0, 0, 3, 0, 0, 0}});
+  std::vector<uint8_t> garbage = {16, 0, 0, 0, 0, 0, 0, 0};
+  for (int k = 0; k < 16; ++k) garbage.push_back(0xff);
+  cases.push_back({"a payload that is not a Request", garbage});
+
+  wire::Request r;
+  r.set_id(9);
+  wire::Tensor* t = r.mutable_infer()->add_inputs();
+  r.mutable_infer()->set_model("demo");
+  t->set_name("image");
+  t->set_dtype(1);
+  for (int64_t d : kDemoDims) t->add_dims(d);
+  t->set_inline_data(std::string(100, '\0'));
+  cases.push_back({"inline data shorter than its shape", frame_of(r)});
+  t->clear_dims();
+  t->add_dims(int64_t{1} << 40);
+  t->add_dims(int64_t{1} << 40);
+  cases.push_back({"dims whose product overflows", frame_of(r)});
+  t->clear_dims();
+  t->add_dims(-1);
+  cases.push_back({"a negative dim", frame_of(r)});
+  t->clear_dims();
+  t->set_dtype(8);
+  cases.push_back({"a string tensor", frame_of(r)});
+  t->set_dtype(1);
+  for (int k = 0; k < 40; ++k) t->add_dims(1);
+  cases.push_back({"rank 40", frame_of(r)});
+  t->clear_dims();
+  t->mutable_memfd()->set_fd_index(0);
+  t->mutable_memfd()->set_size(12288);
+  for (int64_t d : kDemoDims) t->add_dims(d);
+  cases.push_back({"a memfd reference without a descriptor", frame_of(r)});
+  wire::Request hello;
+  hello.mutable_hello()->set_min_version(1);
+  hello.mutable_hello()->set_max_version(1);
+  cases.push_back({"a second Hello", frame_of(hello)});
+  return cases;
+}
+
+TEST_F(Daemon, MalformedFramesCloseOnlyThatConnection) {
+  start({.limits = "  max_frame_bytes: 1048576\n"});
+  RawClient bystander(socket_);
+  ASSERT_TRUE(bystander.hello());
+  for (const BadInput& bad : bad_inputs()) {
+    SCOPED_TRACE(bad.what);
+    RawClient client(socket_);
+    ASSERT_TRUE(client.hello());
+    client.send_bytes(bad.bytes);
+    auto reply = client.receive();
+    ASSERT_TRUE(reply) << "no error reply";
+    EXPECT_NE(reply->status(), HETERO_OK);
+    EXPECT_FALSE(reply->message().empty());
+    EXPECT_TRUE(client.closed_by_peer());
+    // Everyone else is still served.
+    wire::Request health;
+    health.set_id(5);
+    health.mutable_health();
+    bystander.send(health);
+    auto h = bystander.receive();
+    ASSERT_TRUE(h);
+    EXPECT_TRUE(h->health().ok());
+  }
+  EXPECT_TRUE(demo_works());
+}
+
+TEST_F(Daemon, RequestsBeforeHelloAndUnknownVersionsAreRefused) {
+  start();
+  {
+    RawClient client(socket_);
+    wire::Request r;
+    r.set_id(3);
+    r.mutable_list_models();
+    client.send(r);
+    auto reply = client.receive();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status(), HETERO_PROTOCOL_ERROR);
+    EXPECT_NE(reply->message().find("Hello"), std::string::npos) << reply->message();
+    EXPECT_TRUE(client.closed_by_peer());
+  }
+  {
+    RawClient client(socket_);
+    wire::Request r;
+    r.mutable_hello()->set_min_version(7);
+    r.mutable_hello()->set_max_version(9);
+    client.send(r);
+    auto reply = client.receive();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status(), HETERO_NOT_SUPPORTED);
+    EXPECT_TRUE(client.closed_by_peer());
+  }
+  {  // A wrong model or input is an error reply, not a disconnect.
+    RawClient client(socket_);
+    ASSERT_TRUE(client.hello());
+    wire::Request r;
+    r.set_id(4);
+    r.mutable_infer()->set_model("nope");
+    client.send(r);
+    auto reply = client.receive();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status(), HETERO_NOT_FOUND);
+    EXPECT_NE(reply->message().find("nope"), std::string::npos);
+    r.mutable_infer()->set_model("demo");
+    client.send(r);
+    reply = client.receive();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status(), HETERO_INVALID_ARGUMENT) << reply->message();
+    EXPECT_FALSE(client.closed_by_peer(std::chrono::milliseconds(200)));
+  }
+}
+
+TEST_F(Daemon, UnsealedMemfdIsRefused) {
+  start();
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  wire::UniqueFd fd(::memfd_create("unsealed", MFD_CLOEXEC));
+  ASSERT_EQ(::ftruncate(fd.get(), 12288), 0);
+  wire::Request r;
+  r.set_id(8);
+  r.mutable_infer()->set_model("demo");
+  wire::Tensor* t = r.mutable_infer()->add_inputs();
+  t->set_name("image");
+  t->set_dtype(1);
+  for (int64_t d : kDemoDims) t->add_dims(d);
+  t->mutable_memfd()->set_size(12288);
+  const int fds[] = {fd.get()};
+  client.send(r, fds);
+  auto reply = client.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status(), HETERO_PROTOCOL_ERROR);
+  EXPECT_NE(reply->message().find("sealed"), std::string::npos) << reply->message();
+  EXPECT_TRUE(client.closed_by_peer());
+}
+
+TEST_F(Daemon, ClientsThatVanishMidRequestLeakNothing) {
+  start({.extra_models = "  - name: slow\n    path: " + fixture_path("slow.onnx") + "\n    parallel: 1\n"});
+  ASSERT_TRUE(demo_works());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // that client's connection closes
+  const size_t fds_before = daemon_->fd_count();
+  const std::vector<float> in = seeded_input(256 * 256, 2);
+  for (int round = 0; round < 50; ++round) {
+    RawClient client(socket_);
+    ASSERT_TRUE(client.hello());
+    wire::Request r;
+    r.mutable_infer()->set_model(round % 2 ? "slow" : "demo");
+    wire::Tensor* t = r.mutable_infer()->add_inputs();
+    t->set_name(round % 2 ? "x" : "image");
+    t->set_dtype(1);
+    for (int64_t d : round % 2 ? kSlowDims : kDemoDims) t->add_dims(d);
+    t->set_inline_data(in.data(), (round % 2 ? in.size() : kDemoInput) * 4);
+    for (int k = 0; k < 8; ++k) {
+      r.set_id(static_cast<uint64_t>(k));
+      client.send(r);
+    }
+    if (round % 3 == 0) {  // half a frame, then gone
+      std::vector<uint8_t> frame = wire::encode_frame(r);
+      frame.resize(frame.size() / 2);
+      client.send_bytes(frame);
+    }
+    client.close();
+  }
+  // The daemon answers the rest and drops the replies; then it is as before.
+  ASSERT_TRUE(demo_works());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int k = 0; k < 100 && daemon_->fd_count() > fds_before; ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(daemon_->fd_count(), fds_before) << "descriptors before: " << fds_before;
+}
+
+TEST_F(Daemon, PeerUidNotAllowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to connect as another user";
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);  // let the other user reach the socket
+  // Anyone may open the socket; only uid 4242 (and root) may talk.
+  start({.access = "  allowed_uids: [4242]\n", .socket_mode = "0666"});
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    hetero_core_t* core = nullptr;
+    const hetero_status status = hetero_core_connect(&core, socket_.c_str());
+    const bool named = std::strstr(hetero_last_error(), "uid 65534 is not allowed") != nullptr;
+    ::_exit(status == HETERO_PERMISSION_DENIED && named ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  EXPECT_NE(daemon_->log().find("uid 65534 is not allowed"), std::string::npos) << daemon_->log();
+  EXPECT_TRUE(demo_works());  // root still is
+}
+
+// ---- Lifecycle -----------------------------------------------------------------
+
+TEST_F(Daemon, SighupReloadsUnderLoadWithoutDroppingRequests) {
+  start();
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::string first_error;
+  std::mutex error_mutex;
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c)
+    clients.emplace_back([&, c] {
+      hetero_core_t* core = nullptr;
+      if (hetero_core_connect(&core, socket_.c_str()) != HETERO_OK) return void(++failed);
+      hetero_compiled_model_t* compiled = nullptr;
+      hetero_infer_request_t* request = nullptr;
+      hetero_compiled_model_open(&compiled, core, "demo");
+      hetero_infer_request_create(&request, compiled);
+      for (int k = 0; !stop; ++k) {
+        std::vector<float> out;
+        std::string error;
+        if (infer_once(request, kDemoDims, seeded_input(kDemoInput, static_cast<uint64_t>(c)), out, &error) ==
+            HETERO_OK) {
+          ++ok;
+        } else {
+          ++failed;
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (first_error.empty()) first_error = error;
+        }
+      }
+      hetero_infer_request_release(request);
+      hetero_compiled_model_release(compiled);
+      hetero_core_release(core);
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Change demo (another parallel count), add slow, then reload twice: by
+  // signal, and by request (which waits for the reload).
+  ConfigOptions changed{.extra_models = "  - name: slow\n    path: " + fixture_path("slow.onnx") + "\n",
+                        .demo_parallel = 3};
+  daemon_->write_config(make_config(dir_, changed));
+  daemon_->signal(SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  daemon_->write_config(make_config(dir_));  // slow removed again
+  hetero_core_t* admin = connect_or_fail(socket_);
+  ASSERT_TRUE(admin);
+  EXPECT_EQ(hetero_core_reload(admin), HETERO_OK) << hetero_last_error();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop = true;
+  for (auto& t : clients) t.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(failed.load(), 0) << first_error;
+
+  hetero_model_list_t* list = nullptr;
+  ASSERT_EQ(hetero_core_list_models(&list, admin), HETERO_OK);
+  size_t count = 0;
+  hetero_model_list_get_count(list, &count);
+  EXPECT_EQ(count, 2u);  // demo and scale; slow came and went
+  hetero_model_list_release(list);
+  hetero_core_release(admin);
+  const std::string log = daemon_->log();
+  EXPECT_NE(log.find("reloaded: 1 added, 1 changed"), std::string::npos) << log;
+  EXPECT_NE(log.find("1 removed"), std::string::npos) << log;
+}
+
+TEST_F(Daemon, BadConfigOnReloadKeepsServing) {
+  start();
+  daemon_->write_config("models:\n  - name: x\n    parallel: many\n");
+  hetero_core_t* admin = connect_or_fail(socket_);
+  ASSERT_TRUE(admin);
+  EXPECT_EQ(hetero_core_reload(admin), HETERO_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hetero_last_error()).find("heterod.yaml:3"), std::string::npos) << hetero_last_error();
+  hetero_core_release(admin);
+  EXPECT_TRUE(demo_works());
+}
+
+TEST_F(Daemon, SigtermAnswersEveryRequestInFlight) {
+  start({.extra_models = "  - name: slow\n    path: " + fixture_path("slow.onnx") + "\n    parallel: 2\n"});
+  constexpr int kClients = 4, kEach = 6;
+  std::vector<std::unique_ptr<RawClient>> clients;
+  const std::vector<float> in = seeded_input(256 * 256, 4);
+  for (int c = 0; c < kClients; ++c) {
+    clients.push_back(std::make_unique<RawClient>(socket_));
+    ASSERT_TRUE(clients.back()->hello());
+    wire::Request r;
+    r.mutable_infer()->set_model("slow");
+    wire::Tensor* t = r.mutable_infer()->add_inputs();
+    t->set_name("x");
+    t->set_dtype(1);
+    for (int64_t d : kSlowDims) t->add_dims(d);
+    t->set_inline_data(in.data(), in.size() * 4);
+    for (int k = 0; k < kEach; ++k) {
+      r.set_id(static_cast<uint64_t>(k + 1));
+      clients.back()->send(r);
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  daemon_->signal(SIGTERM);
+  int answered = 0;
+  for (auto& client : clients)
+    for (int k = 0; k < kEach; ++k) {
+      auto reply = client->receive(std::chrono::seconds(60));
+      if (reply && reply->status() == HETERO_OK && reply->infer().outputs_size() == 1) ++answered;
+    }
+  EXPECT_EQ(answered, kClients * kEach);
+  EXPECT_EQ(daemon_->wait_exit(), 0) << daemon_->log();
+  EXPECT_FALSE(std::ifstream(socket_).good()) << "the socket file is left behind";
+}
+
+TEST_F(Daemon, SocketActivation) {
+  // What systemd does for heterod.socket: bind and listen, then pass fd 3.
+  const std::string path = dir_.path() + "/activated.sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  daemon_ = std::make_unique<DaemonProcess>(dir_.path(), make_config(dir_), SpawnOptions{.activation_fd = fd});
+  ::close(fd);
+  socket_ = path;
+  ASSERT_TRUE(daemon_->wait_ready(path)) << daemon_->log();
+  EXPECT_TRUE(demo_works());
+  EXPECT_FALSE(std::ifstream(dir_.path() + "/heterod.sock").good()) << "bound its own socket too";
+  daemon_->signal(SIGTERM);
+  EXPECT_EQ(daemon_->wait_exit(), 0) << daemon_->log();
+  EXPECT_TRUE(std::ifstream(path).good() || ::access(path.c_str(), F_OK) == 0)
+      << "removed systemd's socket file";
+}
+
+TEST_F(Daemon, StaleSocketIsReplacedLiveOneIsNot) {
+  // A socket file nobody listens on, as a crash leaves it.
+  const std::string path = dir_.path() + "/heterod.sock";
+  {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+    ::close(fd);
+  }
+  start();
+  EXPECT_TRUE(demo_works());
+  // A second daemon on the same socket must leave the first one alone.
+  TempDir other;
+  DaemonProcess second(other.path(), make_config(dir_));
+  EXPECT_EQ(second.wait_exit(), 1);
+  EXPECT_NE(second.log().find("another daemon is answering"), std::string::npos) << second.log();
+  EXPECT_TRUE(demo_works());
+}
+
+TEST_F(Daemon, ModelsLoadedAndUnloadedByClients) {
+  start();
+  hetero_core_t* core = connect_or_fail(socket_);
+  ASSERT_TRUE(core);
+  EXPECT_EQ(hetero_core_load_model(core, "slow2", fixture_path("slow.onnx").c_str(), "CPU", nullptr, nullptr, 0),
+            HETERO_OK)
+      << hetero_last_error();
+  EXPECT_EQ(hetero_core_load_model(core, "passwd", "/etc/passwd", "CPU", nullptr, nullptr, 0),
+            HETERO_PERMISSION_DENIED);
+  EXPECT_NE(std::string(hetero_last_error()).find("model_dirs"), std::string::npos) << hetero_last_error();
+  // Uploaded bytes (over 64 KiB: sent as a memfd).
+  std::ifstream file(fixture_path("slow.onnx"), std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 65536u);
+  EXPECT_EQ(hetero_core_load_model_memory(core, "uploaded", bytes.data(), bytes.size(), "CPU", nullptr, nullptr, 0),
+            HETERO_OK)
+      << hetero_last_error();
+  const std::string junk = "not a model";
+  EXPECT_EQ(hetero_core_load_model_memory(core, "junk", junk.data(), junk.size(), "CPU", nullptr, nullptr, 0),
+            HETERO_INVALID_MODEL);
+
+  hetero_compiled_model_t* compiled = nullptr;
+  ASSERT_EQ(hetero_compiled_model_open(&compiled, core, "uploaded"), HETERO_OK) << hetero_last_error();
+  hetero_infer_request_t* request = nullptr;
+  ASSERT_EQ(hetero_infer_request_create(&request, compiled), HETERO_OK);
+  std::vector<float> out;
+  EXPECT_EQ(infer_once(request, kSlowDims, seeded_input(256 * 256, 5), out), HETERO_OK) << hetero_last_error();
+  EXPECT_EQ(hetero_core_unload_model(core, "uploaded"), HETERO_OK);
+  // A request made before the unload fails cleanly afterwards.
+  EXPECT_EQ(infer_once(request, kSlowDims, seeded_input(256 * 256, 5), out), HETERO_NOT_FOUND);
+  hetero_infer_request_release(request);
+  hetero_compiled_model_release(compiled);
+  EXPECT_EQ(hetero_compiled_model_open(&compiled, core, "uploaded"), HETERO_NOT_FOUND);
+
+  char* text = nullptr;
+  ASSERT_EQ(hetero_core_get_stats(core, &text, HETERO_STATS_PROMETHEUS), HETERO_OK);
+  EXPECT_NE(std::string(text).find("heterod_requests_total{model=\"demo\"}"), std::string::npos) << text;
+  hetero_free(text);
+  hetero_core_release(core);
+}
+
+TEST_F(Daemon, LocalCoreHasNoServedModels) {
+  hetero_core_t* core = nullptr;
+  ASSERT_EQ(hetero_core_create(&core, nullptr, nullptr, 0), HETERO_OK);
+  hetero_compiled_model_t* compiled = nullptr;
+  EXPECT_EQ(hetero_compiled_model_open(&compiled, core, "demo"), HETERO_NOT_SUPPORTED);
+  EXPECT_NE(std::string(hetero_last_error()).find("hetero_core_connect"), std::string::npos);
+  hetero_core_release(core);
+  EXPECT_EQ(hetero_core_connect(&core, (dir_.path() + "/nobody.sock").c_str()), HETERO_CONNECTION_ERROR);
+  EXPECT_NE(std::string(hetero_last_error()).find("nobody.sock"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hetero::test
