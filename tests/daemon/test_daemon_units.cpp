@@ -1,0 +1,257 @@
+// The daemon's parts that need no running daemon: its config file and the
+// protocol's framing and tensor checks. In the unit suite, so they run under
+// ASan+UBSan too.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "core/error.h"
+#include "daemon/config.h"
+#include "daemon/protocol/frame.h"
+#include "daemon/protocol/socket_io.h"
+#include "daemon/protocol/tensor_codec.h"
+#include "tests/daemon/daemon_process.h"
+
+namespace hetero::test {
+namespace {
+
+// ---- Config ------------------------------------------------------------------
+
+class ConfigFile : public ::testing::Test {
+ protected:
+  daemon::Config read(const std::string& text) {
+    std::ofstream(path()) << text;
+    return daemon::read_config(path());
+  }
+  // The error reading `text` gives.
+  std::string error_of(const std::string& text) {
+    try {
+      read(text);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+  std::string path() const { return dir_.path() + "/heterod.yaml"; }
+  TempDir dir_;
+};
+
+TEST_F(ConfigFile, FullConfigIsRead) {
+  const daemon::Config c = read(R"(
+socket:
+  path: run/h.sock
+  mode: "0600"
+access:
+  allowed_uids: [0, 1000]
+  allowed_gids: [27]
+driver_path: [drivers]
+driver_config: {CPU.num_threads: "2"}
+cache_dir: cache
+cache_max_mb: 64
+model_dirs: [models]
+limits:
+  max_frame_bytes: 65536
+  max_in_flight_per_client: 8
+  request_timeout_ms: 500
+models:
+  - name: a
+    path: models/a.onnx
+    device: HETERO:CPU.1,CPU
+    policy: policy.yaml
+    config: {"CPU.1:ops": Conv}
+    shapes: {x: [1, 3, 8, 8]}
+    parallel: 4
+    queue: 0
+)");
+  EXPECT_EQ(c.socket_path, dir_.path() + "/run/h.sock");
+  EXPECT_EQ(c.socket_mode, 0600u);
+  EXPECT_EQ(c.allowed_uids, (std::vector<uid_t>{0, 1000}));
+  EXPECT_EQ(c.allowed_gids, (std::vector<gid_t>{27}));
+  EXPECT_EQ(c.driver_path, dir_.path() + "/drivers");
+  EXPECT_EQ(c.driver_config.at("CPU.num_threads"), "2");
+  EXPECT_EQ(c.cache_dir, dir_.path() + "/cache");
+  EXPECT_EQ(c.limits.max_frame_bytes, 65536u);
+  EXPECT_EQ(c.limits.request_timeout_ms, 500u);
+  ASSERT_EQ(c.models.size(), 1u);
+  const daemon::ModelSpec& m = c.models[0];
+  EXPECT_EQ(m.path, dir_.path() + "/models/a.onnx");
+  EXPECT_EQ(m.device, "HETERO:CPU.1,CPU");
+  EXPECT_EQ(m.policy, dir_.path() + "/policy.yaml");
+  EXPECT_EQ(m.config.at("CPU.1:ops"), "Conv");
+  EXPECT_EQ(m.shapes.at("x"), (std::vector<int64_t>{1, 3, 8, 8}));
+  EXPECT_EQ(m.parallel, 4u);
+  EXPECT_EQ(m.queue, 0u);
+}
+
+TEST_F(ConfigFile, EmptyConfigTakesSystemdDirectories) {
+  setenv("RUNTIME_DIRECTORY", "/run/heterod", 1);
+  setenv("CACHE_DIRECTORY", "/var/cache/heterod", 1);
+  const daemon::Config c = read("");
+  unsetenv("RUNTIME_DIRECTORY");
+  unsetenv("CACHE_DIRECTORY");
+  EXPECT_EQ(c.socket_path, "/run/heterod/heterod.sock");
+  EXPECT_EQ(c.cache_dir, "/var/cache/heterod");
+  EXPECT_TRUE(c.models.empty());
+}
+
+TEST_F(ConfigFile, ErrorsNameFileLineAndKey) {
+  const std::string file = path();
+  struct Case {
+    const char* text;
+    const char* expected;
+  } cases[] = {
+      {"sockets: {}\n", ":1: unknown key 'sockets'"},
+      {"socket:\n  mode: rw\n", ":2: 'socket.mode' must be octal"},
+      {"limits:\n  max_frame_bytes: 12\n", ":2: 'limits.max_frame_bytes' must be a whole number from 4096"},
+      {"limits:\n  request_timeout_ms: -1\n", ":2: 'limits.request_timeout_ms'"},
+      {"models:\n  - path: a.onnx\n", ":2: model has no 'name'"},
+      {"models:\n  - name: a\n", ":2: model 'a' has no 'path'"},
+      {"models:\n  - name: a b\n    path: x\n", ":2: model name 'a b'"},
+      {"models:\n  - {name: a, path: x}\n  - {name: a, path: y}\n", ":3: model 'a' is listed twice"},
+      {"models:\n  - name: a\n    path: x\n    parallel: 0\n", ":4: 'parallel' must be a whole number from 1"},
+      {"models:\n  - name: a\n    path: x\n    shapes: {x: [1, -3]}\n", ":4: 'shapes.x'"},
+      {"access:\n  allowed_uids: root\n", ":2: 'access.allowed_uids' must be a list"},
+      {"models: [\n", ":2: "},
+  };
+  for (const Case& c : cases) {
+    const std::string error = error_of(c.text);
+    EXPECT_EQ(error.rfind(file, 0), 0u) << c.text << " -> " << error;
+    EXPECT_NE(error.find(c.expected), std::string::npos) << c.text << " -> " << error;
+  }
+  try {
+    daemon::read_config(dir_.path() + "/missing.yaml");
+    ADD_FAILURE() << "a missing file was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
+  }
+}
+
+TEST_F(ConfigFile, SameModelSpotsChanges) {
+  const daemon::Config a = read("models:\n  - {name: m, path: x.onnx}\n");
+  const daemon::Config b = read("models:\n  - {name: m, path: x.onnx, parallel: 2}\n");
+  EXPECT_TRUE(a.models[0].same_model(a.models[0]));
+  EXPECT_FALSE(a.models[0].same_model(b.models[0]));
+}
+
+// ---- Frames --------------------------------------------------------------------
+
+wire::Request hello_request() {
+  wire::Request r;
+  r.set_id(42);
+  r.mutable_hello()->set_min_version(1);
+  r.mutable_hello()->set_max_version(1);
+  return r;
+}
+
+TEST(Frames, ByteByByteAndBatched) {
+  std::vector<uint8_t> stream;
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<uint8_t> f = wire::encode_frame(hello_request());
+    stream.insert(stream.end(), f.begin(), f.end());
+  }
+  for (size_t step : {size_t{1}, size_t{3}, size_t{8}, stream.size()}) {
+    wire::FrameDecoder decoder(1024);
+    int frames = 0;
+    for (size_t at = 0; at < stream.size(); at += step) {
+      decoder.feed(std::span<const uint8_t>(stream).subspan(at, std::min(step, stream.size() - at)));
+      while (auto frame = decoder.next()) {
+        wire::Request r;
+        ASSERT_TRUE(r.ParseFromArray(frame->payload.data(), static_cast<int>(frame->payload.size())));
+        EXPECT_EQ(r.id(), 42u);
+        ++frames;
+      }
+    }
+    EXPECT_EQ(frames, 3) << "step " << step;
+    EXPECT_EQ(decoder.partial_bytes(), 0u);
+  }
+}
+
+TEST(Frames, HeaderLimitsAreCheckedBeforeAllocating) {
+  wire::FrameDecoder decoder(1000);
+  const uint8_t huge[] = {0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
+  try {
+    decoder.feed(huge);
+    ADD_FAILURE() << "a 4 GiB frame was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_PROTOCOL_ERROR);
+    EXPECT_NE(std::string(e.what()).find("exceeds the limit of 1000 bytes"), std::string::npos) << e.what();
+  }
+  wire::FrameDecoder fds(1000);
+  const uint8_t announces[] = {0, 0, 0, 0, 2, 0, 0, 0};
+  EXPECT_THROW(fds.feed(announces), Error);
+}
+
+TEST(Frames, DescriptorsGoWithTheirFrame) {
+  wire::FrameDecoder decoder(1024);
+  wire::UniqueFd a(::memfd_create("a", MFD_CLOEXEC)), b(::memfd_create("b", MFD_CLOEXEC));
+  const int a_fd = a.get();
+  std::vector<wire::UniqueFd> fds;
+  fds.push_back(std::move(a));
+  decoder.add_fds(std::move(fds));
+  const std::vector<uint8_t> with = wire::encode_frame(hello_request(), 1);
+  decoder.feed(with);
+  auto frame = decoder.next();
+  ASSERT_TRUE(frame);
+  ASSERT_EQ(frame->fds.size(), 1u);
+  EXPECT_EQ(frame->fds[0].get(), a_fd);
+  // A descriptor that no frame claims is an error.
+  std::vector<wire::UniqueFd> stray;
+  stray.push_back(std::move(b));
+  decoder.add_fds(std::move(stray));
+  EXPECT_THROW(decoder.feed(wire::encode_frame(hello_request())), Error);
+}
+
+// ---- Tensors -------------------------------------------------------------------
+
+TEST(Tensors, InlineDataMustMatchShape) {
+  wire::Tensor t;
+  t.set_name("x");
+  t.set_dtype(1);
+  t.add_dims(2);
+  t.add_dims(3);
+  t.set_inline_data(std::string(24, '\0'));
+  wire::TensorMappings maps;
+  const wire::TensorView v = wire::decode_tensor(t, {}, maps, "input 'x'");
+  EXPECT_EQ(v.bytes, 24u);
+  EXPECT_EQ(v.dims, (std::vector<int64_t>{2, 3}));
+  t.set_inline_data(std::string(23, '\0'));
+  try {
+    wire::decode_tensor(t, {}, maps, "input 'x'");
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x': inline_data holds 23 bytes"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Tensors, SealedMemfdIsMappedUnsealedRefused) {
+  const std::vector<float> values = {1, 2, 3, 4};
+  wire::UniqueFd sealed = wire::make_sealed_memfd(
+      "t", 4096 + 16, [](void* dst, void* ctx) { std::memcpy(static_cast<char*>(dst) + 4096, ctx, 16); },
+      const_cast<float*>(values.data()));
+  wire::Tensor t;
+  t.set_name("x");
+  t.set_dtype(1);
+  t.add_dims(4);
+  t.mutable_memfd()->set_offset(4096);
+  t.mutable_memfd()->set_size(16);
+  std::vector<wire::UniqueFd> fds;
+  fds.push_back(std::move(sealed));
+  wire::TensorMappings maps;
+  const wire::TensorView v = wire::decode_tensor(t, fds, maps, "x");
+  EXPECT_EQ(std::memcmp(v.data, values.data(), 16), 0);
+  // Past the end of the file.
+  t.mutable_memfd()->set_offset(4097);
+  EXPECT_THROW(wire::decode_tensor(t, fds, maps, "x"), Error);
+  // A plain memfd the sender could still shrink or write.
+  t.mutable_memfd()->set_offset(0);
+  wire::UniqueFd open_fd(::memfd_create("u", MFD_CLOEXEC));
+  ASSERT_EQ(::ftruncate(open_fd.get(), 16), 0);
+  fds[0] = std::move(open_fd);
+  EXPECT_THROW(wire::decode_tensor(t, fds, maps, "x"), Error);
+}
+
+}  // namespace
+}  // namespace hetero::test
