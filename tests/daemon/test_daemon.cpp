@@ -2,6 +2,7 @@
 // in client mode (hetero_core_connect) and, for what a well-behaved client
 // never sends, raw frames.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -515,6 +516,85 @@ TEST_F(Daemon, SigtermAnswersEveryRequestInFlight) {
   EXPECT_EQ(answered, kClients * kEach);
   EXPECT_EQ(daemon_->wait_exit(), 0) << daemon_->log();
   EXPECT_FALSE(std::ifstream(socket_).good()) << "the socket file is left behind";
+}
+
+TEST_F(Daemon, QueuedRequestsTimeOut) {
+  start({.limits = "  request_timeout_ms: 30\n",
+         .extra_models = "  - name: slow\n    path: " + fixture_path("slow.onnx") + "\n    parallel: 1\n"});
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  const std::vector<float> in = seeded_input(256 * 256, 6);
+  wire::Request r;
+  r.mutable_infer()->set_model("slow");
+  wire::Tensor* t = r.mutable_infer()->add_inputs();
+  t->set_name("x");
+  t->set_dtype(1);
+  for (int64_t d : kSlowDims) t->add_dims(d);
+  t->set_inline_data(in.data(), in.size() * 4);
+  constexpr int kRequests = 40;
+  for (int k = 0; k < kRequests; ++k) {
+    r.set_id(static_cast<uint64_t>(k + 1));
+    client.send(r);
+  }
+  int ok = 0, timeouts = 0;
+  for (int k = 0; k < kRequests; ++k) {
+    auto reply = client.receive();
+    ASSERT_TRUE(reply);
+    ok += reply->status() == HETERO_OK;
+    if (reply->status() == HETERO_TIMEOUT) {
+      ++timeouts;
+      EXPECT_NE(reply->message().find("request_timeout_ms"), std::string::npos) << reply->message();
+    }
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(timeouts, 1);
+  EXPECT_EQ(ok + timeouts, kRequests);
+}
+
+// systemd's side of sd_notify: a datagram socket named by NOTIFY_SOCKET.
+class NotifyListener {
+ public:
+  explicit NotifyListener(const std::string& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    ::bind(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  }
+  ~NotifyListener() { ::close(fd_); }
+  // Messages until one contains `what` (true) or `timeout` passes (false).
+  bool wait_for(const std::string& what, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      char buffer[4096];
+      const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+      if (n <= 0) continue;
+      received += std::string(buffer, static_cast<size_t>(n)) + "\n";
+      if (std::string(buffer, static_cast<size_t>(n)).find(what) != std::string::npos) return true;
+    }
+    return false;
+  }
+  std::string received;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+TEST_F(Daemon, TellsSystemdReadyReloadingStoppingAndWatchdog) {
+  NotifyListener systemd(dir_.path() + "/notify");
+  start({}, {.env = {"NOTIFY_SOCKET=" + dir_.path() + "/notify", "WATCHDOG_USEC=100000"}});
+  EXPECT_TRUE(systemd.wait_for("READY=1")) << systemd.received;
+  EXPECT_NE(systemd.received.find("STATUS=serving 2 models"), std::string::npos) << systemd.received;
+  EXPECT_TRUE(systemd.wait_for("WATCHDOG=1")) << systemd.received;
+  daemon_->signal(SIGHUP);
+  EXPECT_TRUE(systemd.wait_for("RELOADING=1")) << systemd.received;
+  EXPECT_TRUE(systemd.wait_for("READY=1")) << systemd.received;
+  daemon_->signal(SIGTERM);
+  EXPECT_TRUE(systemd.wait_for("STOPPING=1")) << systemd.received;
+  EXPECT_EQ(daemon_->wait_exit(), 0) << daemon_->log();
 }
 
 TEST_F(Daemon, SocketActivation) {
