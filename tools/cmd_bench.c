@@ -17,8 +17,9 @@
 static const char kHelp[] =
     "usage: hetero bench MODEL [options]\n"
     "\n"
-    "Measures latency and throughput. MODEL is an ONNX file or a compiled blob.\n"
-    "Inputs are seeded random values unless given with --input.\n"
+    "Measures latency and throughput. MODEL is an ONNX file or a compiled blob;\n"
+    "with hetero --connect SOCKET, the name of a model heterod serves. Inputs are\n"
+    "seeded random values unless given with --input.\n"
     "\n"
     "  --device D             device string (default CPU), or HETERO:A,B to split\n"
     "                         the model across devices in that priority order\n"

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""`hetero --connect SOCKET ...` against a real heterod: every daemon command
+of the CLI, their output and their errors.
+
+    test_cli_connect.py HETERO HETEROD DEMO_MODEL FIXTURE_DIR
+
+Prints "N passed, N failed"."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+hetero, heterod, demo, fixtures = sys.argv[1:5]
+passed = failed = 0
+
+
+def check(cond, what, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print(f"CHECK failed: {what}\n{detail}", file=sys.stderr)
+
+
+def cli(socket, *args):
+    return subprocess.run([hetero, "--connect", socket, *args], capture_output=True, text=True, timeout=120)
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        socket = os.path.join(tmp, "heterod.sock")
+        config = os.path.join(tmp, "heterod.yaml")
+        with open(config, "w") as f:
+            f.write(f"socket: {{path: {socket}}}\nmodel_dirs: [{fixtures}]\nmodels:\n"
+                    f"  - {{name: demo, path: {demo}, shapes: {{image: [1, 3, 32, 32]}}}}\n")
+        log = open(os.path.join(tmp, "log"), "w+")
+        daemon = subprocess.Popen([heterod, "--config", config], stderr=log)
+        try:
+            for _ in range(600):
+                if cli(socket, "models").returncode == 0 or daemon.poll() is not None:
+                    break
+                time.sleep(0.05)
+
+            r = cli(socket, "devices")
+            check(r.returncode == 0 and "CPU" in r.stdout and "Drivers:" in r.stdout, "devices", r.stdout + r.stderr)
+            r = cli(socket, "models")
+            check(r.returncode == 0 and "demo" in r.stdout and "ready" in r.stdout, "models", r.stdout + r.stderr)
+            out = os.path.join(tmp, "out")
+            r = cli(socket, "run", "demo", "--output-dir", out)
+            check(r.returncode == 0 and os.path.exists(os.path.join(out, "output_0.npy")), "run", r.stdout + r.stderr)
+            r = cli(socket, "bench", "demo", "--requests", "4", "--time", "0.3")
+            check(r.returncode == 0 and "latency" in r.stdout, "bench", r.stdout + r.stderr)
+            r = cli(socket, "run", "nope")
+            check(r.returncode == 1 and "serves no model 'nope'" in r.stderr, "run an unknown model", r.stderr)
+            r = cli(socket, "run", "demo", "--config", "num_threads=1")
+            check(r.returncode == 2 and "daemon's to set" in r.stderr, "compile config is refused", r.stderr)
+
+            r = cli(socket, "load", "slow", os.path.join(fixtures, "slow.onnx"))
+            check(r.returncode == 0 and "ready" in r.stdout, "load", r.stdout + r.stderr)
+            r = cli(socket, "load", "secret", "/etc/shadow")
+            check(r.returncode == 1 and "model_dirs" in r.stderr, "load outside model_dirs", r.stderr)
+            r = cli(socket, "unload", "slow")
+            check(r.returncode == 0, "unload", r.stderr)
+            r = cli(socket, "unload", "slow")
+            check(r.returncode == 1 and "not loaded" in r.stderr, "unload twice", r.stderr)
+
+            r = cli(socket, "stats")
+            check(r.returncode == 0 and "demo" in r.stdout and "p50 us" in r.stdout, "stats", r.stdout + r.stderr)
+            r = cli(socket, "stats", "--json")
+            check(r.returncode == 0 and '"name": "demo"' in r.stdout, "stats --json", r.stdout)
+            r = cli(socket, "stats", "--prometheus")
+            check(r.returncode == 0 and "# TYPE heterod_requests_total counter" in r.stdout
+                  and 'heterod_requests_total{model="demo"} ' in r.stdout
+                  and 'heterod_request_latency_seconds{model="demo",quantile="0.99"}' in r.stdout,
+                  "stats --prometheus", r.stdout)
+            r = cli(socket, "reload")
+            check(r.returncode == 0, "reload", r.stderr)
+
+            r = subprocess.run([hetero, "models"], capture_output=True, text=True)
+            check(r.returncode == 2 and "--connect" in r.stderr, "models without --connect", r.stderr)
+            r = cli(os.path.join(tmp, "nobody.sock"), "models")
+            check(r.returncode == 1 and "cannot connect to heterod" in r.stderr, "no daemon", r.stderr)
+        finally:
+            daemon.terminate()
+            check(daemon.wait(timeout=60) == 0, "heterod exits 0 on SIGTERM")
+            if failed:
+                log.seek(0)
+                print(log.read(), file=sys.stderr)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+sys.exit(main())
