@@ -14,7 +14,7 @@
 namespace hetero::daemon {
 
 struct Limits {
-  uint32_t max_frame_bytes = 64u << 20;         // one protocol frame
+  uint32_t max_frame_bytes = 16u << 20;         // one protocol frame (large tensors go as memfds)
   uint32_t max_connections = 256;
   uint32_t max_in_flight_per_client = 64;       // infer requests answered or queued
   uint32_t request_timeout_ms = 30000;          // in a model's queue

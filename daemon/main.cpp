@@ -4,6 +4,7 @@
 #include <google/protobuf/stubs/logging.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,6 +70,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Replies go out with MSG_NOSIGNAL; this covers a closed stderr too.
+  std::signal(SIGPIPE, SIG_IGN);
   to_journal = std::getenv("JOURNAL_STREAM") != nullptr;
   hetero::core::set_log_sink(&log_line);
   // A client can make protobuf complain (invalid UTF-8 in a string) at will;

@@ -17,6 +17,7 @@ namespace {
 // Replies can be large (outputs inline); the daemon's own limit is in its
 // HelloReply, this only guards against a daemon gone mad.
 constexpr size_t kMaxReplyBytes = size_t{1} << 31;
+constexpr int kHelloTimeoutSeconds = 30;
 
 void write_all(int fd, std::span<const uint8_t> bytes, std::span<const int> fds, const std::string& path) {
   while (!bytes.empty()) {
@@ -59,7 +60,12 @@ RemoteConnection::RemoteConnection(const std::string& socket_path) : path_(socke
     hello->set_min_version(wire::kProtocolVersion);
     hello->set_max_version(wire::kProtocolVersion);
     hello->set_client("libhetero");
+    // A daemon that accepts but never answers (stopped, or something else on
+    // the socket) must not hang the caller.
+    const timeval timeout{kHelloTimeoutSeconds, 0};
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     hello_ = call(request).response.hello();
+    greeted_ = true;  // from now on the reader waits as long as it takes
   } catch (...) {
     // The daemon may have refused this client (an error frame, then close)
     // before the Hello was even written: wait for the reader to see it.
@@ -137,6 +143,12 @@ void RemoteConnection::read_replies() {
     std::vector<wire::UniqueFd> fds;
     const ssize_t n = wire::receive(fd_.get(), buffer, fds);
     if (n == -EINTR) continue;
+    if (n == -EAGAIN || n == -EWOULDBLOCK) {  // the receive timeout
+      if (greeted_) continue;
+      fail_pending(HETERO_CONNECTION_ERROR, "heterod at " + path_ + " did not answer within " +
+                                                std::to_string(kHelloTimeoutSeconds) + " s");
+      return;
+    }
     if (n <= 0) {
       if (refusal_status_ != HETERO_OK)
         fail_pending(refusal_status_, refusal_);

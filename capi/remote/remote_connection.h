@@ -4,6 +4,7 @@
 // callback never stalls the replies other requests wait for.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -70,6 +71,7 @@ class RemoteConnection {
   hetero_status refusal_status_ = HETERO_OK;
   std::string refusal_;
 
+  std::atomic<bool> greeted_{false};
   std::unique_ptr<core::WorkerThread> completions_;
   std::thread reader_;
 };

@@ -29,6 +29,19 @@ constexpr size_t kDemoInput = 3 * 32 * 32;
 const std::vector<int64_t> kScaleDims = {1, 65536};
 const std::vector<int64_t> kSlowDims = {1, 256, 256};
 
+// An Infer request of `model` with one float input inline.
+wire::Request infer_request(const std::string& model, const std::string& input, const std::vector<int64_t>& dims,
+                            const std::vector<float>& values) {
+  wire::Request r;
+  r.mutable_infer()->set_model(model);
+  wire::Tensor* t = r.mutable_infer()->add_inputs();
+  t->set_name(input);
+  t->set_dtype(HETERO_DTYPE_FLOAT32);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_inline_data(values.data(), values.size() * sizeof(float));
+  return r;
+}
+
 struct ConfigOptions {
   std::string access;                 // YAML under "access:"
   std::string limits;                 // YAML under "limits:"
@@ -185,13 +198,7 @@ TEST_F(Daemon, FullQueueAnswersBusy) {
   RawClient client(socket_);
   ASSERT_TRUE(client.hello());
   const std::vector<float> in = seeded_input(256 * 256, 1);
-  wire::Request r;
-  r.mutable_infer()->set_model("slow");
-  wire::Tensor* t = r.mutable_infer()->add_inputs();
-  t->set_name("x");
-  t->set_dtype(1);
-  for (int64_t d : kSlowDims) t->add_dims(d);
-  t->set_inline_data(in.data(), in.size() * 4);
+  wire::Request r = infer_request("slow", "x", kSlowDims, in);
   constexpr int kBurst = 16;
   for (int k = 0; k < kBurst; ++k) {
     r.set_id(100 + static_cast<uint64_t>(k));
@@ -365,13 +372,8 @@ TEST_F(Daemon, ClientsThatVanishMidRequestLeakNothing) {
   for (int round = 0; round < 50; ++round) {
     RawClient client(socket_);
     ASSERT_TRUE(client.hello());
-    wire::Request r;
-    r.mutable_infer()->set_model(round % 2 ? "slow" : "demo");
-    wire::Tensor* t = r.mutable_infer()->add_inputs();
-    t->set_name(round % 2 ? "x" : "image");
-    t->set_dtype(1);
-    for (int64_t d : round % 2 ? kSlowDims : kDemoDims) t->add_dims(d);
-    t->set_inline_data(in.data(), (round % 2 ? in.size() : kDemoInput) * 4);
+    wire::Request r = round % 2 ? infer_request("slow", "x", kSlowDims, in)
+                                : infer_request("demo", "image", kDemoDims, seeded_input(kDemoInput, 2));
     for (int k = 0; k < 8; ++k) {
       r.set_id(static_cast<uint64_t>(k));
       client.send(r);
@@ -493,13 +495,7 @@ TEST_F(Daemon, SigtermAnswersEveryRequestInFlight) {
   for (int c = 0; c < kClients; ++c) {
     clients.push_back(std::make_unique<RawClient>(socket_));
     ASSERT_TRUE(clients.back()->hello());
-    wire::Request r;
-    r.mutable_infer()->set_model("slow");
-    wire::Tensor* t = r.mutable_infer()->add_inputs();
-    t->set_name("x");
-    t->set_dtype(1);
-    for (int64_t d : kSlowDims) t->add_dims(d);
-    t->set_inline_data(in.data(), in.size() * 4);
+    wire::Request r = infer_request("slow", "x", kSlowDims, in);
     for (int k = 0; k < kEach; ++k) {
       r.set_id(static_cast<uint64_t>(k + 1));
       clients.back()->send(r);
@@ -524,13 +520,7 @@ TEST_F(Daemon, QueuedRequestsTimeOut) {
   RawClient client(socket_);
   ASSERT_TRUE(client.hello());
   const std::vector<float> in = seeded_input(256 * 256, 6);
-  wire::Request r;
-  r.mutable_infer()->set_model("slow");
-  wire::Tensor* t = r.mutable_infer()->add_inputs();
-  t->set_name("x");
-  t->set_dtype(1);
-  for (int64_t d : kSlowDims) t->add_dims(d);
-  t->set_inline_data(in.data(), in.size() * 4);
+  wire::Request r = infer_request("slow", "x", kSlowDims, in);
   constexpr int kRequests = 40;
   for (int k = 0; k < kRequests; ++k) {
     r.set_id(static_cast<uint64_t>(k + 1));
