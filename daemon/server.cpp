@@ -375,7 +375,11 @@ int Server::run() {
         if (!uv_is_closing(h)) uv_close(h, nullptr);
       },
       nullptr);
-  uv_run(&loop_, UV_RUN_DEFAULT);
+  // Closing connections may have called uv_stop() again (connection_progress),
+  // which makes the next uv_run() return before its first turn: run until
+  // every close callback has run.
+  while (uv_run(&loop_, UV_RUN_DEFAULT) != 0) {
+  }
   loader_.reset();
   for (auto& [name, entry] : models_)
     if (entry.model) entry.model->wait_idle();

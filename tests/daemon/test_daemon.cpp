@@ -456,11 +456,13 @@ TEST_F(Daemon, SighupReloadsUnderLoadWithoutDroppingRequests) {
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   daemon_->write_config(make_config(dir_));  // slow removed again
   hetero_core_t* admin = connect_or_fail(socket_);
-  ASSERT_TRUE(admin);
-  EXPECT_EQ(hetero_core_reload(admin), HETERO_OK) << hetero_last_error();
+  if (admin) {
+    EXPECT_EQ(hetero_core_reload(admin), HETERO_OK) << hetero_last_error();
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   stop = true;
   for (auto& t : clients) t.join();
+  ASSERT_TRUE(admin) << daemon_->log();
   EXPECT_GT(ok.load(), 0);
   EXPECT_EQ(failed.load(), 0) << first_error;
 
