@@ -3,8 +3,10 @@
 // `hetero run MODEL --device CPU --input ... --output-dir DIR` and through
 // ONNX Runtime on the same seeded inputs; every output must match within
 // rtol 1e-3 / atol 1e-4 (|got - ref| <= atol + rtol * |ref|, elementwise).
+// With --reference R the reference is `hetero run MODEL --device R` instead
+// of ONNX Runtime (the OpenCL tests compare with the CPU driver this way).
 //
-//   node check_models.js [HETERO] [--device D] [--only NAME] [--keep DIR]
+//   node check_models.js [HETERO] [--device D] [--reference R] [--only NAME] [--keep DIR]
 //
 // HETERO is the hetero CLI (or $HETERO_BIN). Models and ONNX Runtime come from
 // ${HETERO_TEST_CACHE:-~/.cache/heterod-test}; without that cache the test
@@ -23,7 +25,7 @@ const ATOL = 1e-4;
 const SKIP = 77;
 
 function parseArgs(argv) {
-  const o = { hetero: process.env.HETERO_BIN || '', device: 'CPU', only: '', keep: '' };
+  const o = { hetero: process.env.HETERO_BIN || '', device: 'CPU', reference: '', only: '', keep: '' };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -32,6 +34,7 @@ function parseArgs(argv) {
     };
     if (a === '--device') o.device = value();
     else if (a === '--only') o.only = value();
+    else if (a === '--reference') o.reference = value();
     else if (a === '--keep') o.keep = value();
     else if (a.startsWith('--')) usage(`unknown option ${a}`);
     else o.hetero = a;
@@ -41,7 +44,7 @@ function parseArgs(argv) {
 }
 
 function usage(why) {
-  console.error(`check_models: ${why}\nusage: node check_models.js [HETERO] [--device D] [--only NAME] [--keep DIR]`);
+  console.error(`check_models: ${why}\nusage: node check_models.js [HETERO] [--device D] [--reference R] [--only NAME] [--keep DIR]`);
   process.exit(2);
 }
 
@@ -100,7 +103,25 @@ async function checkModel(model, o, ctx, work) {
   args.push('--output-dir', outDir);
 
   const session = await ctx.ort.InferenceSession.create(file, { intraOpNumThreads: 2, interOpNumThreads: 1 });
-  const refs = await session.run(feeds);
+  let refs;
+  if (o.reference) {
+    // The same inputs through another heterod device; its outputs in ORT's form.
+    const refDir = path.join(dir, 'reference');
+    fs.mkdirSync(refDir, { recursive: true });
+    const refArgs = args.slice(0, args.length - 1);
+    refArgs[refArgs.indexOf('--device') + 1] = o.reference;
+    refArgs.push(refDir);
+    const r = spawnSync(o.hetero, refArgs, { encoding: 'utf8', timeout: 300e3 });
+    if (r.error || r.status !== 0)
+      return { ok: false, lines: [`reference run hetero ${refArgs.join(' ')} failed: ${tail(r.stderr || String(r.error))}`] };
+    refs = {};
+    for (const [k, outName] of session.outputNames.entries()) {
+      const npy = readNpy(path.join(refDir, `output_${k}.npy`));
+      refs[outName] = { type: npy.dtype, dims: npy.shape, data: npy.data };
+    }
+  } else {
+    refs = await session.run(feeds);
+  }
 
   const started = process.hrtime.bigint();
   const run = spawnSync(o.hetero, args, { encoding: 'utf8', timeout: 300e3 });

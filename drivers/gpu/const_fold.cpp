@@ -1,0 +1,197 @@
+#include "drivers/gpu/const_fold.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+
+namespace hetero::gpu {
+
+namespace {
+
+// Shape tensors are tiny: folding works on int64/double copies.
+bool is_integer(core::DType t) {
+  return t == core::DType::I64 || t == core::DType::I32 || t == core::DType::I8 || t == core::DType::U8 ||
+         t == core::DType::I16 || t == core::DType::U16 || t == core::DType::U32 || t == core::DType::U64 ||
+         t == core::DType::Bool;
+}
+
+bool is_supported_type(core::DType t) { return is_integer(t) || t == core::DType::F32 || t == core::DType::F64; }
+
+// A tensor of `dtype` and `shape` from doubles.
+core::Tensor make(core::DType dtype, const core::Shape& shape, const std::vector<double>& v) {
+  core::Tensor t = core::Tensor::allocate(dtype, shape);
+  for (size_t i = 0; i < v.size() && i < t.numel(); ++i) {
+    switch (dtype) {
+      case core::DType::F32: t.data<float>()[i] = static_cast<float>(v[i]); break;
+      case core::DType::F64: t.data<double>()[i] = v[i]; break;
+      case core::DType::I64: t.data<int64_t>()[i] = static_cast<int64_t>(v[i]); break;
+      case core::DType::I32: t.data<int32_t>()[i] = static_cast<int32_t>(v[i]); break;
+      case core::DType::I8: t.data<int8_t>()[i] = static_cast<int8_t>(v[i]); break;
+      case core::DType::U8: t.data<uint8_t>()[i] = static_cast<uint8_t>(v[i]); break;
+      case core::DType::Bool: t.data<bool>()[i] = v[i] != 0; break;
+      case core::DType::I16: t.data<int16_t>()[i] = static_cast<int16_t>(v[i]); break;
+      case core::DType::U16: t.data<uint16_t>()[i] = static_cast<uint16_t>(v[i]); break;
+      case core::DType::U32: t.data<uint32_t>()[i] = static_cast<uint32_t>(v[i]); break;
+      case core::DType::U64: t.data<uint64_t>()[i] = static_cast<uint64_t>(v[i]); break;
+      default: fail(HETERO_NOT_SUPPORTED, std::string("cannot fold values of type ") + core::dtype_name(dtype));
+    }
+  }
+  return t;
+}
+
+std::vector<double> values(const core::Tensor& t) {
+  std::vector<double> v(t.numel());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = t.as_double(i);
+  return v;
+}
+
+// Folding is for shape-sized tensors only; a large constant computation
+// belongs on the device.
+constexpr size_t kMaxFoldElements = 4096;
+
+int64_t norm_axis(int64_t axis, int64_t rank, const core::Node& node) {
+  if (axis < -rank || axis >= rank)
+    fail(HETERO_INVALID_MODEL, node.describe() + ": axis " + std::to_string(axis) + " is out of range");
+  return axis < 0 ? axis + rank : axis;
+}
+
+const core::Shape* output_shape(const core::Node& node, core::Shape& storage) {
+  if (node.outputs.empty() || !node.outputs[0]) return nullptr;
+  auto s = node.outputs[0]->static_shape();
+  if (!s) return nullptr;
+  storage = *s;
+  return &storage;
+}
+
+}  // namespace
+
+bool is_foldable_op(const std::string& op) {
+  static const std::set<std::string> ops = {"Constant", "Shape", "Cast", "Slice", "Gather", "Concat", "Unsqueeze",
+                                            "Squeeze", "Reshape", "Flatten", "Identity", "Add", "Sub", "Mul",
+                                            "Div", "Size"};
+  return ops.count(op) > 0;
+}
+
+std::optional<core::Tensor> fold_node(const core::Node& node, const ConstantLookup& constant_of,
+                                      const StaticShapeLookup& shape_of) {
+  if (!node.domain.empty() || !is_foldable_op(node.op_type)) return std::nullopt;
+  if (node.outputs.size() != 1 || !node.outputs[0]) return std::nullopt;
+  const std::string& op = node.op_type;
+
+  if (op == "Constant") {
+    if (const core::Attribute* a = node.attr("value"); a && a->type == core::AttrType::Tensor) return a->t;
+    if (const core::Attribute* a = node.attr("value_float")) return core::Tensor::from_vector<float>({a->f}, {});
+    if (const core::Attribute* a = node.attr("value_floats"))
+      return core::Tensor::from_vector<float>(a->floats, {static_cast<int64_t>(a->floats.size())});
+    if (const core::Attribute* a = node.attr("value_int")) return core::Tensor::from_vector<int64_t>({a->i}, {});
+    if (const core::Attribute* a = node.attr("value_ints"))
+      return core::Tensor::from_vector<int64_t>(a->ints, {static_cast<int64_t>(a->ints.size())});
+    return std::nullopt;
+  }
+  if (op == "Shape" || op == "Size") {
+    const core::Value* in = node.input(0);
+    if (!in) return std::nullopt;
+    const core::Shape* shape = shape_of(in);
+    if (!shape) return std::nullopt;
+    if (op == "Size") return core::Tensor::from_vector<int64_t>({static_cast<int64_t>(core::shape_numel(*shape))}, {});
+    const auto rank = static_cast<int64_t>(shape->size());
+    int64_t start = node.attr_int("start", 0), end = node.attr_int("end", rank);
+    start = std::clamp(start < 0 ? start + rank : start, int64_t{0}, rank);
+    end = std::clamp(end < 0 ? end + rank : end, int64_t{0}, rank);
+    std::vector<int64_t> dims(shape->begin() + start, shape->begin() + std::max(start, end));
+    return core::Tensor::from_vector<int64_t>(dims, {static_cast<int64_t>(dims.size())});
+  }
+
+  // Every other op needs all of its present inputs constant.
+  std::vector<const core::Tensor*> in;
+  for (const core::Value* v : node.inputs) {
+    const core::Tensor* t = v ? constant_of(v) : nullptr;
+    if (v && !t) return std::nullopt;
+    if (t && (t->numel() > kMaxFoldElements || !is_supported_type(t->dtype()))) return std::nullopt;
+    in.push_back(t);
+  }
+  if (in.empty() || !in[0]) return std::nullopt;
+  const core::Tensor& x = *in[0];
+  core::Shape out_storage;
+  const core::Shape* out_shape = output_shape(node, out_storage);
+
+  if (op == "Identity") return x;
+  if (op == "Cast") {
+    const auto to = static_cast<core::DType>(node.attr_int("to", 0));
+    if (!is_supported_type(to)) return std::nullopt;
+    return make(to, x.shape(), values(x));
+  }
+  if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" || op == "Flatten") {
+    if (!out_shape || core::shape_numel(*out_shape) != x.numel()) return std::nullopt;
+    return make(x.dtype(), *out_shape, values(x));
+  }
+  if (op == "Concat") {
+    if (!out_shape) return std::nullopt;
+    const int64_t axis = norm_axis(node.attr_int("axis", 0), static_cast<int64_t>(x.rank()), node);
+    // outer × (axis × inner) blocks, appended input by input.
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= x.dim(static_cast<size_t>(d));
+    std::vector<double> out;
+    for (int64_t o = 0; o < outer; ++o)
+      for (const core::Tensor* t : in) {
+        if (!t) continue;
+        const size_t block = t->numel() / static_cast<size_t>(outer ? outer : 1);
+        for (size_t i = 0; i < block; ++i) out.push_back(t->as_double(static_cast<size_t>(o) * block + i));
+      }
+    return make(x.dtype(), *out_shape, out);
+  }
+  if (op == "Gather") {
+    if (x.rank() != 1 || !in.at(1) || !out_shape) return std::nullopt;
+    std::vector<double> out;
+    const auto n = static_cast<int64_t>(x.numel());
+    for (int64_t i : in[1]->to_int64_vector()) {
+      if (i < -n || i >= n) fail(HETERO_INVALID_MODEL, node.describe() + ": index " + std::to_string(i) + " out of range");
+      out.push_back(x.as_double(static_cast<size_t>(i < 0 ? i + n : i)));
+    }
+    return make(x.dtype(), *out_shape, out);
+  }
+  if (op == "Slice") {
+    if (x.rank() != 1 || !out_shape) return std::nullopt;
+    std::vector<int64_t> starts, ends, steps;
+    if (node.opset < 10) {
+      starts = node.attr_ints("starts");
+      ends = node.attr_ints("ends");
+    } else {
+      if (!in.at(1) || !in.at(2)) return std::nullopt;
+      starts = in[1]->to_int64_vector();
+      ends = in[2]->to_int64_vector();
+      if (in.size() > 4 && in[4]) steps = in[4]->to_int64_vector();
+    }
+    if (starts.size() != 1 || ends.size() != 1) return std::nullopt;
+    const int64_t step = steps.empty() ? 1 : steps[0];
+    if (step == 0) fail(HETERO_INVALID_MODEL, node.describe() + ": slice step is 0");
+    const auto n = static_cast<int64_t>(x.numel());
+    auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + n : v, lo, hi); };
+    std::vector<double> out;
+    if (step > 0) {
+      for (int64_t i = clampi(starts[0], 0, n), e = clampi(ends[0], 0, n); i < e; i += step) out.push_back(x.as_double(size_t(i)));
+    } else {
+      for (int64_t i = clampi(starts[0], -1, n - 1), e = clampi(ends[0], -1, n - 1); i > e; i += step) out.push_back(x.as_double(size_t(i)));
+    }
+    if (out.size() != core::shape_numel(*out_shape)) return std::nullopt;
+    return make(x.dtype(), *out_shape, out);
+  }
+  // Integer arithmetic on shapes: equal shapes or a scalar side only.
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    if (in.size() != 2 || !in[1] || !is_integer(x.dtype()) || x.dtype() != in[1]->dtype()) return std::nullopt;
+    const core::Tensor& y = *in[1];
+    if (x.numel() != y.numel() && x.numel() != 1 && y.numel() != 1) return std::nullopt;
+    const core::Tensor& big = x.numel() >= y.numel() ? x : y;
+    std::vector<double> out(big.numel());
+    for (size_t i = 0; i < out.size(); ++i) {
+      const auto a = x.as_int64(x.numel() == 1 ? 0 : i), b = y.as_int64(y.numel() == 1 ? 0 : i);
+      if (op == "Div" && b == 0) fail(HETERO_INVALID_MODEL, node.describe() + ": integer division by zero");
+      out[i] = static_cast<double>(op == "Add" ? a + b : op == "Sub" ? a - b : op == "Mul" ? a * b : a / b);
+    }
+    return make(x.dtype(), big.shape(), out);
+  }
+  return std::nullopt;
+}
+
+}  // namespace hetero::gpu

@@ -1,0 +1,331 @@
+// Kernel selection: for each program node, the kernel template it runs, the
+// #defines that instantiate it (shapes and attributes as compile-time
+// constants, the fused post-ops as a macro), and its launches. Identical
+// instantiations share one kernel, named by a hash of their code.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/sha256.h"
+#include "drivers/gpu/kernel_sources.h"
+#include "drivers/gpu/program.h"
+
+namespace hetero::gpu {
+
+namespace {
+
+using Defines = std::vector<std::pair<std::string, std::string>>;
+
+std::string flt(float f) {
+  if (std::isnan(f)) return "NAN";
+  if (std::isinf(f)) return f > 0 ? "INFINITY" : "(-INFINITY)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%af", static_cast<double>(f));
+  return std::string("(") + buf + ")";
+}
+
+std::string unary_expr(const std::string& op, float a, float b, const std::string& v) {
+  if (op == "Relu") return "fmax(" + v + ", 0.0f)";
+  if (op == "LeakyRelu") return "(" + v + " >= 0.0f ? " + v + " : " + v + " * " + flt(a) + ")";
+  if (op == "HardSigmoid") return "clamp(" + flt(a) + " * " + v + " + " + flt(b) + ", 0.0f, 1.0f)";
+  if (op == "HardSwish") return "(" + v + " * clamp(" + v + " / 6.0f + 0.5f, 0.0f, 1.0f))";
+  if (op == "Sigmoid") return "act_sigmoid(" + v + ")";
+  if (op == "Tanh") return "tanh(" + v + ")";
+  if (op == "Exp") return "exp(" + v + ")";
+  if (op == "Log") return "log(" + v + ")";
+  if (op == "Abs") return "fabs(" + v + ")";
+  if (op == "Neg") return "(-" + v + ")";
+  if (op == "Sqrt") return "sqrt(" + v + ")";
+  if (op == "Reciprocal") return "(1.0f / " + v + ")";
+  if (op == "Floor") return "floor(" + v + ")";
+  if (op == "Ceil") return "ceil(" + v + ")";
+  if (op == "Elu") return "(" + v + " >= 0.0f ? " + v + " : " + flt(a) + " * (exp(" + v + ") - 1.0f))";
+  if (op == "Softplus") return "act_softplus(" + v + ")";
+  if (op == "Erf") return "erf(" + v + ")";
+  if (op == "Sin") return "sin(" + v + ")";
+  if (op == "Cos") return "cos(" + v + ")";
+  if (op == "Clip") return "fmin(fmax(" + v + ", " + flt(a) + "), " + flt(b) + ")";
+  if (op == "Identity") return v;
+  fail(HETERO_INTERNAL, "no GPU expression for unary op " + op);
+}
+
+std::string binary_expr(const std::string& op, const std::string& a, const std::string& b) {
+  if (op == "Add") return "(" + a + " + " + b + ")";
+  if (op == "Sub") return "(" + a + " - " + b + ")";
+  if (op == "Mul") return "(" + a + " * " + b + ")";
+  if (op == "Div") return "(" + a + " / " + b + ")";
+  if (op == "Pow") return "act_pow(" + a + ", " + b + ")";
+  if (op == "Max") return "fmax(" + a + ", " + b + ")";
+  if (op == "Min") return "fmin(" + a + ", " + b + ")";
+  fail(HETERO_INTERNAL, "no GPU expression for binary op " + op);
+}
+
+std::vector<int64_t> contiguous_strides(const core::Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
+  return st;
+}
+
+// Strides of `in` broadcast to `out` (right-aligned; 0 along broadcast dims).
+std::vector<int64_t> broadcast_strides(const core::Shape& out, const core::Shape& in) {
+  std::vector<int64_t> st(out.size(), 0);
+  const auto cs = contiguous_strides(in);
+  const size_t off = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d) st[d + off] = in[d] == 1 ? 0 : cs[d];
+  return st;
+}
+
+// Code that splits index `var` over `dims` (row-major) and adds each
+// coordinate times its stride to each named offset.
+std::string index_code(const std::string& var, const core::Shape& dims,
+                       const std::vector<std::pair<std::string, std::vector<int64_t>>>& offsets) {
+  std::string c = "{ size_t t_ = " + var + "; size_t i_; ";
+  for (size_t d = dims.size(); d-- > 0;) {
+    bool used = false;
+    for (const auto& [name, st] : offsets) used = used || st[d] != 0;
+    if (!used) {
+      if (d > 0) c += "t_ /= " + std::to_string(dims[d]) + "UL; ";
+      continue;
+    }
+    c += "i_ = t_ % " + std::to_string(dims[d]) + "UL; t_ /= " + std::to_string(dims[d]) + "UL; ";
+    for (const auto& [name, st] : offsets)
+      if (st[d] != 0) c += name + " += i_ * " + std::to_string(st[d]) + "UL; ";
+  }
+  return c + "(void)t_; (void)i_; }";
+}
+
+struct Selector {
+  ProgramGraph& g;
+  size_t max_wg;
+  std::map<std::string, std::string> codes;
+
+  const core::Shape& shape(const std::string& v) const { return g.shapes.at(v); }
+
+  Range range(size_t total) const {
+    Range r;
+    const size_t lws = std::min<size_t>(64, std::max<size_t>(1, max_wg));
+    r.local[0] = lws;
+    r.global[0] = (total + lws - 1) / lws * lws;
+    return r;
+  }
+
+  // Instantiates `tmpl` with `defines`; returns the kernel's name.
+  std::string instantiate(const std::string& tmpl, Defines defines) {
+    std::string body;
+    for (const auto& [k, v] : defines) body += "#define " + k + " " + v + "\n";
+    body += kernel_source(tmpl);
+    for (const auto& [k, v] : defines) body += "#undef " + k.substr(0, k.find('(')) + "\n";
+    body += "#undef KERNEL_NAME\n";
+    const std::string name = "k_" + core::to_hex(core::sha256(std::span(reinterpret_cast<const uint8_t*>(body.data()), body.size()))).substr(0, 16);
+    codes.emplace(name, "#define KERNEL_NAME " + name + "\n" + body);
+    return name;
+  }
+
+  // POST_OPS and POST_ARGS for `n`'s fused ops; appends their tensors to args.
+  void post_ops(const ProgramNode& n, Defines& d, std::vector<std::string>& args) {
+    const core::Shape& out = shape(n.prim.output);
+    std::string code, decl;
+    int p = 0;
+    for (const PostOp& op : n.post_ops) {
+      if (op.kind == PostOp::Kind::Unary) {
+        code += "v = " + unary_expr(op.op, op.alpha, op.beta, "(v)") + "; ";
+        continue;
+      }
+      const std::string name = "p" + std::to_string(p++);
+      decl += ", __global const float* " + name;
+      args.push_back(op.tensor);
+      const core::Shape& t = shape(op.tensor);
+      std::string idx;
+      if (t == out) {
+        idx = "(o)";
+      } else if (core::shape_numel(t) == 1) {
+        idx = "0";
+      } else {
+        const size_t off = out.size() - t.size();
+        size_t axis = 0;
+        for (size_t k = 0; k < t.size(); ++k)
+          if (t[k] != 1) axis = k + off;
+        int64_t inner = 1;
+        for (size_t k = axis + 1; k < out.size(); ++k) inner *= out[k];
+        idx = "(((o) / " + std::to_string(inner) + "UL) % " + std::to_string(out[axis]) + "UL)";
+      }
+      const std::string tv = name + "[" + idx + "]";
+      code += "v = " + (op.tensor_first ? binary_expr(op.op, tv, "(v)") : binary_expr(op.op, "(v)", tv)) + "; ";
+    }
+    d.emplace_back("POST_OPS(v, o)", "do { " + code + "} while (0)");
+    d.emplace_back("POST_ARGS", decl);
+  }
+
+  void select(ProgramNode& n) {
+    const Primitive& p = n.prim;
+    const core::Shape& out = shape(p.output);
+    const size_t total = core::shape_numel(out);
+    if (p.kind == PrimKind::View || total == 0) return;
+    Defines d{{"TOTAL", std::to_string(total) + "UL"}};
+    std::vector<std::string> args;
+    auto launch = [&](const std::string& tmpl, size_t output_arg, size_t work) {
+      n.launches.push_back({instantiate(tmpl, d), args, output_arg, range(work)});
+    };
+    switch (p.kind) {
+      case PrimKind::Unary:
+        d.emplace_back("UNARY_OP(v)", unary_expr(p.op, p.attrs.alpha, p.attrs.beta, "(v)"));
+        args = {p.inputs[0], p.output};
+        post_ops(n, d, args);
+        launch("unary", 1, total);
+        break;
+      case PrimKind::Binary: {
+        d.emplace_back("BINARY_OP(a, b)", binary_expr(p.op, "(a)", "(b)"));
+        d.emplace_back("INDEX_AB", index_code("o", out, {{"ia", broadcast_strides(out, shape(p.inputs[0]))},
+                                                         {"ib", broadcast_strides(out, shape(p.inputs[1]))}}));
+        args = {p.inputs[0], p.inputs[1], p.output};
+        post_ops(n, d, args);
+        launch("binary", 2, total);
+        break;
+      }
+      case PrimKind::Conv: {
+        const core::Shape& x = shape(p.inputs[0]);
+        const core::Shape& w = shape(p.inputs[1]);
+        const bool two_d = x.size() == 4;
+        const auto& a = p.attrs;
+        const size_t sp = two_d ? 2 : 1;
+        auto sp2 = [&](const std::vector<int64_t>& v, size_t i, int64_t one) { return two_d ? v[i] : (i == 0 ? one : v[0]); };
+        auto pad = [&](size_t i) { return two_d ? a.pads[i] : (i == 0 ? 0 : a.pads[0]); };
+        d.insert(d.end(), {{"OC", std::to_string(out[1])}, {"OH", std::to_string(two_d ? out[2] : 1)},
+                           {"OW", std::to_string(out.back())}, {"IC", std::to_string(x[1])},
+                           {"IH", std::to_string(two_d ? x[2] : 1)}, {"IW", std::to_string(x.back())},
+                           {"OCG", std::to_string(out[1] / a.group)}, {"ICG", std::to_string(w[1])},
+                           {"KH", std::to_string(two_d ? w[2] : 1)}, {"KW", std::to_string(w.back())},
+                           {"SH", std::to_string(sp2(a.strides, 0, 1))}, {"SW", std::to_string(sp2(a.strides, 1, 1))},
+                           {"DH", std::to_string(sp2(a.dilations, 0, 1))}, {"DW", std::to_string(sp2(a.dilations, 1, 1))},
+                           {"PH", std::to_string(pad(0))}, {"PW", std::to_string(two_d ? a.pads[1] : a.pads[0])}});
+        (void)sp;
+        const bool bias = !p.inputs[2].empty();
+        d.emplace_back("BIAS_ARG", bias ? ", __global const float* bias" : "");
+        d.emplace_back("BIAS_VALUE", bias ? "bias[oc]" : "0.0f");
+        args = {p.inputs[0], p.inputs[1], p.output};
+        if (bias) args.push_back(p.inputs[2]);
+        post_ops(n, d, args);
+        launch("conv", 2, total);
+        break;
+      }
+      case PrimKind::MatMul: {
+        const core::Shape& x = shape(p.inputs[0]);
+        const core::Shape& y = shape(p.inputs[1]);
+        const int64_t M = out[out.size() - 2], N = out.back(), K = x.back();
+        const int64_t bk = n.weights_transposed ? y.back() : y[y.size() - 2];
+        if (bk != K) fail(HETERO_INVALID_MODEL, "MatMul '" + p.id + "': inner dimensions differ");
+        core::Shape batch(out.begin(), out.end() - 2);
+        core::Shape xb(x.begin(), x.end() - 2), yb(y.begin(), y.end() - 2);
+        if (batch.empty()) batch = {1};
+        d.insert(d.end(), {{"M", std::to_string(M)}, {"N", std::to_string(N)}, {"K", std::to_string(K)},
+                           {"B_TRANS", n.weights_transposed ? "1" : "0"}});
+        d.emplace_back("INDEX_BATCH", index_code("bt", batch, {{"ia", broadcast_strides(batch, xb)},
+                                                               {"ib", broadcast_strides(batch, yb)}}));
+        args = {p.inputs[0], p.inputs[1], p.output};
+        post_ops(n, d, args);
+        launch("matmul", 2, total);
+        break;
+      }
+      case PrimKind::Pool: {
+        const core::Shape& x = shape(p.inputs[0]);
+        const bool two_d = x.size() == 4;
+        const auto& a = p.attrs;
+        const size_t sp = two_d ? 2 : 1;
+        auto at = [&](const std::vector<int64_t>& v, size_t i, int64_t one) { return std::to_string(two_d ? v[i] : (i == 0 ? one : v[0])); };
+        d.insert(d.end(), {{"OH", std::to_string(two_d ? out[2] : 1)}, {"OW", std::to_string(out.back())},
+                           {"IH", std::to_string(two_d ? x[2] : 1)}, {"IW", std::to_string(x.back())},
+                           {"KH", at(a.kernel, 0, 1)}, {"KW", at(a.kernel, 1, 1)},
+                           {"SH", at(a.strides, 0, 1)}, {"SW", at(a.strides, 1, 1)},
+                           {"DH", at(a.dilations, 0, 1)}, {"DW", at(a.dilations, 1, 1)},
+                           {"PH", two_d ? std::to_string(a.pads[0]) : "0"}, {"PW", std::to_string(a.pads[sp - 1])},
+                           {"PH_END", two_d ? std::to_string(a.pads[2]) : "0"}, {"PW_END", std::to_string(a.pads[2 * sp - 1])},
+                           {"POOL_MAX", p.op.find("Max") != std::string::npos ? "1" : "0"},
+                           {"COUNT_PAD", a.count_include_pad ? "1" : "0"}});
+        args = {p.inputs[0], p.output};
+        post_ops(n, d, args);
+        launch("pool", 1, total);
+        break;
+      }
+      case PrimKind::Softmax: {
+        const core::Shape& x = shape(p.inputs[0]);
+        int64_t outer = 1, axis = 1, inner = 1;
+        for (size_t k = 0; k < x.size(); ++k) {
+          const auto kk = static_cast<int64_t>(k);
+          if (kk < p.attrs.axis) outer *= x[k];
+          else if (kk == p.attrs.axis || p.attrs.softmax_flatten) axis *= x[k];
+          else inner *= x[k];
+        }
+        d.insert(d.end(), {{"OUTER", std::to_string(outer)}, {"AXIS", std::to_string(axis)}, {"INNER", std::to_string(inner)}});
+        args = {p.inputs[0], p.output};
+        launch("softmax", 1, static_cast<size_t>(outer * inner));
+        break;
+      }
+      case PrimKind::Reduce: {
+        const core::Shape& x = shape(p.inputs[0]);
+        const auto st = contiguous_strides(x);
+        core::Shape keep = x, red;
+        std::vector<int64_t> keep_st = st, red_st;
+        for (int64_t ax : p.attrs.axes) {
+          keep[size_t(ax)] = 1;
+          keep_st[size_t(ax)] = 0;
+          red.push_back(x[size_t(ax)]);
+          red_st.push_back(st[size_t(ax)]);
+        }
+        size_t rcount = core::shape_numel(red);
+        const std::string& op = p.op;
+        d.insert(d.end(), {{"RCOUNT", std::to_string(rcount) + "UL"},
+                           {"RED_INIT", op == "ReduceMax" ? "(-INFINITY)" : op == "ReduceMin" ? "INFINITY" : "0.0f"},
+                           {"RED_OP(a, v)", op == "ReduceMax" ? "fmax(a, v)" : op == "ReduceMin" ? "fmin(a, v)" : "((a) + (v))"},
+                           {"RED_FINAL(a)", op == "ReduceMean" ? "((a) / (float)" + std::to_string(rcount) + ")" : "(a)"},
+                           {"INDEX_KEEP", index_code("o", keep, {{"base", keep_st}})},
+                           {"INDEX_RED", red.empty() ? "" : index_code("r", red, {{"off", red_st}})}});
+        args = {p.inputs[0], p.output};
+        post_ops(n, d, args);
+        launch("reduce", 1, total);
+        break;
+      }
+      case PrimKind::Transpose: {
+        const core::Shape& x = shape(p.inputs[0]);
+        const auto st = contiguous_strides(x);
+        std::vector<int64_t> perm_st;
+        for (int64_t ax : p.attrs.perm) perm_st.push_back(st[size_t(ax)]);
+        // A stride of 0 would drop the term; a dim of 1 contributes nothing anyway.
+        d.emplace_back("INDEX_IN", index_code("o", out, {{"ix", perm_st}}));
+        args = {p.inputs[0], p.output};
+        launch("transpose", 1, total);
+        break;
+      }
+      case PrimKind::Concat: {
+        const auto axis = static_cast<size_t>(p.attrs.axis);
+        int64_t inner = 1, offset = 0;
+        for (size_t k = axis + 1; k < out.size(); ++k) inner *= out[k];
+        for (const std::string& in : p.inputs) {
+          const core::Shape& s = shape(in);
+          const size_t count = core::shape_numel(s);
+          if (count) {
+            d = {{"TOTAL", std::to_string(count) + "UL"}, {"A_IN", std::to_string(s[axis])},
+                 {"A_OUT", std::to_string(out[axis])}, {"INNER", std::to_string(inner)},
+                 {"OFFSET", std::to_string(offset)}};
+            args = {in, p.output};
+            launch("concat", 1, count);
+          }
+          offset += s[axis];
+        }
+        break;
+      }
+      case PrimKind::View:
+        break;
+    }
+  }
+};
+
+}  // namespace
+
+std::map<std::string, std::string> select_kernels(ProgramGraph& g, size_t max_work_group) {
+  Selector s{g, max_work_group, {}};
+  for (ProgramNode& n : g.nodes) s.select(n);
+  return std::move(s.codes);
+}
+
+}  // namespace hetero::gpu

@@ -1,0 +1,199 @@
+// The GPU drivers' blob: ports, the network plan, constants and the device
+// binaries of every kernel batch. Importing loads the binaries; no kernel
+// source is compiled. Every count, index and size is checked before it is
+// used (BLOB_CORRUPT naming the field).
+#include <cstring>
+
+#include "core/error.h"
+#include "core/ir_codec.h"
+#include "core/mapped_file.h"
+#include "drivers/gpu/kernels_cache.h"
+#include "drivers/gpu/program.h"
+
+namespace hetero::gpu {
+
+namespace {
+
+constexpr char kMagic[8] = {'H', 'G', 'P', 'U', 'P', 'L', 'A', 'N'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kMaxItems = 1u << 24;
+
+void write_ports(core::ByteWriter& w, const std::vector<driver::Port>& ports) {
+  w.u32(static_cast<uint32_t>(ports.size()));
+  for (const driver::Port& p : ports) {
+    w.string(p.name);
+    w.u32(static_cast<uint32_t>(p.dtype));
+    w.u8(p.has_rank);
+    w.u32(static_cast<uint32_t>(p.shape.size()));
+    for (const core::Dim& d : p.shape) {
+      w.i64(d.size);
+      w.string(d.param);
+    }
+  }
+}
+
+std::vector<driver::Port> read_ports(core::ByteReader& r, const std::string& what) {
+  std::vector<driver::Port> ports(r.count(what, kMaxItems, 9));
+  for (driver::Port& p : ports) {
+    p.name = r.string(what + ".name");
+    const auto dt = static_cast<uint32_t>(r.uint(4, what + ".dtype"));
+    if (!core::dtype_is_known(static_cast<int32_t>(dt))) r.corrupt(what + " has an unknown dtype");
+    p.dtype = static_cast<core::DType>(dt);
+    p.has_rank = r.u8(what + ".has_rank") != 0;
+    p.shape.resize(r.count(what + ".rank", 64, 12));
+    for (core::Dim& d : p.shape) {
+      d.size = r.i64(what + ".dim");
+      d.param = r.string(what + ".dim_param");
+    }
+  }
+  return ports;
+}
+
+void write_ref(core::ByteWriter& w, const Ref& ref) {
+  w.u8(static_cast<uint8_t>(ref.kind));
+  w.u32(ref.index);
+}
+
+Ref read_ref(core::ByteReader& r, const NetworkPlan& plan, const std::string& what) {
+  Ref ref;
+  const uint8_t kind = r.u8(what + ".kind");
+  ref.index = static_cast<uint32_t>(r.uint(4, what + ".index"));
+  size_t limit = 0;
+  switch (kind) {
+    case 0: limit = plan.input_bytes.size(); break;
+    case 1: limit = plan.constants.size(); break;
+    case 2: limit = plan.pool_bytes.size(); break;
+    default: r.corrupt(what + " has an unknown kind " + std::to_string(kind));
+  }
+  if (ref.index >= limit) r.corrupt(what + " refers to buffer " + std::to_string(ref.index) + " of " + std::to_string(limit));
+  ref.kind = static_cast<Ref::Kind>(kind);
+  return ref;
+}
+
+}  // namespace
+
+std::vector<uint8_t> export_program(const CompiledProgram& program) {
+  const NetworkPlan& plan = program.plan;
+  core::ByteWriter w;
+  for (char c : kMagic) w.u8(static_cast<uint8_t>(c));
+  w.u32(kVersion);
+  write_ports(w, program.inputs);
+  write_ports(w, program.outputs);
+  w.u32(static_cast<uint32_t>(plan.programs.size()));
+  for (size_t i = 0; i < plan.programs.size(); ++i) {
+    w.string(plan.programs[i].options);
+    const std::vector<uint8_t> bin = program.executables.at(i)->binary();
+    w.u64(bin.size());
+    w.raw(bin);
+  }
+  w.u32(static_cast<uint32_t>(plan.kernels.size()));
+  for (const KernelRef& k : plan.kernels) {
+    w.string(k.name);
+    w.u32(k.program);
+  }
+  w.u32(static_cast<uint32_t>(plan.constants.size()));
+  for (const core::Tensor& c : plan.constants) core::encode_tensor(w, c);
+  w.u32(static_cast<uint32_t>(plan.input_bytes.size()));
+  for (uint64_t b : plan.input_bytes) w.u64(b);
+  w.u32(static_cast<uint32_t>(plan.pool_bytes.size()));
+  for (uint64_t b : plan.pool_bytes) w.u64(b);
+  w.u32(static_cast<uint32_t>(plan.steps.size()));
+  for (const Step& s : plan.steps) {
+    w.u32(s.kernel);
+    w.string(s.node);
+    w.u32(static_cast<uint32_t>(s.args.size()));
+    for (const Ref& a : s.args) write_ref(w, a);
+    w.u32(s.range.dims);
+    for (size_t g : s.range.global) w.u64(g);
+    for (size_t l : s.range.local) w.u64(l);
+    w.u32(static_cast<uint32_t>(s.deps.size()));
+    for (uint32_t d : s.deps) w.u32(d);
+  }
+  w.u32(static_cast<uint32_t>(plan.outputs.size()));
+  for (const NetworkPlan::Output& o : plan.outputs) {
+    write_ref(w, o.ref);
+    w.u32(static_cast<uint32_t>(o.shape.size()));
+    for (int64_t d : o.shape) w.i64(d);
+    w.u32(static_cast<uint32_t>(o.last_writer));
+  }
+  w.u64(plan.intermediate_bytes);
+  return std::move(w.bytes());
+}
+
+std::shared_ptr<CompiledProgram> import_program(std::span<const uint8_t> blob, std::shared_ptr<Device> device) {
+  // Constants view one aligned copy of the blob (the caller's bytes live
+  // only for this call).
+  std::shared_ptr<const void> block = core::aligned_block(blob.empty() ? 1 : blob.size());
+  std::memcpy(const_cast<void*>(block.get()), blob.data(), blob.size());
+  core::ByteReader r(std::span(static_cast<const uint8_t*>(block.get()), blob.size()), device->name() + " blob");
+  auto magic = r.take(sizeof kMagic, "magic");
+  if (std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0) r.corrupt("it is not a GPU driver blob (bad magic)");
+  const auto version = r.uint(4, "version");
+  if (version != kVersion)
+    r.corrupt("format version " + std::to_string(version) + ", this driver reads " + std::to_string(kVersion));
+
+  auto program = std::make_shared<CompiledProgram>();
+  program->device = device;
+  NetworkPlan& plan = program->plan;
+  program->inputs = read_ports(r, "inputs");
+  program->outputs = read_ports(r, "outputs");
+  plan.programs.resize(r.count("programs", kMaxItems, 12));
+  for (ProgramSource& ps : plan.programs) {
+    ps.options = r.string("program.options");
+    const uint64_t n = r.uint(8, "program.binary_size");
+    if (n > r.remaining()) r.corrupt("program binary of " + std::to_string(n) + " bytes runs past the end");
+    program->executables.push_back(device->load(r.take(static_cast<size_t>(n), "program.binary"), ps.options));
+  }
+  plan.kernels.resize(r.count("kernels", kMaxItems, 8));
+  for (KernelRef& k : plan.kernels) {
+    k.name = r.string("kernel.name", 256);
+    k.program = static_cast<uint32_t>(r.uint(4, "kernel.program"));
+    if (k.program >= plan.programs.size()) r.corrupt("kernel '" + k.name + "' names a program that is not there");
+  }
+  const uint32_t nconst = r.count("constants", kMaxItems, 8);
+  for (uint32_t i = 0; i < nconst; ++i) plan.constants.push_back(core::decode_tensor(r, "constant", block));
+  plan.input_bytes.resize(r.count("input_bytes", kMaxItems, 8));
+  for (uint64_t& b : plan.input_bytes) b = r.uint(8, "input_bytes");
+  if (plan.input_bytes.size() != program->inputs.size()) r.corrupt("input buffers differ from the inputs");
+  plan.pool_bytes.resize(r.count("pool_bytes", kMaxItems, 8));
+  for (uint64_t& b : plan.pool_bytes) b = r.uint(8, "pool_bytes");
+  plan.steps.resize(r.count("steps", kMaxItems, 16));
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    Step& step = plan.steps[s];
+    step.kernel = static_cast<uint32_t>(r.uint(4, "step.kernel"));
+    if (step.kernel >= plan.kernels.size()) r.corrupt("step " + std::to_string(s) + " names a kernel that is not there");
+    step.node = r.string("step.node");
+    step.args.resize(r.count("step.args", 256, 5));
+    for (Ref& a : step.args) a = read_ref(r, plan, "step.arg");
+    step.range.dims = static_cast<uint32_t>(r.uint(4, "step.dims"));
+    if (step.range.dims < 1 || step.range.dims > 3) r.corrupt("step " + std::to_string(s) + " has " + std::to_string(step.range.dims) + " dimensions");
+    for (size_t& g : step.range.global) g = r.uint(8, "step.global");
+    for (size_t& l : step.range.local) l = r.uint(8, "step.local");
+    step.deps.resize(r.count("step.deps", kMaxItems, 4));
+    for (uint32_t& d : step.deps) {
+      d = static_cast<uint32_t>(r.uint(4, "step.dep"));
+      if (d >= s) r.corrupt("step " + std::to_string(s) + " waits for a later step");
+    }
+  }
+  plan.outputs.resize(r.count("outputs", kMaxItems, 13));
+  if (plan.outputs.size() != program->outputs.size()) r.corrupt("plan outputs differ from the outputs");
+  for (NetworkPlan::Output& o : plan.outputs) {
+    o.ref = read_ref(r, plan, "output");
+    o.shape.resize(r.count("output.rank", 64, 8));
+    for (int64_t& d : o.shape) {
+      d = r.i64("output.dim");
+      if (d < 0) r.corrupt("output has a negative dimension");
+    }
+    o.last_writer = static_cast<int32_t>(r.uint(4, "output.last_writer"));
+    if (o.last_writer < -1 || o.last_writer >= static_cast<int32_t>(plan.steps.size())) r.corrupt("output waits for a step that is not there");
+    if (o.ref.kind == Ref::Kind::Pool && core::shape_numel(o.shape) * 4 > plan.pool_bytes[o.ref.index])
+      r.corrupt("output is larger than its buffer");
+  }
+  plan.intermediate_bytes = r.uint(8, "intermediate_bytes");
+  if (r.remaining()) r.corrupt(std::to_string(r.remaining()) + " bytes after the end");
+  for (const core::Tensor& c : plan.constants)
+    program->constant_buffers.push_back(device->allocate(std::max<size_t>(c.nbytes(), 4), c.nbytes() ? c.raw() : nullptr));
+  return program;
+}
+
+}  // namespace hetero::gpu

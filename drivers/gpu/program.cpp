@@ -1,0 +1,90 @@
+// Building a program: topology → program nodes → passes → kernel selection →
+// batch compilation → network plan.
+#include "drivers/gpu/program.h"
+
+#include <set>
+#include <thread>
+
+#include "core/error.h"
+#include "core/ports.h"
+#include "drivers/gpu/kernels_cache.h"
+#include "drivers/gpu/memory_pool.h"
+
+namespace hetero::gpu {
+
+ProgramGraph init_program(Topology topology) {
+  ProgramGraph g;
+  for (Primitive& p : topology.primitives) {
+    ProgramNode n;
+    n.prim = std::move(p);
+    g.nodes.push_back(std::move(n));
+  }
+  g.shapes = std::move(topology.shapes);
+  g.constants = std::move(topology.constants);
+  g.inputs = std::move(topology.inputs);
+  g.outputs = std::move(topology.outputs);
+  return g;
+}
+
+namespace {
+
+// Drops nodes whose output no graph output needs (the shape arithmetic that
+// folding replaced leaves none, but a HETERO cut may).
+void remove_dead_nodes(ProgramGraph& g) {
+  std::set<std::string> needed(g.outputs.begin(), g.outputs.end());
+  std::vector<bool> keep(g.nodes.size());
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const ProgramNode& n = g.nodes[i];
+    if (!needed.count(n.prim.output)) continue;
+    keep[i] = true;
+    for (const std::string& in : n.prim.inputs)
+      if (!in.empty()) needed.insert(in);
+    for (const PostOp& p : n.post_ops)
+      if (!p.tensor.empty()) needed.insert(p.tensor);
+  }
+  std::vector<ProgramNode> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (keep[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+}
+
+}  // namespace
+
+std::shared_ptr<CompiledProgram> build_program(const core::Model& model, std::shared_ptr<Device> device,
+                                               const BuildOptions& options) {
+  ProgramGraph g = init_program(build_topology(model.graph));
+  remove_dead_nodes(g);
+  if (options.optimize) {
+    passes::fold_channel_constants(g);
+    passes::fuse_post_ops(g);
+    passes::reorder_weights(g);
+  } else {
+    // The kernels read B as given unless it is marked transposed.
+    for (ProgramNode& n : g.nodes)
+      n.weights_transposed = n.prim.kind == PrimKind::MatMul && !n.prim.attrs.perm.empty() && n.prim.attrs.perm[0] == 1;
+  }
+  passes::choose_layouts(g);
+
+  const std::map<std::string, std::string> codes = select_kernels(g, device->max_work_group_size());
+  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  BuiltKernels built = build_kernels(*device, codes, options.kernels_per_batch, threads);
+
+  auto program = std::make_shared<CompiledProgram>();
+  program->device = device;
+  NetworkPlan& plan = program->plan;
+  plan.programs = std::move(built.programs);
+  program->executables = std::move(built.executables);
+  std::map<std::string, uint32_t> kernel_index;
+  for (const auto& [name, prog] : built.program_of) {
+    kernel_index[name] = static_cast<uint32_t>(plan.kernels.size());
+    plan.kernels.push_back({name, prog});
+  }
+  plan_network(g, kernel_index, plan);
+  for (const core::Value* v : model.graph.inputs) program->inputs.push_back(core::port_of(*v));
+  for (const core::Value* v : model.graph.outputs) program->outputs.push_back(core::port_of(*v));
+  for (const core::Tensor& c : plan.constants)
+    program->constant_buffers.push_back(device->allocate(std::max<size_t>(c.nbytes(), 4), c.nbytes() ? c.raw() : nullptr));
+  return program;
+}
+
+}  // namespace hetero::gpu

@@ -1,0 +1,101 @@
+// Program: program nodes made from the topology's primitives, the passes that
+// transform them (fusion, weight reorders, layouts), the kernel selected for
+// each, and the kernels compiled in batches (the second level of
+// shared/reference/gpu-plugin-graph-structures.md). A program is built once
+// per compiled model and shared by every network (stream) made from it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "drivers/gpu/device_api.h"
+#include "drivers/gpu/network_plan.h"
+#include "drivers/gpu/topology.h"
+#include "hetero/driver.hpp"
+
+namespace hetero::gpu {
+
+// An elementwise op applied to a kernel's result before it is stored.
+struct PostOp {
+  enum class Kind : uint8_t { Unary, Binary };
+  Kind kind = Kind::Unary;
+  std::string op;           // Relu, Clip, ..., Add, Mul, ...
+  float alpha = 0, beta = 0;
+  std::string tensor;       // Binary: the other operand (value id)
+  bool tensor_first = false;  // Binary: the other operand is on the left (Sub, Div, Pow)
+};
+
+// One launch of a kernel: its arguments as value ids, in kernel order.
+struct Launch {
+  std::string kernel;
+  std::vector<std::string> args;
+  size_t output_arg = 0;  // the argument it writes
+  Range range;
+};
+
+struct ProgramNode {
+  Primitive prim;
+  std::vector<PostOp> post_ops;
+  std::string layout = "bfyx";  // plain row-major NCHW: the only layout the kernels take
+  bool weights_transposed = false;  // MatMul: B is stored [N, K] (reordered once at compile time)
+  std::vector<Launch> launches;     // set by kernel selection
+};
+
+// The program while it is built: nodes in execution order and the values
+// they use.
+struct ProgramGraph {
+  std::vector<ProgramNode> nodes;
+  std::map<std::string, core::Shape> shapes;
+  std::map<std::string, core::Tensor> constants;
+  std::vector<std::string> inputs, outputs;
+};
+
+struct BuildOptions {
+  bool optimize = true;       // fusion and weight reorder passes
+  size_t kernels_per_batch = 8;  // kernels compiled together in one device program
+};
+
+// The compiled program: plan, constants on the device, built executables.
+struct CompiledProgram {
+  std::shared_ptr<Device> device;
+  NetworkPlan plan;
+  std::vector<std::shared_ptr<Buffer>> constant_buffers;  // plan.constants, uploaded once
+  std::vector<std::shared_ptr<Executable>> executables;    // plan.programs
+  std::vector<driver::Port> inputs, outputs;
+};
+
+ProgramGraph init_program(Topology topology);
+
+namespace passes {
+// Folds a per-channel constant Mul/Add after a Conv into its weights and bias.
+void fold_channel_constants(ProgramGraph& g);
+// Moves single-use activations and elementwise ops into the node before them.
+void fuse_post_ops(ProgramGraph& g);
+// Stores constant MatMul weights transposed ([N, K]) so that each output
+// reads both operands contiguously.
+void reorder_weights(ProgramGraph& g);
+// Every node keeps the plain layout; recorded so that a device-specific
+// layout has a place to go.
+void choose_layouts(ProgramGraph& g);
+}  // namespace passes
+
+// Kernel selection: the launches of every node, and the source of every
+// kernel they name (name → code), deduplicated by content.
+std::map<std::string, std::string> select_kernels(ProgramGraph& g, size_t max_work_group);
+
+// Builds a model's program on `device`: topology, passes, kernel selection,
+// batch compilation, memory plan. NOT_SUPPORTED naming the node when a node
+// cannot run.
+std::shared_ptr<CompiledProgram> build_program(const core::Model& model, std::shared_ptr<Device> device,
+                                               const BuildOptions& options);
+
+// Export and import (plan_codec.cpp): the plan, constants and program
+// binaries; import compiles no source.
+std::vector<uint8_t> export_program(const CompiledProgram& program);
+std::shared_ptr<CompiledProgram> import_program(std::span<const uint8_t> bytes, std::shared_ptr<Device> device);
+
+}  // namespace hetero::gpu

@@ -1,0 +1,23 @@
+// Output shapes ONNX's shape inference could not give because they depend
+// on shape arithmetic (Shape → Slice → Concat → Reshape): once const_fold
+// has made that arithmetic a constant, the shapes follow. Covers the ops the
+// GPU kernels take.
+#pragma once
+
+#include <functional>
+#include <optional>
+
+#include "core/graph.h"
+#include "core/tensor.h"
+
+namespace hetero::gpu {
+
+using ShapeLookup = std::function<const core::Shape*(const core::Value*)>;
+using TensorLookup = std::function<const core::Tensor*(const core::Value*)>;
+
+// The static shape of `node`'s first output, or nullopt when it cannot be
+// known; INVALID_MODEL when the input shapes contradict the op.
+std::optional<core::Shape> infer_output_shape(const core::Node& node, const ShapeLookup& shape_of,
+                                              const TensorLookup& constant_of);
+
+}  // namespace hetero::gpu

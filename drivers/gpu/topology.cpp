@@ -1,0 +1,427 @@
+#include "drivers/gpu/topology.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/error.h"
+#include "drivers/gpu/const_fold.h"
+#include "drivers/gpu/shape_infer.h"
+
+namespace hetero::gpu {
+
+const char* prim_kind_name(PrimKind kind) {
+  switch (kind) {
+    case PrimKind::Unary: return "unary";
+    case PrimKind::Binary: return "binary";
+    case PrimKind::Conv: return "conv";
+    case PrimKind::MatMul: return "matmul";
+    case PrimKind::Pool: return "pool";
+    case PrimKind::Softmax: return "softmax";
+    case PrimKind::Reduce: return "reduce";
+    case PrimKind::Transpose: return "transpose";
+    case PrimKind::Concat: return "concat";
+    case PrimKind::View: return "view";
+  }
+  return "?";
+}
+
+namespace {
+
+const std::set<std::string> kUnaryOps = {"Relu", "LeakyRelu", "HardSigmoid", "Sigmoid", "Tanh", "Exp",
+                                         "Log", "Abs", "Neg", "Sqrt", "Reciprocal", "Floor", "Ceil",
+                                         "Elu", "Softplus", "HardSwish", "Erf", "Sin", "Cos", "Clip"};
+const std::set<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum"};
+const std::set<std::string> kViewOps = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
+const std::set<std::string> kPoolOps = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
+const std::set<std::string> kReduceOps = {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"};
+
+class Builder {
+ public:
+  explicit Builder(Topology& t) : t_(t) {}
+
+  const core::Tensor* constant(const core::Value* v) const {
+    if (!v) return nullptr;
+    auto it = t_.constants.find(v->name);
+    return it == t_.constants.end() ? nullptr : &it->second;
+  }
+
+  // The static shape of a data input, which must be float32.
+  const core::Shape& data_input(const core::Node& node, size_t i) {
+    const core::Value* v = node.input(i);
+    if (!v) fail(HETERO_INVALID_MODEL, "input " + std::to_string(i) + " is missing");
+    auto it = t_.shapes.find(v->name);
+    if (it == t_.shapes.end()) {
+      auto s = v->static_shape();
+      if (!s) fail(HETERO_NOT_SUPPORTED, "input '" + v->name + "' has no static shape (give the model's input shapes)");
+      it = t_.shapes.emplace(v->name, *s).first;
+    }
+    const core::Tensor* c = constant(v);
+    const core::DType dt = c ? c->dtype() : v->dtype;
+    if (dt != core::DType::F32)
+      fail(HETERO_NOT_SUPPORTED, std::string("input '") + v->name + "' is " + core::dtype_name(dt) +
+                                     "; the GPU kernels take float32 only");
+    return it->second;
+  }
+
+  void convert(const core::Node& node) {
+    if (!node.domain.empty() && node.domain != "ai.onnx")
+      fail(HETERO_NOT_SUPPORTED, "no GPU kernel for ops of domain '" + node.domain + "'");
+    const std::string& op = node.op_type;
+    size_t wanted_outputs = 0;
+    for (const core::Value* o : node.outputs) wanted_outputs += o && (!o->uses.empty() || is_graph_output(o));
+    if (node.outputs.empty() || !node.outputs[0])
+      fail(HETERO_NOT_SUPPORTED, "only the first output of " + op + " is supported");
+    if (wanted_outputs > 1 || (wanted_outputs == 1 && node.outputs[0]->uses.empty() && !is_graph_output(node.outputs[0])))
+      fail(HETERO_NOT_SUPPORTED, "only the first output of " + op + " is supported");
+    const core::Value* out = node.outputs[0];
+    if (out->dtype != core::DType::F32)
+      fail(HETERO_NOT_SUPPORTED, std::string("output '") + out->name + "' is " + core::dtype_name(out->dtype) +
+                                     "; the GPU kernels produce float32 only");
+    auto out_shape = out->static_shape();
+    if (!out_shape)  // shape inference stopped at shape arithmetic folded since
+      out_shape = infer_output_shape(
+          node,
+          [&](const core::Value* v) -> const core::Shape* {
+            if (auto it = t_.shapes.find(v->name); it != t_.shapes.end()) return &it->second;
+            return nullptr;
+          },
+          [&](const core::Value* v) { return constant(v); });
+    if (!out_shape) fail(HETERO_NOT_SUPPORTED, "output '" + out->name + "' has no static shape");
+
+    Primitive p;
+    p.id = node.name;
+    p.op = op;
+    p.output = out->name;
+    auto& a = p.attrs;
+
+    if (op == "Dropout" && node.input(2)) {
+      // Inference only: training mode must be a constant false.
+      const core::Tensor* training = constant(node.input(2));
+      if (!training || training->numel() != 1 || training->as_double(0) != 0)
+        fail(HETERO_NOT_SUPPORTED, "Dropout in training mode");
+    }
+    if ((op == "Max" || op == "Min" || op == "Sum") && node.inputs.size() != 2) {
+      // Variadic: a chain of binary primitives (one input: a view).
+      if (node.inputs.empty()) fail(HETERO_INVALID_MODEL, op + " without inputs");
+      data_input(node, 0);
+      std::string cur = node.input(0)->name;
+      if (node.inputs.size() == 1) {
+        pending_.push_back({node.name, PrimKind::View, op, {cur}, out->name, {}});
+      }
+      for (size_t i = 1; i < node.inputs.size(); ++i) {
+        data_input(node, i);
+        const bool last = i + 1 == node.inputs.size();
+        Primitive q{node.name + "/" + std::to_string(i), PrimKind::Binary, op == "Sum" ? "Add" : op,
+                    {cur, node.input(i)->name}, last ? out->name : out->name + "/" + std::to_string(i), {}};
+        if (!last) {
+          // Partial results take the broadcast of what they combined.
+          core::Shape a = t_.shapes.at(cur), b = t_.shapes.at(node.input(i)->name);
+          core::Shape r(std::max(a.size(), b.size()), 1);
+          for (size_t k = 0; k < r.size(); ++k) {
+            const int64_t x = k < r.size() - a.size() ? 1 : a[k - (r.size() - a.size())];
+            const int64_t y = k < r.size() - b.size() ? 1 : b[k - (r.size() - b.size())];
+            r[k] = x == 1 ? y : x;
+          }
+          t_.shapes[q.output] = r;
+        }
+        cur = q.output;
+        pending_.push_back(q);
+      }
+      t_.shapes[out->name] = *out_shape;
+      return;
+    }
+    if (kViewOps.count(op) || (op == "Cast" && node.attr_int("to", 0) == 1)) {
+      const core::Shape& in = data_input(node, 0);
+      if (core::shape_numel(in) != core::shape_numel(*out_shape))
+        fail(HETERO_INVALID_MODEL, "changes the element count");
+      p.kind = PrimKind::View;
+      p.inputs = {node.input(0)->name};
+    } else if (op == "Clip" && (!const_or_absent(node.input(1)) || !const_or_absent(node.input(2)))) {
+      // Bounds computed at run time: Max and Min primitives on broadcast tensors.
+      const core::Shape& in = data_input(node, 0);
+      (void)in;
+      std::string cur = node.input(0)->name;
+      const char* names[2] = {"Max", "Min"};
+      for (size_t i = 1; i <= 2; ++i) {
+        if (!node.input(i)) continue;
+        if (core::shape_numel(data_input(node, i)) != 1) fail(HETERO_INVALID_MODEL, "Clip bounds must be scalars");
+        Primitive q;
+        q.id = node.name + (i == 1 ? "/min" : "/max");
+        q.kind = PrimKind::Binary;
+        q.op = names[i - 1];
+        q.inputs = {cur, node.input(i)->name};
+        q.output = out->name + (i == 1 ? "/clip_min" : "/clip_max");
+        t_.shapes[q.output] = *out_shape;
+        cur = q.output;
+        pending_.push_back(q);
+      }
+      // The last one writes the node's output.
+      pending_.back().output = out->name;
+      t_.shapes[out->name] = *out_shape;
+      return;
+    } else if (kUnaryOps.count(op)) {
+      data_input(node, 0);
+      p.kind = PrimKind::Unary;
+      p.inputs = {node.input(0)->name};
+      if (op == "LeakyRelu") a.alpha = node.attr_float("alpha", 0.01f);
+      if (op == "Elu") a.alpha = node.attr_float("alpha", 1.0f);
+      if (op == "HardSigmoid") a.alpha = node.attr_float("alpha", 0.2f), a.beta = node.attr_float("beta", 0.5f);
+      if (op == "Clip") {
+        a.alpha = -3.402823466e38f, a.beta = 3.402823466e38f;
+        if (node.opset < 11) {
+          a.alpha = node.attr_float("min", a.alpha), a.beta = node.attr_float("max", a.beta);
+        } else {
+          if (const core::Tensor* lo = constant(node.input(1))) a.alpha = scalar(*lo, "min");
+          if (const core::Tensor* hi = constant(node.input(2))) a.beta = scalar(*hi, "max");
+        }
+      }
+    } else if (kBinaryOps.count(op)) {
+      if (node.inputs.size() != 2) fail(HETERO_NOT_SUPPORTED, op + " with " + std::to_string(node.inputs.size()) + " inputs (2 supported)");
+      const core::Shape& x = data_input(node, 0);
+      const core::Shape& y = data_input(node, 1);
+      if (x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+      p.kind = PrimKind::Binary;
+      if (op == "Sum") p.op = "Add";
+      p.inputs = {node.input(0)->name, node.input(1)->name};
+    } else if (op == "Conv") {
+      const core::Shape& x = data_input(node, 0);
+      const core::Shape& w = data_input(node, 1);
+      if (x.size() != 3 && x.size() != 4) fail(HETERO_NOT_SUPPORTED, "Conv of rank " + std::to_string(x.size()) + " (1-D and 2-D only)");
+      if (w.size() != x.size()) fail(HETERO_INVALID_MODEL, "weights rank differs from input rank");
+      const size_t sp = x.size() - 2;
+      p.kind = PrimKind::Conv;
+      p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2) ? node.input(2)->name : ""};
+      if (node.input(2)) data_input(node, 2);
+      a.group = node.attr_int("group", 1);
+      if (a.group < 1 || x[1] % a.group || w[0] % a.group || w[1] * a.group != x[1])
+        fail(HETERO_INVALID_MODEL, "group " + std::to_string(a.group) + " does not divide the channels");
+      a.kernel.assign(w.begin() + 2, w.end());
+      spatial_attrs(node, a, x, *out_shape, sp);
+    } else if (op == "MatMul" || op == "Gemm") {
+      const core::Shape& x = data_input(node, 0);
+      const core::Shape& y = data_input(node, 1);
+      if (x.size() < 2 || y.size() < 2) fail(HETERO_NOT_SUPPORTED, "MatMul of 1-D operands");
+      if (x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+      p.kind = PrimKind::MatMul;
+      p.inputs = {node.input(0)->name, node.input(1)->name};
+      if (op == "Gemm") {
+        if (node.attr_int("transA", 0) != 0 || node.attr_float("alpha", 1) != 1.0f || node.attr_float("beta", 1) != 1.0f)
+          fail(HETERO_NOT_SUPPORTED, "Gemm with transA, alpha or beta other than the defaults");
+        a.perm = {node.attr_int("transB", 0)};  // [1]: B is given transposed
+        if (node.input(2)) {
+          data_input(node, 2);
+          // C becomes an Add the fusion pass folds into the product.
+          Primitive mm = p;
+          mm.output = out->name + "/gemm";
+          t_.shapes[mm.output] = *out_shape;
+          pending_.push_back(mm);
+          Primitive add;
+          add.id = node.name + "/bias";
+          add.kind = PrimKind::Binary;
+          add.op = "Add";
+          add.inputs = {mm.output, node.input(2)->name};
+          add.output = out->name;
+          pending_.push_back(add);
+          t_.shapes[out->name] = *out_shape;
+          return;
+        }
+      }
+    } else if (kPoolOps.count(op)) {
+      const core::Shape& x = data_input(node, 0);
+      if (x.size() != 3 && x.size() != 4) fail(HETERO_NOT_SUPPORTED, op + " of rank " + std::to_string(x.size()) + " (1-D and 2-D only)");
+      const size_t sp = x.size() - 2;
+      p.kind = PrimKind::Pool;
+      p.inputs = {node.input(0)->name};
+      if (op.rfind("Global", 0) == 0) {
+        a.kernel.assign(x.begin() + 2, x.end());
+        a.strides.assign(sp, 1);
+        a.pads.assign(2 * sp, 0);
+        a.dilations.assign(sp, 1);
+      } else {
+        a.kernel = node.attr_ints("kernel_shape");
+        if (a.kernel.size() != sp) fail(HETERO_INVALID_MODEL, "kernel_shape has the wrong rank");
+        if (op == "MaxPool" && node.attr_int("storage_order", 0) != 0) fail(HETERO_NOT_SUPPORTED, "storage_order 1");
+        a.count_include_pad = node.attr_int("count_include_pad", 0) != 0;
+        spatial_attrs(node, a, x, *out_shape, sp);
+      }
+    } else if (op == "Softmax") {
+      const core::Shape& x = data_input(node, 0);
+      const auto rank = static_cast<int64_t>(x.size());
+      a.axis = node.attr_int("axis", node.opset < 13 ? 1 : -1);
+      if (a.axis < -rank || a.axis >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
+      if (a.axis < 0) a.axis += rank;
+      a.softmax_flatten = node.opset < 13;
+      p.kind = PrimKind::Softmax;
+      p.inputs = {node.input(0)->name};
+    } else if (kReduceOps.count(op)) {
+      const core::Shape& x = data_input(node, 0);
+      const auto rank = static_cast<int64_t>(x.size());
+      if (rank > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+      std::vector<int64_t> axes = node.attr_ints("axes");
+      const bool axes_input = (op == "ReduceSum" && node.opset >= 13) || node.opset >= 18;
+      if (axes_input && node.input(1)) {
+        const core::Tensor* c = constant(node.input(1));
+        if (!c) fail(HETERO_NOT_SUPPORTED, "axes computed at run time");
+        axes = c->to_int64_vector();
+      }
+      if (axes.empty() && !(axes_input && node.attr_int("noop_with_empty_axes", 0)))
+        for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+      for (int64_t& ax : axes) {
+        if (ax < -rank || ax >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
+        if (ax < 0) ax += rank;
+      }
+      std::sort(axes.begin(), axes.end());
+      axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+      a.axes = axes;
+      p.kind = axes.empty() ? PrimKind::View : PrimKind::Reduce;
+      p.inputs = {node.input(0)->name};
+    } else if (op == "Transpose") {
+      const core::Shape& x = data_input(node, 0);
+      const auto rank = static_cast<int64_t>(x.size());
+      if (rank > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+      a.perm = node.attr_ints("perm");
+      if (a.perm.empty())
+        for (int64_t d = rank - 1; d >= 0; --d) a.perm.push_back(d);
+      std::vector<int64_t> sorted = a.perm;
+      std::sort(sorted.begin(), sorted.end());
+      for (int64_t d = 0; d < rank; ++d)
+        if (static_cast<int64_t>(sorted.size()) != rank || sorted[size_t(d)] != d) fail(HETERO_INVALID_MODEL, "perm is not a permutation");
+      p.kind = PrimKind::Transpose;
+      p.inputs = {node.input(0)->name};
+    } else if (op == "Concat") {
+      const auto rank = static_cast<int64_t>(out_shape->size());
+      a.axis = node.attr_int("axis", 0);
+      if (a.axis < -rank || a.axis >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
+      if (a.axis < 0) a.axis += rank;
+      p.kind = PrimKind::Concat;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        data_input(node, i);
+        p.inputs.push_back(node.input(i)->name);
+      }
+    } else if (op == "BatchNormalization") {
+      // Inference form: y = x * scale + shift per channel, two Binary
+      // primitives that the fusion pass folds into a Conv before it.
+      const core::Shape& x = data_input(node, 0);
+      if (x.size() < 2) fail(HETERO_INVALID_MODEL, "input rank below 2");
+      const core::Tensor *s = constant(node.input(1)), *b = constant(node.input(2)), *m = constant(node.input(3)),
+                         *v = constant(node.input(4));
+      if (!s || !b || !m || !v) fail(HETERO_NOT_SUPPORTED, "scale, B, mean and var must be constants");
+      const int64_t c = x[1];
+      for (const core::Tensor* t : {s, b, m, v})
+        if (t->dtype() != core::DType::F32 || static_cast<int64_t>(t->numel()) != c)
+          fail(HETERO_INVALID_MODEL, "parameters must be float32 of the channel count");
+      const float eps = node.attr_float("epsilon", 1e-5f);
+      core::Shape cs(x.size(), 1);
+      cs[1] = c;
+      core::Tensor scale = core::Tensor::allocate(core::DType::F32, cs), shift = core::Tensor::allocate(core::DType::F32, cs);
+      for (int64_t i = 0; i < c; ++i) {
+        const float k = s->data<float>()[i] / std::sqrt(v->data<float>()[i] + eps);
+        scale.data<float>()[i] = k;
+        shift.data<float>()[i] = b->data<float>()[i] - m->data<float>()[i] * k;
+      }
+      const std::string sname = out->name + "/bn_scale", bname = out->name + "/bn_shift", mid = out->name + "/bn_mul";
+      t_.constants[sname] = scale;
+      t_.constants[bname] = shift;
+      t_.shapes[sname] = cs;
+      t_.shapes[bname] = cs;
+      Primitive mul{node.name + "/scale", PrimKind::Binary, "Mul", {node.input(0)->name, sname}, mid, {}};
+      Primitive add{node.name + "/shift", PrimKind::Binary, "Add", {mid, bname}, out->name, {}};
+      t_.shapes[mid] = *out_shape;
+      t_.shapes[out->name] = *out_shape;
+      pending_.push_back(mul);
+      pending_.push_back(add);
+      return;
+    } else {
+      fail(HETERO_NOT_SUPPORTED, "no GPU kernel for " + op);
+    }
+    t_.shapes[out->name] = *out_shape;
+    pending_.push_back(std::move(p));
+  }
+
+  std::vector<Primitive> take_pending() { return std::move(pending_); }
+  void set_graph(const core::Graph& g) { graph_ = &g; }
+
+ private:
+  bool is_graph_output(const core::Value* v) const {
+    return std::find(graph_->outputs.begin(), graph_->outputs.end(), v) != graph_->outputs.end();
+  }
+  bool const_or_absent(const core::Value* v) const { return !v || constant(v); }
+  static float scalar(const core::Tensor& t, const char* what) {
+    if (t.numel() != 1) fail(HETERO_INVALID_MODEL, std::string(what) + " must be a scalar");
+    return static_cast<float>(t.as_double(0));
+  }
+  // Strides, dilations and begin/end pads; auto_pad resolved against the
+  // output shape that shape inference gave.
+  static void spatial_attrs(const core::Node& node, PrimAttrs& a, const core::Shape& x, const core::Shape& y, size_t sp) {
+    a.strides = node.attr_ints("strides", std::vector<int64_t>(sp, 1));
+    a.dilations = node.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+    a.pads = node.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+    if (a.strides.size() != sp || a.dilations.size() != sp || a.pads.size() != 2 * sp)
+      fail(HETERO_INVALID_MODEL, "strides, dilations or pads have the wrong length");
+    for (size_t d = 0; d < sp; ++d)
+      if (a.strides[d] < 1 || a.dilations[d] < 1 || a.kernel[d] < 1 || a.pads[d] < 0 || a.pads[d + sp] < 0)
+        fail(HETERO_INVALID_MODEL, "non-positive kernel, stride or dilation, or negative pad");
+    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      for (size_t d = 0; d < sp; ++d) {
+        const int64_t ext = (a.kernel[d] - 1) * a.dilations[d] + 1;
+        const int64_t total = std::max<int64_t>(0, (y[d + 2] - 1) * a.strides[d] + ext - x[d + 2]);
+        a.pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+        a.pads[d + sp] = total - a.pads[d];
+      }
+    } else if (auto_pad == "VALID") {
+      std::fill(a.pads.begin(), a.pads.end(), 0);
+    } else if (auto_pad != "NOTSET") {
+      fail(HETERO_INVALID_MODEL, "auto_pad '" + auto_pad + "'");
+    }
+  }
+
+  Topology& t_;
+  const core::Graph* graph_ = nullptr;
+  std::vector<Primitive> pending_;
+};
+
+}  // namespace
+
+Topology build_topology(const core::Graph& graph, std::vector<std::string>* reasons) {
+  Topology t;
+  Builder b(t);
+  b.set_graph(graph);
+  for (const auto& v : graph.values())
+    if (v->constant) {
+      t.constants[v->name] = *v->constant;
+      t.shapes[v->name] = v->constant->shape();
+    }
+  for (const core::Value* v : graph.inputs) {
+    t.inputs.push_back(v->name);
+    if (auto s = v->static_shape()) t.shapes[v->name] = *s;
+    else if (!reasons)
+      fail(HETERO_NOT_SUPPORTED, "input '" + v->name + "' has no static shape; give its shape when reading the model");
+  }
+  for (const core::Value* v : graph.outputs) t.outputs.push_back(v->name);
+
+  for (const auto& node : graph.nodes()) {
+    try {
+      auto shape_of = [&](const core::Value* v) -> const core::Shape* {
+        if (auto it = t.shapes.find(v->name); it != t.shapes.end()) return &it->second;
+        if (auto s = v->static_shape()) return &(t.shapes[v->name] = *s);
+        return nullptr;
+      };
+      if (auto folded = fold_node(*node, [&](const core::Value* v) { return b.constant(v); }, shape_of)) {
+        t.constants[node->outputs[0]->name] = *folded;
+        t.shapes[node->outputs[0]->name] = folded->shape();
+        continue;
+      }
+      b.convert(*node);
+      for (Primitive& p : b.take_pending()) t.primitives.push_back(std::move(p));
+    } catch (const Error& e) {
+      b.take_pending();
+      if (!reasons) fail(HETERO_NOT_SUPPORTED, node->describe() + " cannot run on the GPU: " + e.what());
+      (*reasons)[node->index] = e.what();
+    }
+  }
+  return t;
+}
+
+}  // namespace hetero::gpu

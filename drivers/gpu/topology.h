@@ -1,0 +1,66 @@
+// Topology: the model as primitives and their connections (the first of the
+// three levels of shared/reference/gpu-plugin-graph-structures.md). Built
+// from a submodel's main graph: every node becomes a primitive, except what
+// is known at compile time (Constant, Shape of a static shape and the integer
+// arithmetic on shapes that follows), which is folded into constants here.
+// Every value must have a static shape; data values must be float32.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/tensor.h"
+
+namespace hetero::gpu {
+
+enum class PrimKind {
+  Unary,      // op: Relu, Sigmoid, ...; also BatchNormalization as channel post-ops
+  Binary,     // op: Add, Sub, Mul, Div, Pow, Max, Min; numpy broadcasting
+  Conv,       // 1-D and 2-D convolution, groups, dilations
+  MatMul,     // batched, broadcasting
+  Pool,       // op: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
+  Softmax,
+  Reduce,     // op: ReduceMax, ReduceMin, ReduceSum, ReduceMean
+  Transpose,
+  Concat,
+  View,       // Reshape, Flatten, Squeeze, Unsqueeze, Identity: same bytes
+};
+
+const char* prim_kind_name(PrimKind kind);
+
+struct PrimAttrs {
+  float alpha = 0, beta = 0;                // unary parameters (LeakyRelu, HardSigmoid, Clip)
+  std::vector<int64_t> kernel, strides, pads, dilations;  // conv/pool, per spatial dim; pads begin..end
+  int64_t group = 1;
+  int64_t axis = 0;                         // softmax, concat
+  bool softmax_flatten = false;             // opset < 13: softmax over all dims from axis on
+  bool count_include_pad = false;
+  std::vector<int64_t> perm, axes;          // transpose, reduce (axes normalised, sorted)
+};
+
+struct Primitive {
+  std::string id;  // the node's name
+  PrimKind kind = PrimKind::Unary;
+  std::string op;  // the ONNX op type it came from
+  std::vector<std::string> inputs;  // value ids (data inputs only; empty string: absent)
+  std::string output;
+  PrimAttrs attrs;
+};
+
+struct Topology {
+  std::vector<Primitive> primitives;         // in topological order
+  std::map<std::string, core::Shape> shapes;  // every value's static shape
+  std::map<std::string, core::Tensor> constants;  // initializers and folded values
+  std::vector<std::string> inputs, outputs;  // graph inputs and outputs, in order
+};
+
+// Builds the topology of `graph`. With `reasons` (one slot per node), a node
+// the device cannot run gets its reason there and the build goes on (query);
+// without it the first such node fails with NOT_SUPPORTED naming it.
+Topology build_topology(const core::Graph& graph, std::vector<std::string>* reasons = nullptr);
+
+}  // namespace hetero::gpu
