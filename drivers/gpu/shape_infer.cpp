@@ -38,7 +38,7 @@ std::optional<core::Shape> infer_output_shape(const core::Node& node, const Shap
                                              "Softplus", "HardSwish", "Erf", "Sin", "Cos", "Clip", "Identity",
                                              "Dropout", "Softmax", "BatchNormalization", "Cast"};
   if (same.count(op)) return *x;
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" || op == "Min") {
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" || op == "Min" || op == "Sum") {
     core::Shape out = *x;
     for (size_t i = 1; i < node.inputs.size(); ++i) {
       const core::Shape* y = node.input(i) ? shape_of(node.input(i)) : nullptr;

@@ -31,7 +31,7 @@ namespace {
 const std::set<std::string> kUnaryOps = {"Relu", "LeakyRelu", "HardSigmoid", "Sigmoid", "Tanh", "Exp",
                                          "Log", "Abs", "Neg", "Sqrt", "Reciprocal", "Floor", "Ceil",
                                          "Elu", "Softplus", "HardSwish", "Erf", "Sin", "Cos", "Clip"};
-const std::set<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+const std::set<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum"};
 const std::set<std::string> kViewOps = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
 const std::set<std::string> kPoolOps = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
 const std::set<std::string> kReduceOps = {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"};
@@ -95,6 +95,42 @@ class Builder {
     p.output = out->name;
     auto& a = p.attrs;
 
+    if (op == "Dropout" && node.input(2)) {
+      // Inference only: training mode must be a constant false.
+      const core::Tensor* training = constant(node.input(2));
+      if (!training || training->numel() != 1 || training->as_double(0) != 0)
+        fail(HETERO_NOT_SUPPORTED, "Dropout in training mode");
+    }
+    if ((op == "Max" || op == "Min" || op == "Sum") && node.inputs.size() != 2) {
+      // Variadic: a chain of binary primitives (one input: a view).
+      if (node.inputs.empty()) fail(HETERO_INVALID_MODEL, op + " without inputs");
+      data_input(node, 0);
+      std::string cur = node.input(0)->name;
+      if (node.inputs.size() == 1) {
+        pending_.push_back({node.name, PrimKind::View, op, {cur}, out->name, {}});
+      }
+      for (size_t i = 1; i < node.inputs.size(); ++i) {
+        data_input(node, i);
+        const bool last = i + 1 == node.inputs.size();
+        Primitive q{node.name + "/" + std::to_string(i), PrimKind::Binary, op == "Sum" ? "Add" : op,
+                    {cur, node.input(i)->name}, last ? out->name : out->name + "/" + std::to_string(i), {}};
+        if (!last) {
+          // Partial results take the broadcast of what they combined.
+          core::Shape a = t_.shapes.at(cur), b = t_.shapes.at(node.input(i)->name);
+          core::Shape r(std::max(a.size(), b.size()), 1);
+          for (size_t k = 0; k < r.size(); ++k) {
+            const int64_t x = k < r.size() - a.size() ? 1 : a[k - (r.size() - a.size())];
+            const int64_t y = k < r.size() - b.size() ? 1 : b[k - (r.size() - b.size())];
+            r[k] = x == 1 ? y : x;
+          }
+          t_.shapes[q.output] = r;
+        }
+        cur = q.output;
+        pending_.push_back(q);
+      }
+      t_.shapes[out->name] = *out_shape;
+      return;
+    }
     if (kViewOps.count(op) || (op == "Cast" && node.attr_int("to", 0) == 1)) {
       const core::Shape& in = data_input(node, 0);
       if (core::shape_numel(in) != core::shape_numel(*out_shape))
@@ -146,6 +182,7 @@ class Builder {
       const core::Shape& y = data_input(node, 1);
       if (x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
       p.kind = PrimKind::Binary;
+      if (op == "Sum") p.op = "Add";
       p.inputs = {node.input(0)->name, node.input(1)->name};
     } else if (op == "Conv") {
       const core::Shape& x = data_input(node, 0);
