@@ -32,6 +32,8 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -214,19 +216,37 @@ void limit_memory() {
   setrlimit(RLIMIT_AS, &rl);
 }
 
-[[noreturn]] void child_main(const Case& c, const core::Runtime& rt, const Options& o, int notes_fd, int err_fd) {
+core::RuntimeOptions runtime_options(const Options& o) {
+  core::RuntimeOptions ro;
+  if (o.device.rfind("CPU", 0) == 0) ro.config["CPU.num_threads"] = std::to_string(o.threads);
+  return ro;
+}
+
+// Whether the parent may load the device's runtime before forking. OpenCL
+// runtimes (PoCL) start worker threads when they load, which a forked child
+// does not have: there each child loads its own.
+bool shared_runtime(const Options& o) { return o.device.rfind("CPU", 0) == 0; }
+
+[[noreturn]] void child_main(const Case& c, const core::Runtime* rt, const Options& o, int notes_fd, int err_fd) {
   dup2(err_fd, STDOUT_FILENO);
   dup2(err_fd, STDERR_FILENO);
   close(err_fd);
   limit_memory();
-  const conformance::CaseResult r = conformance::run_case(c.dir, rt, o.device, notes_to(notes_fd));
+  std::unique_ptr<core::Runtime> own;
+  conformance::CaseResult r;
+  try {
+    if (!rt) rt = (own = std::make_unique<core::Runtime>(runtime_options(o))).get();
+    r = conformance::run_case(c.dir, *rt, o.device, notes_to(notes_fd));
+  } catch (const std::exception& e) {
+    r.reason = std::string("loading the drivers: ") + e.what();
+  }
   write_all(notes_fd, r.pass ? "R PASS\n" : "R FAIL " + one_line(r.reason) + "\n");
   // _exit: no atexit handlers or static destructors of the parent's state,
   // and no second flush of stdio buffers inherited from it.
   _exit(0);
 }
 
-void start(Child& ch, const core::Runtime& rt, const Options& o, const std::vector<Child>& others) {
+void start(Child& ch, const core::Runtime* rt, const Options& o, const std::vector<Child>& others) {
   int notes[2], err[2];
   if (pipe(notes) != 0 || pipe(err) != 0) throw std::runtime_error(std::string("pipe: ") + strerror(errno));
   std::cout.flush();
@@ -291,7 +311,7 @@ void report(const Outcome& r) {
   std::cout.flush();
 }
 
-std::vector<Outcome> run_forked(const std::vector<Case>& cases, const core::Runtime& rt, const Options& o) {
+std::vector<Outcome> run_forked(const std::vector<Case>& cases, const core::Runtime* rt, const Options& o) {
   std::vector<Outcome> outcomes;
   std::vector<Child> running;
   size_t next = 0;
@@ -445,16 +465,33 @@ int main(int argc, char** argv) {
     // One runtime, loaded before forking: each child inherits the loaded
     // driver instead of paying dlopen and driver init per case. The parent
     // never runs inference, so no thread pool exists yet at fork time.
-    core::RuntimeOptions ro;
-    if (o.device.rfind("CPU", 0) == 0) ro.config["CPU.num_threads"] = std::to_string(o.threads);
-    const core::Runtime rt(ro);
     const core::DeviceString device = core::parse_device_string(o.device);
     if (device.hetero) usage("--device takes one plain device (CPU, OPENCL.1), not " + o.device);
-    (void)rt.resolve(device.devices.front());  // no such device: say so once, not per case
+    if (!shared_runtime(o) && o.fork) {
+      // Checked in a child of its own, so that this process never loads the runtime.
+      const pid_t pid = fork();
+      if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
+      if (pid == 0) {
+        try {
+          (void)core::Runtime(runtime_options(o)).resolve(device.devices.front());
+          _exit(0);
+        } catch (const std::exception& e) {
+          std::cerr << "run_node_tests: " << e.what() << "\n";
+          _exit(2);
+        }
+      }
+      int st = 0;
+      waitpid(pid, &st, 0);
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) return 2;
+    }
+    std::optional<core::Runtime> shared;
+    if (shared_runtime(o) || !o.fork) shared.emplace(runtime_options(o));
+    const core::Runtime* rt = shared ? &*shared : nullptr;
+    if (rt) (void)rt->resolve(device.devices.front());  // no such device: say so once, not per case
 
     std::vector<Outcome> outcomes = missing;
     for (const Outcome& m : missing) report(m);
-    auto ran = o.fork ? run_forked(cases, rt, o) : run_in_process(cases, rt, o);
+    auto ran = o.fork ? run_forked(cases, rt, o) : run_in_process(cases, *rt, o);
     outcomes.insert(outcomes.end(), ran.begin(), ran.end());
 
     const auto passed = std::count_if(outcomes.begin(), outcomes.end(), [](const Outcome& r) { return r.pass; });
