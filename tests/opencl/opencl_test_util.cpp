@@ -1,0 +1,96 @@
+#include "tests/opencl/opencl_test_util.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.h"
+#include "tests/unit/model_text.h"
+
+namespace hetero::test {
+
+core::Runtime& runtime() {
+  static core::Runtime rt;
+  return rt;
+}
+
+bool have_opencl() {
+  const driver::Driver* d = runtime().registry().find("OPENCL");
+  return d && !d->devices().empty();
+}
+
+std::string type_text(const char* dtype, const core::Shape& shape) {
+  std::ostringstream s;
+  s << dtype << "[";
+  for (size_t i = 0; i < shape.size(); ++i) s << (i ? "," : "") << shape[i];
+  s << "]";
+  return s.str();
+}
+
+core::Tensor random_tensor(const core::Shape& shape, std::mt19937& rng, float lo, float hi) {
+  core::Tensor t = core::Tensor::allocate(core::DType::F32, shape);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (size_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+  return t;
+}
+
+std::string initializer(const std::string& name, const core::Shape& shape, std::mt19937& rng, float lo, float hi) {
+  const core::Tensor t = random_tensor(shape, rng, lo, hi);
+  std::ostringstream s;
+  s.precision(9);
+  s << type_text("float", shape) << " " << name << " = {";
+  for (size_t i = 0; i < t.numel(); ++i) s << (i ? "," : "") << t.data<float>()[i];
+  s << "}";
+  return s.str();
+}
+
+std::unique_ptr<core::Model> model(const std::string& text) { return model_from_text(text.c_str()); }
+
+std::vector<core::Tensor> run_on(const core::Model& m, const std::string& device,
+                                 const std::vector<core::Tensor>& inputs, const driver::Config& config) {
+  auto compiled = runtime().compile(m, device, config);
+  auto request = compiled->create_infer_request();
+  for (size_t i = 0; i < inputs.size(); ++i) request->set_input(i, inputs[i]);
+  request->infer();
+  std::vector<core::Tensor> out;
+  for (size_t i = 0; i < compiled->outputs().size(); ++i) out.push_back(request->output(i));
+  return out;
+}
+
+void expect_same_as_cpu(const std::string& text, const std::vector<core::Tensor>& inputs, const std::string& what,
+                        const driver::Config& opencl_config) {
+  SCOPED_TRACE(what);
+  std::unique_ptr<core::Model> m;
+  try {
+    m = model(text);
+  } catch (const std::exception& e) {
+    FAIL() << "bad test model: " << e.what() << "\n" << text;
+  }
+  std::vector<core::Tensor> want, got;
+  try {
+    want = run_on(*m, "CPU", inputs);
+    got = run_on(*m, "OPENCL", inputs, opencl_config);
+  } catch (const std::exception& e) {
+    FAIL() << e.what() << "\n" << text;
+  }
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(want[k].shape(), got[k].shape()) << "output " << k;
+    ASSERT_EQ(want[k].dtype(), got[k].dtype()) << "output " << k;
+    size_t bad = 0, worst = 0;
+    double worst_err = 0;
+    for (size_t i = 0; i < want[k].numel(); ++i) {
+      const double e = want[k].as_double(i), g = got[k].as_double(i);
+      if (std::isnan(e) && std::isnan(g)) continue;
+      const double err = std::fabs(e - g);
+      if (!(err <= 1e-4 + 1e-3 * std::fabs(e))) {
+        if (!bad || err > worst_err) worst = i, worst_err = err;
+        ++bad;
+      }
+    }
+    EXPECT_EQ(bad, 0u) << "output " << k << ": " << bad << " of " << want[k].numel() << " elements differ; worst at "
+                       << worst << ": CPU " << want[k].as_double(worst) << ", OPENCL " << got[k].as_double(worst)
+                       << "\n" << text.substr(0, 2000);
+  }
+}
+
+}  // namespace hetero::test

@@ -1,0 +1,40 @@
+// Shared by the OpenCL tests: one runtime with the build tree's drivers, ONNX
+// text models with random initializers, and running a model on a device and
+// comparing with the CPU driver (rtol 1e-3, atol 1e-4 as the model tests).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/runtime.h"
+#include "core/tensor.h"
+
+namespace hetero::test {
+
+core::Runtime& runtime();
+// True when the OPENCL driver loaded and lists a device (PoCL in the tests).
+bool have_opencl();
+
+// "float[2,3,4]".
+std::string type_text(const char* dtype, const core::Shape& shape);
+// "<float[2,3] name = {...}>"-style initializer text with values in [lo, hi].
+std::string initializer(const std::string& name, const core::Shape& shape, std::mt19937& rng, float lo = -1,
+                        float hi = 1);
+core::Tensor random_tensor(const core::Shape& shape, std::mt19937& rng, float lo = -1, float hi = 1);
+
+std::unique_ptr<core::Model> model(const std::string& text);
+std::vector<core::Tensor> run_on(const core::Model& model, const std::string& device,
+                                 const std::vector<core::Tensor>& inputs, const driver::Config& config = {});
+
+// Runs `text` on CPU and on OPENCL with `inputs` and expects equal outputs
+// within rtol 1e-3 / atol 1e-4; `what` names the case in failures.
+void expect_same_as_cpu(const std::string& text, const std::vector<core::Tensor>& inputs, const std::string& what,
+                        const driver::Config& opencl_config = {});
+
+}  // namespace hetero::test

@@ -1,0 +1,267 @@
+// The OpenCL driver as a user meets it: devices and metrics, config, query
+// with reasons, blobs that import without compiling kernel source, the memory
+// pool's reuse, bad input, and a host with no OpenCL platform at all.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "core/error.h"
+#include "drivers/gpu/memory_pool.h"
+#include "drivers/gpu/program.h"
+#include "tests/opencl/opencl_test_util.h"
+
+namespace hetero::test {
+namespace {
+
+#define REQUIRE_OPENCL() \
+  if (std::getenv("HETERO_TEST_NO_OPENCL")) GTEST_SKIP() << "run without an OpenCL platform"; \
+  if (!have_opencl()) GTEST_FAIL() << "no OpenCL device: is pocl-opencl-icd installed?"
+
+// A small CNN in the shape of PP-OCR cls: conv + batch norm + hard-swish,
+// a squeeze-excite block, pooling, a classifier head reshaped by shape
+// arithmetic.
+std::string small_cnn() {
+  std::mt19937 rng(42);
+  return std::string("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                     "g (float[1,3,16,16] x) => (float[1,4] y) <") +
+         initializer("w1", {8, 3, 3, 3}, rng) + ", " + initializer("s", {8}, rng, 0.5f, 1.5f) + ", " +
+         initializer("bb", {8}, rng) + ", " + initializer("m", {8}, rng) + ", " + initializer("v", {8}, rng, 0.5f, 2) +
+         ", " + initializer("w2", {8, 1, 3, 3}, rng) + ", " + initializer("fc", {8, 4}, rng) + ", " +
+         initializer("fb", {4}, rng) + ", int64[1] zero = {0}, int64[1] one = {1}, int64[1] minus = {-1}> {\n"
+         "c1 = Conv <strides = [2,2], pads = [1,1,1,1]>(x, w1)\n"
+         "n1 = BatchNormalization(c1, s, bb, m, v)\n"
+         "h1 = HardSigmoid(n1)\na1 = Mul(n1, h1)\n"
+         "c2 = Conv <group = 8, pads = [1,1,1,1]>(a1, w2)\nr2 = Relu(c2)\n"
+         "p = MaxPool <kernel_shape = [2,2], strides = [2,2]>(r2)\n"
+         "g1 = GlobalAveragePool(p)\n"
+         "sh = Shape(g1)\nb = Slice(sh, zero, one)\nnew = Concat <axis = 0>(b, minus)\n"
+         "f = Reshape(g1, new)\nmm = MatMul(f, fc)\nz = Add(mm, fb)\ny = Softmax <axis = 1>(z)\n}\n";
+}
+
+TEST(OpenClDriver, DevicesAndMetrics) {
+  REQUIRE_OPENCL();
+  core::Runtime& rt = runtime();
+  bool found = false;
+  for (const core::DeviceInfo& d : rt.devices()) {
+    if (d.driver != "OPENCL") continue;
+    EXPECT_EQ(d.name, d.id == "0" ? "OPENCL" : "OPENCL." + d.id);
+    EXPECT_FALSE(d.full_name.empty());
+    found = true;
+  }
+  ASSERT_TRUE(found);
+  const std::string caps = rt.metric("OPENCL", "OPTIMIZATION_CAPABILITIES");
+  EXPECT_EQ(caps.rfind("FP32", 0), 0u) << caps;
+  EXPECT_NE(rt.metric("OPENCL", "SUPPORTED_PROPERTIES").find("KERNEL_SOURCE_BUILDS"), std::string::npos);
+  EXPECT_NE(rt.metric("OPENCL", "FULL_DEVICE_NAME").find("Portable Computing Language"), std::string::npos)
+      << "the tests expect PoCL";
+  try {
+    rt.metric("OPENCL", "NO_SUCH_METRIC");
+    ADD_FAILURE() << "an unknown metric was answered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
+  }
+  try {
+    rt.metric("OPENCL.99", "FULL_DEVICE_NAME");
+    ADD_FAILURE() << "a missing device was answered";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
+  }
+}
+
+TEST(OpenClDriver, ConfigRejectsUnknownKeysAndBadValues) {
+  REQUIRE_OPENCL();
+  driver::Driver* d = runtime().registry().find("OPENCL");
+  for (const driver::Config& bad : {driver::Config{{"no_such_key", "1"}}, driver::Config{{"optimize", "maybe"}},
+                                    driver::Config{{"kernels_per_batch", "0"}}, driver::Config{{"kernels_per_batch", "x"}}}) {
+    try {
+      d->set_config(bad);
+      ADD_FAILURE() << "accepted " << bad.begin()->first << "=" << bad.begin()->second;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(e.what()).find(bad.begin()->first), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(d->get_config("optimize"), "true");
+}
+
+TEST(OpenClDriver, QueryGivesReasons) {
+  REQUIRE_OPENCL();
+  auto m = model(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[3,4] x, int64[2] i, int64[3] k) => (float[2,4] y, int64[3] j, float[3,4] z) {\n"
+      "r = Relu(x)\ny = Gather(r, i)\nj = Add(k, k)\nz = Sigmoid(x)\n}\n");
+  const auto support = runtime().query(*m, "OPENCL");
+  ASSERT_EQ(support.size(), 4u);
+  EXPECT_TRUE(support[0].supported) << support[0].reason;
+  EXPECT_FALSE(support[1].supported);
+  EXPECT_NE(support[1].reason.find("Gather"), std::string::npos) << support[1].reason;
+  EXPECT_FALSE(support[2].supported);
+  EXPECT_NE(support[2].reason.find("int64"), std::string::npos) << support[2].reason;
+  EXPECT_TRUE(support[3].supported) << support[3].reason;
+  // The 'ops' config keeps a device to some op types, as the CPU driver's does.
+  const auto kept = runtime().query(*m, "OPENCL", {{"ops", "Sigmoid"}});
+  EXPECT_FALSE(kept[0].supported);
+  EXPECT_NE(kept[0].reason.find("'ops' config"), std::string::npos) << kept[0].reason;
+  EXPECT_TRUE(kept[3].supported);
+  // Compiling the whole model names the node that cannot run.
+  try {
+    runtime().compile(*m, "OPENCL");
+    ADD_FAILURE() << "compiled a model with a Gather";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_NOT_SUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("Gather"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OpenClDriver, CompiledModelMatchesCpuAndCountsBuilds) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(3);
+  const std::vector<core::Tensor> in = {random_tensor({1, 3, 16, 16}, rng)};
+  expect_same_as_cpu(small_cnn(), in, "small CNN");
+}
+
+TEST(OpenClDriver, ImportedBlobCompilesNoKernelSource) {
+  REQUIRE_OPENCL();
+  core::Runtime& rt = runtime();
+  auto m = model(small_cnn());
+  std::mt19937 rng(4);
+  const core::Tensor x = random_tensor({1, 3, 16, 16}, rng);
+  auto builds = [&] { return std::stoull(rt.metric("OPENCL", "KERNEL_SOURCE_BUILDS")); };
+
+  const uint64_t before_compile = builds();
+  auto compiled = rt.compile(*m, "OPENCL");
+  const uint64_t after_compile = builds();
+  EXPECT_GT(after_compile, before_compile) << "compiling builds kernel source";
+  const std::vector<uint8_t> blob = rt.export_blob(*compiled, {});
+
+  auto imported = rt.import_blob(blob);
+  EXPECT_EQ(builds(), after_compile) << "an imported blob built kernel source";
+  EXPECT_EQ(imported->device(), "OPENCL");
+
+  auto run = [&](driver::CompiledModel& c) {
+    auto r = c.create_infer_request();
+    r->set_input(0, x);
+    r->infer();
+    return r->output(0);
+  };
+  const core::Tensor a = run(*compiled), b = run(*imported);
+  ASSERT_EQ(a.shape(), b.shape());
+  for (size_t i = 0; i < a.numel(); ++i) EXPECT_EQ(a.data<float>()[i], b.data<float>()[i]) << i;
+  EXPECT_EQ(builds(), after_compile) << "running an imported blob built kernel source";
+  // The same model and config give the same bytes.
+  EXPECT_EQ(rt.compile(*m, "OPENCL")->export_blob(), compiled->export_blob());
+}
+
+TEST(OpenClDriver, CorruptBlobIsRefusedWithAReason) {
+  REQUIRE_OPENCL();
+  driver::Driver* d = runtime().registry().find("OPENCL");
+  auto compiled = runtime().compile(*model(small_cnn()), "OPENCL");
+  std::vector<uint8_t> bytes = compiled->export_blob();
+  for (size_t cut : {size_t(0), size_t(5), size_t(40), bytes.size() / 2, bytes.size() - 1}) {
+    try {
+      d->import_blob(std::span(bytes.data(), cut), "0", {});
+      ADD_FAILURE() << "a blob cut at " << cut << " was imported";
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.status() == HETERO_BLOB_CORRUPT || e.status() == HETERO_BLOB_MISMATCH) << e.what();
+    }
+  }
+  std::vector<uint8_t> bad = bytes;
+  bad[0] ^= 0xff;
+  try {
+    d->import_blob(bad, "0", {});
+    ADD_FAILURE() << "a blob with a bad magic was imported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_BLOB_CORRUPT) << e.what();
+  }
+}
+
+TEST(OpenClDriver, BadInputsAreErrors) {
+  REQUIRE_OPENCL();
+  auto compiled = runtime().compile(*model(small_cnn()), "OPENCL");
+  auto r = compiled->create_infer_request();
+  EXPECT_THROW(r->infer(), Error);  // input not set
+  EXPECT_THROW(r->output(0), Error);  // no inference yet
+  EXPECT_THROW(r->set_input(0, core::Tensor::allocate(core::DType::F32, {1, 3, 16, 15})), Error);
+  EXPECT_THROW(r->set_input(1, core::Tensor::allocate(core::DType::F32, {1, 3, 16, 16})), Error);
+  EXPECT_THROW(r->set_input(0, core::Tensor::allocate(core::DType::I32, {1, 3, 16, 16})), Error);
+  // Dynamic shapes are refused with a reason, not run.
+  auto dyn = model("<ir_version: 8, opset_import: [\"\" : 13]>\ng (float[N,4] x) => (float[N,4] y) { y = Relu(x) }\n");
+  try {
+    runtime().compile(*dyn, "OPENCL");
+    ADD_FAILURE() << "a dynamic shape compiled";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_NOT_SUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("static shape"), std::string::npos) << e.what();
+  }
+}
+
+TEST(OpenClDriver, AsyncRequestsRunInParallel) {
+  REQUIRE_OPENCL();
+  auto compiled = runtime().compile(*model(small_cnn()), "OPENCL");
+  std::mt19937 rng(5);
+  const core::Tensor x = random_tensor({1, 3, 16, 16}, rng);
+  auto a = compiled->create_infer_request(), b = compiled->create_infer_request();
+  a->set_input(0, x);
+  b->set_input(0, x);
+  std::exception_ptr ea, eb;
+  a->start_async([&](std::exception_ptr e) { ea = e; });
+  b->start_async([&](std::exception_ptr e) { eb = e; });
+  a->wait();
+  b->wait();
+  ASSERT_FALSE(ea);
+  ASSERT_FALSE(eb);
+  const core::Tensor oa = a->output(0), ob = b->output(0);
+  for (size_t i = 0; i < oa.numel(); ++i) EXPECT_EQ(oa.data<float>()[i], ob.data<float>()[i]);
+}
+
+// The memory pool on the API-neutral program (no device needed): buffers
+// are shared only between tensors whose live ranges do not overlap.
+TEST(GpuMemoryPool, ReusesBuffersOfEndedLiveRanges) {
+  auto m = model(small_cnn());
+  gpu::ProgramGraph g = gpu::init_program(gpu::build_topology(m->graph));
+  gpu::passes::fuse_post_ops(g);
+  const auto codes = gpu::select_kernels(g, 64);
+  std::map<std::string, uint32_t> index;
+  for (const auto& [name, code] : codes) index.emplace(name, static_cast<uint32_t>(index.size()));
+  gpu::NetworkPlan plan;
+  gpu::plan_network(g, index, plan);
+  EXPECT_LT(plan.pool_total_bytes(), plan.intermediate_bytes);
+  // Replay: no step may write a pool buffer another live tensor holds. A
+  // buffer is live from its write until its last read.
+  std::map<uint32_t, size_t> last_read;
+  for (size_t s = 0; s < plan.steps.size(); ++s)
+    for (const gpu::Ref& r : plan.steps[s].args)
+      if (r.kind == gpu::Ref::Kind::Pool) last_read[r.index] = s;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (uint32_t d : plan.steps[s].deps) EXPECT_LT(d, s);
+  }
+  EXPECT_FALSE(plan.steps.empty());
+}
+
+// Run with OCL_ICD_VENDORS pointing at an empty directory (meson test
+// 'opencl-no-platform'): the driver lists no device and says why; the CPU
+// and everything else work as before.
+TEST(NoOpenClPlatform, ZeroDevicesWithAReasonAndCpuStillWorks) {
+  if (!std::getenv("HETERO_TEST_NO_OPENCL")) GTEST_SKIP() << "needs OCL_ICD_VENDORS set to an empty directory";
+  core::Runtime& rt = runtime();
+  const driver::Driver* d = rt.registry().find("OPENCL");
+  ASSERT_NE(d, nullptr) << "the OPENCL module itself must load";
+  EXPECT_TRUE(d->devices().empty());
+  EXPECT_NE(d->no_device_reason().find("no OpenCL platform"), std::string::npos) << d->no_device_reason();
+  for (const core::DeviceInfo& info : rt.devices()) EXPECT_NE(info.driver, "OPENCL");
+  try {
+    rt.compile(*model(small_cnn()), "OPENCL");
+    ADD_FAILURE() << "compiled for a device that is not there";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
+    EXPECT_NE(std::string(e.what()).find("no OpenCL platform"), std::string::npos) << e.what();
+  }
+  std::mt19937 rng(6);
+  const auto out = run_on(*model(small_cnn()), "CPU", {random_tensor({1, 3, 16, 16}, rng)});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), (core::Shape{1, 4}));
+}
+
+}  // namespace
+}  // namespace hetero::test

@@ -1,0 +1,270 @@
+// Every OpenCL kernel against the CPU driver on random shapes, in the spirit
+// of ggml's test-backend-ops: each case is a small ONNX model run on CPU
+// and on OPENCL (PoCL in the tests) with the same random inputs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "tests/opencl/opencl_test_util.h"
+
+namespace hetero::test {
+namespace {
+
+#define REQUIRE_OPENCL() \
+  if (!have_opencl()) GTEST_SKIP() << "no OpenCL device"
+
+constexpr const char* kHeader = "<ir_version: 8, opset_import: [\"\" : 13]>\n";
+
+core::Shape random_shape(std::mt19937& rng, size_t min_rank, size_t max_rank, int64_t max_dim = 7) {
+  std::uniform_int_distribution<size_t> r(min_rank, max_rank);
+  std::uniform_int_distribution<int64_t> d(1, max_dim);
+  core::Shape s(r(rng));
+  for (int64_t& x : s) x = d(rng);
+  return s;
+}
+
+std::string one_node(const std::string& inputs_decl, const std::string& out_decl, const std::string& body,
+                     const std::string& inits = "") {
+  return std::string(kHeader) + "g (" + inputs_decl + ") => (" + out_decl + ")" +
+         (inits.empty() ? "" : " <" + inits + ">") + " {\n" + body + "\n}\n";
+}
+
+TEST(OpenClKernels, Unary) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(1);
+  const std::vector<std::string> ops = {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Abs", "Neg", "Sqrt",
+                                        "Reciprocal", "Floor", "Ceil", "Softplus", "Erf", "Sin", "Cos",
+                                        "LeakyRelu <alpha = 0.2>", "HardSigmoid <alpha = 0.3, beta = 0.4>",
+                                        "Elu <alpha = 0.7>", "HardSwish"};
+  for (const std::string& op : ops)
+    for (int rep = 0; rep < 2; ++rep) {
+      const core::Shape s = random_shape(rng, 1, 4);
+      const bool positive = op == "Log" || op == "Sqrt" || op == "Reciprocal";
+      const std::string t = type_text("float", s);
+      std::string text = one_node(t + " x", t + " y", "y = " + op + "(x)");
+      if (op == "HardSwish") text.replace(text.find("13"), 2, "14");  // new in opset 14
+      expect_same_as_cpu(text, {random_tensor(s, rng, positive ? 0.1f : -3.0f, 3.0f)}, op + " " + t);
+    }
+}
+
+TEST(OpenClKernels, Clip) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(2);
+  const core::Shape s = random_shape(rng, 2, 4);
+  const std::string t = type_text("float", s);
+  expect_same_as_cpu(one_node(t + " x", t + " y", "lo = Constant <value = float {-0.5}> ()\nhi = Constant <value = float {0.25}> ()\ny = Clip(x, lo, hi)"),
+                     {random_tensor(s, rng)}, "constant bounds");
+  // A bound computed at run time becomes Max/Min primitives.
+  expect_same_as_cpu(one_node(t + " x, float[1] m", t + " y", "hi = Constant <value = float {0.5}> ()\nms = Squeeze(m)\ny = Clip(x, ms, hi)"),
+                     {random_tensor(s, rng), random_tensor({1}, rng, -0.5f, 0.f)}, "run-time min");
+}
+
+TEST(OpenClKernels, BinaryBroadcasting) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(3);
+  for (const std::string op : {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"})
+    for (int rep = 0; rep < 4; ++rep) {
+      const core::Shape out = random_shape(rng, 1, 5, 5);
+      // b: a suffix of out with some dims set to 1 (and a or b swapped).
+      core::Shape b(out.begin() + std::uniform_int_distribution<long>(0, long(out.size()) - 1)(rng), out.end());
+      for (int64_t& d : b)
+        if (rng() % 2) d = 1;
+      core::Shape a = out;
+      if (rep % 2) std::swap(a, b);
+      const bool pow = std::string(op) == "Pow", div = std::string(op) == "Div";
+      const std::string ot = type_text("float", out);
+      expect_same_as_cpu(one_node(type_text("float", a) + " a, " + type_text("float", b) + " b", ot + " y", "y = " + std::string(op) + "(a, b)"),
+                         {random_tensor(a, rng, pow ? 0.2f : -2.f, 2.f), random_tensor(b, rng, div ? 0.5f : -2.f, 2.f)},
+                         std::string(op) + " " + type_text("", a) + " " + type_text("", b));
+    }
+}
+
+TEST(OpenClKernels, Conv) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(4);
+  for (int rep = 0; rep < 12; ++rep) {
+    const bool two_d = rep % 3 != 0;
+    const int64_t group = rep % 4 == 1 ? 2 : 1;
+    const int64_t n = 1 + rep % 2, cin = group * (1 + int64_t(rng() % 3)), cout = group * (1 + int64_t(rng() % 4));
+    const int64_t k = 1 + int64_t(rng() % 3), stride = 1 + int64_t(rng() % 2), dil = 1 + int64_t(rng() % 2),
+                  pad = int64_t(rng() % 2);
+    const int64_t h = two_d ? 5 + int64_t(rng() % 5) : 1, w = 5 + int64_t(rng() % 6);
+    core::Shape xs = two_d ? core::Shape{n, cin, h, w} : core::Shape{n, cin, w};
+    core::Shape ws = two_d ? core::Shape{cout, cin / group, k, k} : core::Shape{cout, cin / group, k};
+    auto out_dim = [&](int64_t in) { return (in + 2 * pad - dil * (k - 1) - 1) / stride + 1; };
+    core::Shape ys = two_d ? core::Shape{n, cout, out_dim(h), out_dim(w)} : core::Shape{n, cout, out_dim(w)};
+    const std::string sp = two_d ? "2" : "1";
+    const std::string attrs = "<group = " + std::to_string(group) + ", strides = [" + std::to_string(stride) +
+                              (two_d ? "," + std::to_string(stride) : "") + "], dilations = [" + std::to_string(dil) +
+                              (two_d ? "," + std::to_string(dil) : "") + "], pads = [" +
+                              std::string(two_d ? "P,P,P,P" : "P,P") + "]>";
+    std::string a = attrs;
+    for (size_t p; (p = a.find('P')) != std::string::npos;) a.replace(p, 1, std::to_string(pad));
+    const bool bias = rep % 2 == 0;
+    // Some cases carry what the program passes fuse: BatchNormalization
+    // (folded into the weights), an activation, a residual Add.
+    std::string body = "c = Conv " + a + "(x, w" + (bias ? ", b" : "") + ")\n";
+    std::string inits = initializer("w", ws, rng) + (bias ? ", " + initializer("b", {cout}, rng) : "");
+    std::vector<core::Tensor> inputs = {random_tensor(xs, rng)};
+    std::string in_decl = type_text("float", xs) + " x";
+    if (rep % 3 == 1) {
+      inits += ", " + initializer("s", {cout}, rng, 0.5f, 1.5f) + ", " + initializer("bb", {cout}, rng) + ", " +
+               initializer("m", {cout}, rng) + ", " + initializer("v", {cout}, rng, 0.5f, 2.f);
+      body += "d = BatchNormalization(c, s, bb, m, v)\ny = Relu(d)";
+    } else if (rep % 3 == 2) {
+      in_decl += ", " + type_text("float", ys) + " r";
+      inputs.push_back(random_tensor(ys, rng));
+      body += "d = Add(c, r)\ny = LeakyRelu <alpha = 0.1> (d)";
+    } else {
+      body += "y = Identity(c)";
+    }
+    expect_same_as_cpu(one_node(in_decl, type_text("float", ys) + " y", body, inits), inputs,
+                       "conv " + type_text("", xs) + " w " + type_text("", ws) + " " + a);
+  }
+}
+
+TEST(OpenClKernels, MatMulAndGemm) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(5);
+  for (int rep = 0; rep < 6; ++rep) {
+    const int64_t m = 1 + int64_t(rng() % 6), k = 1 + int64_t(rng() % 9), n = 1 + int64_t(rng() % 7);
+    core::Shape as = {m, k}, bs = {k, n}, ys = {m, n};
+    if (rep % 3 == 1) as = {2, 3, m, k}, bs = {3, k, n}, ys = {2, 3, m, n};
+    if (rep % 3 == 2) as = {3, m, k}, ys = {3, m, n};  // constant 2-D B: stored transposed once
+    const bool const_b = rep % 3 == 2;
+    const std::string in = type_text("float", as) + " a" + (const_b ? "" : ", " + type_text("float", bs) + " b");
+    std::vector<core::Tensor> inputs = {random_tensor(as, rng)};
+    if (!const_b) inputs.push_back(random_tensor(bs, rng));
+    expect_same_as_cpu(one_node(in, type_text("float", ys) + " y", "y = MatMul(a, b)", const_b ? initializer("b", bs, rng) : ""),
+                       inputs, "matmul " + type_text("", as) + " x " + type_text("", bs));
+  }
+  for (int trans = 0; trans < 2; ++trans) {
+    const int64_t m = 3, k = 5, n = 4;
+    const core::Shape bs = trans ? core::Shape{n, k} : core::Shape{k, n};
+    expect_same_as_cpu(one_node("float[3,5] a", "float[3,4] y", "y = Gemm <transB = " + std::to_string(trans) + ">(a, b, c)",
+                                initializer("b", bs, rng) + ", " + initializer("c", {n}, rng)),
+                       {random_tensor({m, k}, rng)}, "gemm transB=" + std::to_string(trans));
+  }
+}
+
+TEST(OpenClKernels, Pooling) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(6);
+  for (int rep = 0; rep < 8; ++rep) {
+    const bool two_d = rep % 4 != 3;
+    const int64_t k = 2 + int64_t(rng() % 2), s = 1 + int64_t(rng() % 2), p = rep % 2 ? 1 : 0;
+    const int64_t h = two_d ? 6 + int64_t(rng() % 4) : 1, w = 6 + int64_t(rng() % 5);
+    const core::Shape xs = two_d ? core::Shape{1, 3, h, w} : core::Shape{2, 3, w};
+    auto od = [&](int64_t in) { return (in + 2 * p - k) / s + 1; };
+    const core::Shape ys = two_d ? core::Shape{xs[0], 3, od(h), od(w)} : core::Shape{2, 3, od(w)};
+    const std::string ks = two_d ? std::to_string(k) + "," + std::to_string(k) : std::to_string(k);
+    const std::string ss = two_d ? std::to_string(s) + "," + std::to_string(s) : std::to_string(s);
+    const std::string ps = two_d ? std::string(4 - 1, ',').insert(0, "") : "";
+    std::string pads = two_d ? "P,P,P,P" : "P,P";
+    for (size_t i; (i = pads.find('P')) != std::string::npos;) pads.replace(i, 1, std::to_string(p));
+    (void)ps;
+    const std::string attrs = "<kernel_shape = [" + ks + "], strides = [" + ss + "], pads = [" + pads + "]";
+    const std::string op = rep % 2 ? "MaxPool" : "AveragePool";
+    const std::string extra = op == "AveragePool" && rep % 4 == 2 ? ", count_include_pad = 1>" : ">";
+    expect_same_as_cpu(one_node(type_text("float", xs) + " x", type_text("float", ys) + " y", "y = " + op + " " + attrs + extra + " (x)"),
+                       {random_tensor(xs, rng)}, op + " " + type_text("", xs) + attrs);
+  }
+  for (const std::string op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    const core::Shape xs = {2, 5, 4, 3};
+    expect_same_as_cpu(one_node("float[2,5,4,3] x", "float[2,5,1,1] y", "y = " + op + "(x)"), {random_tensor(xs, rng)}, op);
+  }
+}
+
+TEST(OpenClKernels, Softmax) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(7);
+  for (int rep = 0; rep < 6; ++rep) {
+    const core::Shape s = random_shape(rng, 1, 4);
+    const auto axis = static_cast<int64_t>(rng() % s.size()) - (rep % 2 ? static_cast<int64_t>(s.size()) : 0);
+    const std::string t = type_text("float", s);
+    const std::string opset = rep % 3 == 0 ? "11" : "13";  // opset 11 flattens from the axis on
+    std::string text = one_node(t + " x", t + " y", "y = Softmax <axis = " + std::to_string(axis) + ">(x)");
+    text.replace(text.find("13"), 2, opset);
+    expect_same_as_cpu(text, {random_tensor(s, rng, -4, 4)}, "softmax opset " + opset + " " + t + " axis " + std::to_string(axis));
+  }
+}
+
+TEST(OpenClKernels, Reduce) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(8);
+  for (const std::string op : {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"})
+    for (int rep = 0; rep < 3; ++rep) {
+      const core::Shape s = random_shape(rng, 1, 4, 6);
+      std::vector<int64_t> axes;
+      for (size_t d = 0; d < s.size(); ++d)
+        if (rng() % 2) axes.push_back(static_cast<int64_t>(d));
+      // keepdims=0 over every axis would give a scalar; keep the dims then.
+      const bool keep = rep % 2 || axes.empty() || axes.size() == s.size();
+      core::Shape ys;
+      for (size_t d = 0; d < s.size(); ++d) {
+        const bool red = axes.empty() || std::count(axes.begin(), axes.end(), int64_t(d));
+        if (!red) ys.push_back(s[d]);
+        else if (keep) ys.push_back(1);
+      }
+      std::string ax;
+      for (int64_t a : axes) ax += (ax.empty() ? "" : ",") + std::to_string(a);
+      std::string body, inits;
+      if (op == "ReduceSum") {  // axes is an input from opset 13
+        body = "y = ReduceSum <keepdims = " + std::to_string(keep) + ">(x" + (axes.empty() ? "" : ", axes") + ")";
+        if (!axes.empty()) inits = "int64[" + std::to_string(axes.size()) + "] axes = {" + ax + "}";
+      } else {
+        body = "y = " + op + " <keepdims = " + std::to_string(keep) + (axes.empty() ? "" : ", axes = [" + ax + "]") + ">(x)";
+      }
+      expect_same_as_cpu(one_node(type_text("float", s) + " x", type_text("float", ys) + " y", body, inits),
+                         {random_tensor(s, rng)}, op + " " + type_text("", s) + " axes " + ax);
+    }
+}
+
+TEST(OpenClKernels, TransposeConcatAndViews) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(9);
+  for (int rep = 0; rep < 5; ++rep) {
+    const core::Shape s = random_shape(rng, 2, 5, 5);
+    std::vector<int64_t> perm(s.size());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = int64_t(i);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    core::Shape ys;
+    std::string ps;
+    for (int64_t p : perm) ys.push_back(s[size_t(p)]), ps += (ps.empty() ? "" : ",") + std::to_string(p);
+    expect_same_as_cpu(one_node(type_text("float", s) + " x", type_text("float", ys) + " y", "y = Transpose <perm = [" + ps + "]>(x)"),
+                       {random_tensor(s, rng)}, "transpose " + type_text("", s) + " perm " + ps);
+  }
+  for (int rep = 0; rep < 4; ++rep) {
+    const core::Shape s = random_shape(rng, 1, 4, 5);
+    const size_t axis = rng() % s.size();
+    core::Shape a = s, b = s, ys = s;
+    b[axis] = 1 + int64_t(rng() % 3);
+    ys[axis] = a[axis] + b[axis] + a[axis];
+    expect_same_as_cpu(one_node(type_text("float", a) + " a, " + type_text("float", b) + " b", type_text("float", ys) + " y",
+                                "y = Concat <axis = " + std::to_string(axis) + ">(a, b, a)"),
+                       {random_tensor(a, rng), random_tensor(b, rng)}, "concat " + type_text("", s) + " axis " + std::to_string(axis));
+  }
+  // Shape arithmetic folded at compile time feeding a Reshape, then views.
+  expect_same_as_cpu(one_node("float[2,3,4,1] x", "float[2,12] y",
+                              "s = Shape(x)\nn = Slice(s, st, en)\nc = Concat <axis = 0>(n, m1)\nr = Reshape(x, c)\n"
+                              "u = Unsqueeze(r, ax)\nq = Squeeze(u, ax)\ny = Relu(q)",
+                              "int64[1] st = {0}, int64[1] en = {1}, int64[1] m1 = {-1}, int64[1] ax = {1}"),
+                     {random_tensor({2, 3, 4, 1}, rng)}, "shape arithmetic and views");
+}
+
+TEST(OpenClKernels, UnfusedMatchesFused) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(10);
+  const std::string text = one_node("float[1,4,6,6] x", "float[1,8,6,6] y",
+                                    "c = Conv <pads = [1,1,1,1]>(x, w, b)\nm = Mul(c, s)\nd = Add(m, t)\n"
+                                    "h = HardSigmoid(d)\ny = Mul(d, h)",
+                                    initializer("w", {8, 4, 3, 3}, rng) + ", " + initializer("b", {8}, rng) + ", " +
+                                        initializer("s", {8, 1, 1}, rng) + ", " + initializer("t", {1, 8, 1, 1}, rng));
+  const std::vector<core::Tensor> in = {random_tensor({1, 4, 6, 6}, rng)};
+  expect_same_as_cpu(text, in, "optimized");
+  expect_same_as_cpu(text, in, "optimize=false", {{"optimize", "false"}});
+}
+
+}  // namespace
+}  // namespace hetero::test
