@@ -80,6 +80,10 @@ TEST(Runtime, UnknownDevicesNameTheDevice) {
     EXPECT_NE(std::string(e.what()).find("NPU"), std::string::npos);
   }
   EXPECT_THROW(rt.metric("CPU.7", driver::kMetricFullDeviceName), Error);
-  ASSERT_EQ(rt.devices().size(), 1u);
-  EXPECT_EQ(rt.devices()[0].name, "CPU");
+  // Other drivers of the build tree (OPENCL on PoCL) may list devices too.
+  std::vector<DeviceInfo> cpus;
+  for (const DeviceInfo& d : rt.devices())
+    if (d.driver == "CPU") cpus.push_back(d);
+  ASSERT_EQ(cpus.size(), 1u);
+  EXPECT_EQ(cpus[0].name, "CPU");
 }
