@@ -166,16 +166,26 @@ class ZeKernel final : public gpu::Kernel {
   std::string name_;
 };
 
-// Events of one pool; each command signals a fresh one. The pool is sized
-// generously and recycled once every event has been waited for.
+// An event pool, destroyed once the queue has moved on to a newer pool and
+// the last event made from it is gone.
+struct EventPool {
+  ze_event_pool_handle_t pool = nullptr;
+  ~EventPool() {
+    if (pool) zeEventPoolDestroy(pool);
+  }
+};
+
+// Each command signals a fresh event of the queue's current pool; it keeps
+// its pool alive.
 class ZeEvent final : public gpu::Event {
  public:
-  explicit ZeEvent(ze_event_handle_t event) : event_(event) {}
+  ZeEvent(ze_event_handle_t event, std::shared_ptr<EventPool> pool) : event_(event), pool_(std::move(pool)) {}
   ~ZeEvent() override { zeEventDestroy(event_); }
   ze_event_handle_t handle() const { return event_; }
 
  private:
   ze_event_handle_t event_;
+  std::shared_ptr<EventPool> pool_;
 };
 
 class ZeQueue final : public gpu::Queue {
@@ -198,7 +208,6 @@ class ZeQueue final : public gpu::Queue {
     if (fence_) zeFenceDestroy(fence_);
     if (list_) zeCommandListDestroy(list_);
     if (queue_) zeCommandQueueDestroy(queue_);
-    for (ze_event_pool_handle_t p : pools_) zeEventPoolDestroy(p);
   }
 
   gpu::EventPtr write(gpu::Buffer& dst, const void* host, size_t bytes, const std::vector<gpu::EventPtr>& deps) override {
@@ -251,9 +260,9 @@ class ZeQueue final : public gpu::Queue {
     pd.flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE;
     pd.count = kPoolEvents;
     ze_device_handle_t dev = device_.handle();
-    ze_event_pool_handle_t pool = nullptr;
-    check(zeEventPoolCreate(device_.context(), &pd, 1, &dev, &pool), "zeEventPoolCreate");
-    pools_.push_back(pool);
+    auto pool = std::make_shared<EventPool>();
+    check(zeEventPoolCreate(device_.context(), &pd, 1, &dev, &pool->pool), "zeEventPoolCreate");
+    pool_ = std::move(pool);
     next_ = 0;
   }
 
@@ -266,8 +275,8 @@ class ZeQueue final : public gpu::Queue {
     ed.signal = ZE_EVENT_SCOPE_FLAG_HOST;
     ed.wait = ZE_EVENT_SCOPE_FLAG_HOST;
     ze_event_handle_t ev = nullptr;
-    check(zeEventCreate(pools_.back(), &ed, &ev), "zeEventCreate");
-    auto event = std::make_shared<ZeEvent>(ev);
+    check(zeEventCreate(pool_->pool, &ed, &ev), "zeEventCreate");
+    auto event = std::make_shared<ZeEvent>(ev, pool_);
     std::vector<ze_event_handle_t> waits;
     for (const gpu::EventPtr& d : deps)
       if (d) waits.push_back(static_cast<ZeEvent&>(*d).handle());
@@ -280,7 +289,7 @@ class ZeQueue final : public gpu::Queue {
   ze_command_queue_handle_t queue_ = nullptr;
   ze_command_list_handle_t list_ = nullptr;
   ze_fence_handle_t fence_ = nullptr;
-  std::vector<ze_event_pool_handle_t> pools_;
+  std::shared_ptr<EventPool> pool_;
   uint32_t next_ = 0;
   size_t recorded_ = 0;
 };

@@ -206,23 +206,25 @@ TEST(LevelZeroLaunch, GroupCountsCoverTheRange) {
   gpu::Range r;
   r.global = {1000, 1, 1};
   r.local = {64, 0, 0};
-  Launch l = launch_geometry(r, {32, 1, 1});
-  EXPECT_EQ(l.group_size, (std::array<uint32_t, 3>{64, 1, 1}));
-  EXPECT_EQ(l.group_count, (std::array<uint32_t, 3>{16, 1, 1}));  // 1024 >= 1000: the kernels check bounds
+  Launch l = launch_geometry(r, {128, 1, 1});  // zeKernelSuggestGroupSize's size wins
+  EXPECT_EQ(l.group_size, (std::array<uint32_t, 3>{128, 1, 1}));
+  EXPECT_EQ(l.group_count, (std::array<uint32_t, 3>{8, 1, 1}));  // 1024 >= 1000: the kernels check bounds
+  l = launch_geometry(r, {0, 0, 0});  // no suggestion: the plan's local size
+  EXPECT_EQ(l.group_size[0], 64u);
+  EXPECT_EQ(l.group_count[0], 16u);
   r.local = {0, 0, 0};
-  l = launch_geometry(r, {128, 1, 1});  // the suggested size when the plan leaves it open
-  EXPECT_EQ(l.group_size[0], 128u);
-  EXPECT_EQ(l.group_count[0], 8u);
+  l = launch_geometry(r, {0, 0, 0});  // neither: one item per group
+  EXPECT_EQ(l.group_size[0], 1u);
+  EXPECT_EQ(l.group_count[0], 1000u);
   r.dims = 2;
   r.global = {16, 9, 7};  // the third dimension is ignored for dims = 2
-  r.local = {4, 4, 0};
-  l = launch_geometry(r, {1, 1, 1});
+  l = launch_geometry(r, {4, 4, 4});
+  EXPECT_EQ(l.group_size, (std::array<uint32_t, 3>{4, 4, 1}));
   EXPECT_EQ(l.group_count, (std::array<uint32_t, 3>{4, 3, 1}));
   r.dims = 4;
   error_of([&] { launch_geometry(r, {1, 1, 1}); }, HETERO_INVALID_ARGUMENT);
   r.dims = 1;
   r.global = {size_t(1) << 40, 1, 1};
-  r.local = {1, 0, 0};
   EXPECT_NE(error_of([&] { launch_geometry(r, {1, 1, 1}); }, HETERO_INVALID_ARGUMENT).find("32-bit"),
             std::string::npos);
 }
