@@ -191,23 +191,37 @@ class ZeEvent final : public gpu::Event {
 class ZeQueue final : public gpu::Queue {
  public:
   explicit ZeQueue(ZeDevice& device) : device_(device) {
+    try {
+      create();
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~ZeQueue() override { release(); }
+
+  // The queue, its command list and fence; release() undoes what was made.
+  void create() {
     ze_command_queue_desc_t qd{};
     qd.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC;
     qd.ordinal = 0;
     qd.mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS;
-    check(zeCommandQueueCreate(device.context(), device.handle(), &qd, &queue_), "zeCommandQueueCreate");
+    check(zeCommandQueueCreate(device_.context(), device_.handle(), &qd, &queue_), "zeCommandQueueCreate");
     ze_command_list_desc_t ld{};
     ld.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC;
-    check(zeCommandListCreate(device.context(), device.handle(), &ld, &list_), "zeCommandListCreate");
+    check(zeCommandListCreate(device_.context(), device_.handle(), &ld, &list_), "zeCommandListCreate");
     ze_fence_desc_t fd{};
     fd.stype = ZE_STRUCTURE_TYPE_FENCE_DESC;
     check(zeFenceCreate(queue_, &fd, &fence_), "zeFenceCreate");
     new_pool();
   }
-  ~ZeQueue() override {
+  void release() {
     if (fence_) zeFenceDestroy(fence_);
     if (list_) zeCommandListDestroy(list_);
     if (queue_) zeCommandQueueDestroy(queue_);
+    fence_ = nullptr;
+    list_ = nullptr;
+    queue_ = nullptr;
   }
 
   gpu::EventPtr write(gpu::Buffer& dst, const void* host, size_t bytes, const std::vector<gpu::EventPtr>& deps) override {
