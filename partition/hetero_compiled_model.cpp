@@ -171,6 +171,25 @@ std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime
                                                     const std::string& device, const driver::Config& config) {
   Plan plan = make_plan(runtime, model, device, config);
   const std::vector<std::string>& devices = plan.config.policy.devices;
+  // Planning trusts the policy's pins to a device that is not here (offline
+  // planning for another box); compiling needs it: name the pinned nodes and
+  // the device's own reason (a driver with no device says why), before any
+  // submodel is compiled.
+  for (size_t d = 0; d < devices.size(); ++d) {
+    std::vector<std::string> nodes;
+    for (const Submodel& sub : plan.cut.parts)
+      if (static_cast<size_t>(sub.device) == d) nodes.insert(nodes.end(), sub.node_names.begin(), sub.node_names.end());
+    if (nodes.empty()) continue;
+    try {
+      (void)runtime.resolve(core::parse_device_string(devices[d]).devices.front());
+    } catch (const Error& e) {
+      std::string list;
+      for (size_t i = 0; i < nodes.size() && i < 8; ++i) list += (i ? ", '" : "'") + nodes[i] + "'";
+      if (nodes.size() > 8) list += " and " + std::to_string(nodes.size() - 8) + " more";
+      fail(e.status(), "node(s) " + list + " of " + device + " are pinned to " + devices[d] + " by " +
+                           plan.config.policy.source + ", which is not available here (" + e.what() + ")");
+    }
+  }
   HeteroCompiledModel::Layout layout;
   for (Submodel& sub : plan.cut.parts) {
     HeteroCompiledModel::Stage stage;

@@ -197,6 +197,9 @@ TEST(Hetero, PlansOfflineFromPinsForAbsentDevices) {
   const std::string why =
       error_of([&] { compile_hetero(two_cpus(), *model, "HETERO:NPU,CPU", {{"policy", policy}}); }, HETERO_NOT_FOUND);
   EXPECT_NE(why.find("NPU"), std::string::npos) << why;
+  // ... and which pinned nodes need it.
+  EXPECT_NE(why.find("'Relu_2'"), std::string::npos) << why;
+  EXPECT_NE(why.find("pinned to NPU by " + policy), std::string::npos) << why;
 }
 
 TEST(Hetero, ConfigMistakesAreNamed) {

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Builds one SPIR-V module from an OpenCL C kernel template of drivers/gpu/kernels/.
+
+usage: build_spirv.py CLANG LLVM_SPIRV SPIRV_VAL COMMON.cl KERNEL.cl OUT.spv
+
+The kernel sources are templates: the kernel selector (drivers/gpu/kernel_selector.cpp)
+writes #defines for each node (shapes, attributes and the fused op expressions as
+compile-time constants) before them. No build-time module can hold every instantiation,
+so the build compiles one reference instantiation per template (the defines below: the
+same macros the selector writes, with representative values) exactly as the driver
+compiles a node's instantiation at run time (clang -target spir64 -> llvm-spirv), and
+validates it with spirv-val: a template that does not compile, or compiles to invalid
+SPIR-V, fails the build.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+POST = {"POST_OPS(v, o)": "do { v = fmax((v), 0.0f); v = ((v) + p0[(o)]); } while (0)",
+        "POST_ARGS": ", __global const float* p0"}
+IDX = "{ size_t t_ = o; size_t i_; i_ = t_ % 8UL; t_ /= 8UL; ia += i_ * 1UL; ib += i_ * 1UL; (void)t_; (void)i_; }"
+
+# Reference instantiation of each template (kernel file name -> defines).
+VARIANTS = {
+    "unary": {"TOTAL": "256UL", "UNARY_OP(v)": "act_sigmoid(v)", **POST},
+    "binary": {"TOTAL": "256UL", "BINARY_OP(a, b)": "act_pow((a), (b))",
+               "INDEX_AB": IDX, **POST},
+    "conv": {"TOTAL": "1024UL", "OC": "4", "OH": "16", "OW": "16", "IC": "3", "IH": "16", "IW": "16",
+             "OCG": "4", "ICG": "3", "KH": "3", "KW": "3", "SH": "1", "SW": "1", "DH": "1", "DW": "1",
+             "PH": "1", "PW": "1", "BIAS_ARG": ", __global const float* bias", "BIAS_VALUE": "bias[oc]", **POST},
+    "matmul": {"TOTAL": "64UL", "M": "8", "N": "8", "K": "16", "B_TRANS": "1",
+               "INDEX_BATCH": "{ size_t t_ = bt; (void)t_; }", **POST},
+    "pool": {"TOTAL": "256UL", "OH": "8", "OW": "8", "IH": "16", "IW": "16", "KH": "2", "KW": "2",
+             "SH": "2", "SW": "2", "DH": "1", "DW": "1", "PH": "0", "PW": "0", "PH_END": "0", "PW_END": "0",
+             "POOL_MAX": "1", "COUNT_PAD": "0", **POST},
+    "softmax": {"TOTAL": "64UL", "OUTER": "4", "AXIS": "16", "INNER": "1"},
+    "reduce": {"TOTAL": "4UL", "RCOUNT": "16UL", "RED_INIT": "0.0f", "RED_OP(a, v)": "((a) + (v))",
+               "RED_FINAL(a)": "((a) / (float)16)",
+               "INDEX_KEEP": "{ size_t t_ = o; base += t_ * 16UL; }",
+               "INDEX_RED": "{ size_t t_ = r; off += t_ * 1UL; }", **POST},
+    "transpose": {"TOTAL": "64UL", "INDEX_IN": "{ size_t t_ = o; size_t i_; i_ = t_ % 8UL; t_ /= 8UL; "
+                  "ix += i_ * 8UL; ix += t_ * 1UL; }"},
+    "concat": {"TOTAL": "64UL", "A_IN": "4", "A_OUT": "8", "INNER": "16", "OFFSET": "4"},
+}
+
+# The options the OpenCL driver builds with (drivers/gpu/kernels_cache.cpp) and
+# the SPIR-V target; the Level Zero driver uses the same at run time
+# (drivers/level_zero/spirv_compiler.cpp). Unoptimised LLVM IR: clang-15 -O1/-O2
+# followed by llvm-spirv-15 gives invalid SPIR-V for conv.cl (a use laid out
+# before its OpPhi, spirv-val: "ID has not been defined"); the device compiler
+# optimises the module when zeModuleCreate builds it.
+CLANG_ARGS = ["-x", "cl", "-cl-std=CL1.2", "-target", "spir64", "-O0", "-Xclang", "-disable-O0-optnone", "-emit-llvm", "-c",
+              "-Xclang", "-finclude-default-header"]
+
+
+def run(cmd):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        sys.exit("build_spirv.py: %s failed (exit %d):\n%s" % (" ".join(cmd), r.returncode, r.stdout))
+
+
+def main():
+    if len(sys.argv) != 7:
+        sys.exit(__doc__)
+    clang, llvm_spirv, spirv_val, common, kernel, out = sys.argv[1:]
+    name = os.path.splitext(os.path.basename(kernel))[0]
+    if name not in VARIANTS:
+        sys.exit("build_spirv.py: no reference instantiation for kernels/%s.cl; add one to VARIANTS" % name)
+    text = ""
+    with open(common, encoding="utf-8") as f:
+        text += f.read() + "\n"
+    text += "#define KERNEL_NAME k_%s\n" % name
+    for k, v in VARIANTS[name].items():
+        text += "#define %s %s\n" % (k, v)
+    with open(kernel, encoding="utf-8") as f:
+        text += f.read()
+    with tempfile.TemporaryDirectory() as tmp:
+        src, bc = os.path.join(tmp, name + ".cl"), os.path.join(tmp, name + ".bc")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(text)
+        run([clang] + CLANG_ARGS + ["-o", bc, src])
+        run([llvm_spirv, bc, "-o", out + ".tmp"])
+        run([spirv_val, out + ".tmp"])
+    os.replace(out + ".tmp", out)
+
+
+if __name__ == "__main__":
+    main()
