@@ -50,6 +50,8 @@ void Sha256::block(const uint8_t* p) {
 }
 
 Sha256& Sha256::update(std::span<const uint8_t> bytes) {
+  // An empty span may hold a null pointer, which memcpy must not be given.
+  if (bytes.empty()) return *this;
   length_ += bytes.size();
   size_t i = 0;
   if (buffered_) {

@@ -74,6 +74,14 @@ void Server::create_core() {
     driver->set_name(name);
     driver->set_version(version);
     driver->set_path(path);
+    // A driver with no device says why (LEVEL_ZERO without a GPU driver:
+    // zeInit found none), once, here; the C ABI reports it when the driver's
+    // device is asked for.
+    char* probe = nullptr;
+    if (hetero_core_get_metric(core, &probe, name, "FULL_DEVICE_NAME") == HETERO_OK)
+      hetero_free(probe);
+    else
+      warn(hetero_last_error());
   }
   hetero_core_get_driver_failure_count(core, &count);
   for (size_t k = 0; k < count; ++k) {

@@ -35,9 +35,7 @@ std::vector<uint8_t> encode_native_binary(std::span<const uint8_t> native, const
   put_le<uint32_t>(p + 4, kVersion);
   std::memcpy(p + 8, device.data(), device.size());
   put_le<uint64_t>(p + 24, native.size());
-  // An empty span here can carry a null pointer, which core::sha256 hands
-  // to memcpy (UBSan: nonnull argument); hash an empty span at the buffer.
-  const core::Sha256Digest digest = core::sha256(native.empty() ? std::span<const uint8_t>(p, size_t{0}) : native);
+  const core::Sha256Digest digest = core::sha256(native);
   std::memcpy(p + 32, digest.data(), digest.size());
   if (!native.empty()) std::memcpy(p + kHeader, native.data(), native.size());
   return out;

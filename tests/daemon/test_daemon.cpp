@@ -589,6 +589,17 @@ TEST_F(Daemon, TellsSystemdReadyReloadingStoppingAndWatchdog) {
   EXPECT_EQ(daemon_->wait_exit(), 0) << daemon_->log();
 }
 
+TEST_F(Daemon, DriverWithoutDevicesIsLoggedOnce) {
+  start();
+  ASSERT_TRUE(demo_works());
+  const std::string log = daemon_->log();
+  if (log.find("driver LEVEL_ZERO") == std::string::npos) GTEST_SKIP() << "the LEVEL_ZERO driver is not built";
+  // These machines have the Level Zero loader but no GPU driver for it.
+  const size_t first = log.find("the LEVEL_ZERO driver has no device: no Level Zero driver: zeInit");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("the LEVEL_ZERO driver has no device", first + 1), std::string::npos) << log;
+}
+
 TEST_F(Daemon, SocketActivation) {
   // What systemd does for heterod.socket: bind and listen, then pass fd 3.
   const std::string path = dir_.path() + "/activated.sock";
