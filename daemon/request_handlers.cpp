@@ -263,6 +263,7 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
   job->id = id;
   job->memfd_threshold = infer.memfd_threshold();
   job->received = Clock::now();
+  job->deadline = job->received + std::chrono::milliseconds(config_.limits.request_timeout_ms);
   job->fds = std::move(fds);
   std::vector<bool> seen(names.size());
   for (const wire::Tensor& tensor : infer.inputs()) {

@@ -246,16 +246,21 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
   m.queue_.push_back(std::move(job));
 }
 
-void ServedModel::expire(Clock::duration timeout) {
+void ServedModel::time_out(InferJob& job) {
+  ++timeouts_;
+  answer(job,
+         error_frame(job.id, HETERO_TIMEOUT,
+                     "model '" + spec_.name + "': the request waited longer than limits.request_timeout_ms"),
+         false);
+}
+
+void ServedModel::expire() {
   const auto now = Clock::now();
-  while (!queue_.empty() && now - queue_.front()->received > timeout) {
+  // The queue is in arrival order, and every job has the same timeout.
+  while (!queue_.empty() && queue_.front()->deadline < now) {
     std::unique_ptr<InferJob> job = std::move(queue_.front());
     queue_.pop_front();
-    ++timeouts_;
-    answer(*job,
-           error_frame(job->id, HETERO_TIMEOUT,
-                       "model '" + spec_.name + "': the request waited longer than limits.request_timeout_ms"),
-           false);
+    time_out(*job);
   }
 }
 
@@ -265,6 +270,10 @@ void ServedModel::pump() {
     queue_.pop_front();
     auto replier = job->replier.lock();
     if (!replier || !replier->open()) continue;  // its client has gone
+    if (job->deadline < Clock::now()) {
+      time_out(*job);
+      continue;
+    }
     Slot& slot = *free_slots_.back();
     free_slots_.pop_back();
     slot.keep_alive = shared_from_this();

@@ -50,6 +50,7 @@ struct InferJob {
   std::vector<std::vector<uint64_t>> realigned;  // inline inputs not aligned to their element size
   uint64_t memfd_threshold = 0;
   Clock::time_point received;
+  Clock::time_point deadline;  // still queued then: answered TIMEOUT, never run
 };
 
 // An error reply for request `id`.
@@ -80,8 +81,8 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   // queue has room, and otherwise replies "busy" at once. `self` is this
   // model, kept alive while it has jobs even after it is unloaded.
   static void submit(const std::shared_ptr<ServedModel>& self, std::unique_ptr<InferJob> job);
-  // Loop thread: answers queued jobs older than `timeout` with TIMEOUT.
-  void expire(Clock::duration timeout);
+  // Loop thread: answers queued jobs past their deadline with TIMEOUT.
+  void expire();
   // Jobs queued or running.
   size_t pending() const noexcept { return queue_.size() + running_; }
   // Blocks until every running inference has finished (at exit).
@@ -102,6 +103,7 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   wire::EncodedFrame encode_outputs(Slot& slot, hetero_status status);
   void finish(Slot& slot, wire::EncodedFrame frame, bool ok);
   void answer(InferJob& job, wire::EncodedFrame frame, bool ok);
+  void time_out(InferJob& job);
   void record(Clock::time_point received, bool ok);
 
   ModelSpec spec_;

@@ -188,10 +188,8 @@ void Server::start_loop_handles() {
   uv_timer_start(
       &sweep_timer_,
       [](uv_timer_t* h) {
-        Server* self = server_of(h);
-        const auto timeout = std::chrono::milliseconds(self->config_.limits.request_timeout_ms);
-        for (auto& [name, entry] : self->models_)
-          if (entry.model) entry.model->expire(timeout);
+        for (auto& [name, entry] : server_of(h)->models_)
+          if (entry.model) entry.model->expire();
       },
       sweep_ms, sweep_ms);
   uv_timer_init(&loop_, &grace_timer_);
@@ -265,12 +263,15 @@ void Server::begin_shutdown(const char* why) {
 }
 
 void Server::start_reload(const Waiter* waiter) {
-  if (waiter) reload_waiters_.push_back(*waiter);
   if (stopping_) return;
   if (reloading_) {
-    reload_again_ = true;  // the file may have changed again since this reload read it
+    // The file may have changed since this reload read it: read it again
+    // afterwards, and answer this waiter when that reload is done.
+    if (waiter) next_reload_waiters_.push_back(*waiter);
+    reload_again_ = true;
     return;
   }
+  if (waiter) reload_waiters_.push_back(*waiter);
   reloading_ = true;
   systemd::notify_reloading();
   info("reloading " + config_.file);
@@ -352,6 +353,8 @@ void Server::apply_reload(Config next, std::vector<LoadResult> results, std::vec
   systemd::notify_ready(status_line());
   if (reload_again_) {
     reload_again_ = false;
+    reload_waiters_ = std::move(next_reload_waiters_);
+    next_reload_waiters_.clear();
     start_reload(nullptr);
   }
 }

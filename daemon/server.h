@@ -98,7 +98,8 @@ class Server {
   bool stopping_ = false;
   bool reloading_ = false;
   bool reload_again_ = false;
-  std::vector<Waiter> reload_waiters_;
+  std::vector<Waiter> reload_waiters_;       // answered when this reload is done
+  std::vector<Waiter> next_reload_waiters_;  // ... when the one after it is
 };
 
 }  // namespace hetero::daemon

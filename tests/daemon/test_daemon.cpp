@@ -517,7 +517,9 @@ TEST_F(Daemon, SigtermAnswersEveryRequestInFlight) {
 }
 
 TEST_F(Daemon, QueuedRequestsTimeOut) {
-  start({.limits = "  request_timeout_ms: 30\n",
+  // Each slow inference takes milliseconds: all but the first few requests
+  // outwait a 1 ms timeout in the queue.
+  start({.limits = "  request_timeout_ms: 1\n",
          .extra_models = "  - name: slow\n    path: " + fixture_path("slow.onnx") + "\n    parallel: 1\n"});
   RawClient client(socket_);
   ASSERT_TRUE(client.hello());
