@@ -12,6 +12,7 @@
 #include "core/function_expand.h"
 #include "core/ir_codec.h"
 #include "core/mapped_file.h"
+#include "core/config_list.h"
 #include "core/ports.h"
 
 namespace hetero::cpu {
@@ -19,19 +20,6 @@ namespace hetero::cpu {
 namespace {
 
 constexpr const char* kKeys = "(keys: num_threads, optimize, ops, device_count)";
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const size_t b = text.find_first_not_of(' ', start);
-    const size_t e = text.find_last_not_of(' ', comma - 1);
-    if (b < comma && e != std::string::npos && e >= b) items.push_back(text.substr(b, e - b + 1));
-    start = comma + 1;
-  }
-  return items;
-}
 
 }  // namespace
 
@@ -44,7 +32,7 @@ void CpuOptions::apply(const driver::Config& config) {
         fail(HETERO_INVALID_ARGUMENT, "CPU config device_count must be an integer 1..16, got '" + value + "'");
       device_count = n;
     } else if (key == "ops") {
-      ops = split_list(value);
+      ops = core::split_config_list(value);
     } else if (key == "num_threads") {
       int n = -1;
       auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);

@@ -214,15 +214,6 @@ class CpuDriver final : public driver::Driver {
 
 extern "C" __attribute__((visibility("default"))) hetero::driver::Driver* hetero_driver_open(
     uint32_t host_abi_version, char* error, size_t error_size) {
-  if (host_abi_version != HETERO_DRIVER_ABI_VERSION) {
-    std::snprintf(error, error_size, "driver ABI version %u, host expects %u", HETERO_DRIVER_ABI_VERSION,
-                  host_abi_version);
-    return nullptr;
-  }
-  try {
-    return new hetero::cpu::CpuDriver();
-  } catch (const std::exception& e) {
-    std::snprintf(error, error_size, "CPU driver initialisation failed: %s", e.what());
-    return nullptr;
-  }
+  return hetero::driver::open_driver(host_abi_version, error, error_size, "CPU",
+                                     [] { return std::make_unique<hetero::cpu::CpuDriver>(); });
 }

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/async_request.h"
+#include "core/config_list.h"
 #include "core/error.h"
 #include "core/ports.h"
 #include "drivers/gpu/network.h"
@@ -17,19 +18,6 @@ namespace {
 
 constexpr const char* kMetricKernelSourceBuilds = "KERNEL_SOURCE_BUILDS";
 constexpr const char* kKeys = "(keys: optimize, ops, kernels_per_batch)";
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> items;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const size_t b = text.find_first_not_of(' ', start);
-    const size_t e = text.find_last_not_of(' ', comma - 1);
-    if (b < comma && e != std::string::npos && e >= b) items.push_back(text.substr(b, e - b + 1));
-    start = comma + 1;
-  }
-  return items;
-}
 
 struct Options {
   bool optimize = true;
@@ -44,7 +32,7 @@ struct Options {
           fail(HETERO_INVALID_ARGUMENT, driver + " config optimize must be true or false, got '" + value + "'");
         optimize = value == "true";
       } else if (key == "ops") {
-        ops = split_list(value);
+        ops = core::split_config_list(value);
       } else if (key == "kernels_per_batch") {
         int n = 0;
         auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);

@@ -61,15 +61,6 @@ class LevelZeroFamily final : public gpu::DeviceFamily {
 
 extern "C" __attribute__((visibility("default"))) hetero::driver::Driver* hetero_driver_open(
     uint32_t host_abi_version, char* error, size_t error_size) {
-  if (host_abi_version != HETERO_DRIVER_ABI_VERSION) {
-    std::snprintf(error, error_size, "driver ABI version %u, host expects %u", HETERO_DRIVER_ABI_VERSION,
-                  host_abi_version);
-    return nullptr;
-  }
-  try {
-    return hetero::gpu::make_driver(std::make_unique<hetero::level_zero::LevelZeroFamily>()).release();
-  } catch (const std::exception& e) {
-    std::snprintf(error, error_size, "Level Zero driver initialisation failed: %s", e.what());
-    return nullptr;
-  }
+  return hetero::driver::open_driver(host_abi_version, error, error_size, "Level Zero",
+                                     [] { return hetero::gpu::make_driver(std::make_unique<hetero::level_zero::LevelZeroFamily>()); });
 }

@@ -1,7 +1,6 @@
 // The OpenCL driver module: devices of every OpenCL platform the ICD loader
 // finds (OPENCL, OPENCL.1, ...), programs built by the shared GPU parts
 // (drivers/gpu, whose gpu_driver.h is the driver itself) over cl_device.h.
-#include <cstdio>
 
 #include "drivers/gpu/gpu_driver.h"
 #include "drivers/opencl/cl_device.h"
@@ -38,15 +37,6 @@ class OpenClFamily final : public gpu::DeviceFamily {
 
 extern "C" __attribute__((visibility("default"))) hetero::driver::Driver* hetero_driver_open(
     uint32_t host_abi_version, char* error, size_t error_size) {
-  if (host_abi_version != HETERO_DRIVER_ABI_VERSION) {
-    std::snprintf(error, error_size, "driver ABI version %u, host expects %u", HETERO_DRIVER_ABI_VERSION,
-                  host_abi_version);
-    return nullptr;
-  }
-  try {
-    return hetero::gpu::make_driver(std::make_unique<hetero::opencl::OpenClFamily>()).release();
-  } catch (const std::exception& e) {
-    std::snprintf(error, error_size, "OpenCL driver initialisation failed: %s", e.what());
-    return nullptr;
-  }
+  return hetero::driver::open_driver(host_abi_version, error, error_size, "OpenCL",
+                                     [] { return hetero::gpu::make_driver(std::make_unique<hetero::opencl::OpenClFamily>()); });
 }

@@ -19,6 +19,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -114,6 +116,24 @@ class Driver {
   virtual std::unique_ptr<CompiledModel> import_blob(std::span<const uint8_t> blob, const std::string& device_id,
                                                      const Config& config) = 0;
 };
+
+// The body of a module's hetero_driver_open(): the ABI check, then the
+// driver `make()` returns, or null with the reason in `error` when it throws.
+// `what` names the driver in that reason ("OpenCL").
+template <typename Make>
+Driver* open_driver(uint32_t host_abi_version, char* error, size_t error_size, const char* what, Make&& make) {
+  if (host_abi_version != HETERO_DRIVER_ABI_VERSION) {
+    std::snprintf(error, error_size, "driver ABI version %u, host expects %u", HETERO_DRIVER_ABI_VERSION,
+                  host_abi_version);
+    return nullptr;
+  }
+  try {
+    return make().release();
+  } catch (const std::exception& e) {
+    std::snprintf(error, error_size, "%s driver initialisation failed: %s", what, e.what());
+    return nullptr;
+  }
+}
 
 }  // namespace hetero::driver
 
