@@ -327,4 +327,36 @@ std::unique_ptr<Model> decode_model(std::span<const uint8_t> bytes, const std::s
   return decode_model(copy, std::move(block), what);
 }
 
+void encode_ports(ByteWriter& w, const std::vector<driver::Port>& ports) {
+  w.u32(static_cast<uint32_t>(ports.size()));
+  for (const driver::Port& p : ports) {
+    w.string(p.name);
+    w.u32(static_cast<uint32_t>(p.dtype));
+    w.u8(p.has_rank);
+    w.u32(static_cast<uint32_t>(p.shape.size()));
+    for (const Dim& d : p.shape) {
+      w.i64(d.size);
+      w.string(d.param);
+    }
+  }
+}
+
+std::vector<driver::Port> decode_ports(ByteReader& r, const std::string& field) {
+  // 13: the smallest port (an empty name, dtype, has_rank, rank 0).
+  std::vector<driver::Port> ports(r.count(field + " count", 1u << 20, 13));
+  for (driver::Port& p : ports) {
+    p.name = r.string(field + " name");
+    const auto dtype = static_cast<uint32_t>(r.uint(4, field + " dtype"));
+    if (!dtype_is_known(static_cast<int32_t>(dtype))) r.corrupt(field + " has an unknown dtype");
+    p.dtype = static_cast<DType>(dtype);
+    p.has_rank = r.u8(field + " has_rank") != 0;
+    p.shape.resize(r.count(field + " rank", 64, 12));
+    for (Dim& d : p.shape) {
+      d.size = r.i64(field + " dim");
+      d.param = r.string(field + " dim name");
+    }
+  }
+  return ports;
+}
+
 }  // namespace hetero::core

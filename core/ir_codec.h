@@ -16,6 +16,7 @@
 
 #include "core/byte_io.h"
 #include "core/graph.h"
+#include "hetero/driver.hpp"
 
 namespace hetero::core {
 
@@ -36,5 +37,12 @@ void encode_tensor(ByteWriter& w, const Tensor& tensor);
 // `field`). The result views the reader's bytes and keeps `owner` alive; with
 // a null owner the caller must copy it before those bytes go.
 Tensor decode_tensor(ByteReader& r, const std::string& field, std::shared_ptr<const void> owner);
+
+// A compiled model's ports (name, dtype, rank, dims with their names), for
+// the blob sections that list them (HETERO plans, GPU network plans).
+void encode_ports(ByteWriter& w, const std::vector<driver::Port>& ports);
+// Reads them, refusing unknown dtypes and ranks over 64 (BLOB_CORRUPT naming
+// `field`).
+std::vector<driver::Port> decode_ports(ByteReader& r, const std::string& field);
 
 }  // namespace hetero::core

@@ -18,35 +18,6 @@ std::string part_name(size_t k) { return "part" + std::to_string(k); }
 
 // ---- The plan section ------------------------------------------------------
 
-void put_ports(core::ByteWriter& w, const std::vector<driver::Port>& ports) {
-  w.u32(static_cast<uint32_t>(ports.size()));
-  for (const driver::Port& p : ports) {
-    w.string(p.name);
-    w.u32(static_cast<uint32_t>(p.dtype));
-    w.u8(p.has_rank);
-    w.u32(static_cast<uint32_t>(p.shape.size()));
-    for (const core::Dim& d : p.shape) {
-      w.i64(d.size);
-      w.string(d.param);
-    }
-  }
-}
-
-std::vector<driver::Port> get_ports(core::ByteReader& r, const std::string& what) {
-  std::vector<driver::Port> ports(r.count(what + " count", kMaxCount, 13));
-  for (driver::Port& p : ports) {
-    p.name = r.string(what + " name");
-    p.dtype = static_cast<core::DType>(r.uint(4, what + " dtype"));
-    p.has_rank = r.u8(what + " has_rank") != 0;
-    p.shape.resize(r.count(what + " rank", 64, 12));
-    for (core::Dim& d : p.shape) {
-      d.size = r.i64(what + " dim");
-      d.param = r.string(what + " dim name");
-    }
-  }
-  return ports;
-}
-
 void put_source(core::ByteWriter& w, const Source& s) {
   w.u8(static_cast<uint8_t>(s.kind));
   w.u32(static_cast<uint32_t>(s.part));
@@ -85,8 +56,8 @@ std::vector<uint8_t> export_hetero_blob(const core::Runtime& runtime, const Hete
   const auto& stages = model.stages();
   core::ByteWriter plan;
   plan.u32(kPlanMagic);
-  put_ports(plan, model.inputs());
-  put_ports(plan, model.outputs());
+  core::encode_ports(plan, model.inputs());
+  core::encode_ports(plan, model.outputs());
   plan.u32(static_cast<uint32_t>(stages.size()));
   std::vector<std::vector<uint8_t>> parts;
   for (const auto& stage : stages) {
@@ -127,8 +98,8 @@ std::unique_ptr<HeteroCompiledModel> import_hetero_blob(const core::Runtime& run
   core::ByteReader r(view.section("plan").bytes, "HETERO blob plan");
   if (r.uint(4, "magic") != kPlanMagic) r.corrupt("not a HETERO plan (bad magic)");
   HeteroCompiledModel::Layout layout;
-  layout.inputs = get_ports(r, "model input");
-  layout.outputs = get_ports(r, "model output");
+  layout.inputs = core::decode_ports(r, "model input");
+  layout.outputs = core::decode_ports(r, "model output");
   const uint32_t stage_count = r.count("part count", kMaxCount, 16);
   std::vector<size_t> part_outputs;
   for (uint32_t k = 0; k < stage_count; ++k) {

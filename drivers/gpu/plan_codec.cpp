@@ -18,37 +18,6 @@ constexpr char kMagic[8] = {'H', 'G', 'P', 'U', 'P', 'L', 'A', 'N'};
 constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxItems = 1u << 24;
 
-void write_ports(core::ByteWriter& w, const std::vector<driver::Port>& ports) {
-  w.u32(static_cast<uint32_t>(ports.size()));
-  for (const driver::Port& p : ports) {
-    w.string(p.name);
-    w.u32(static_cast<uint32_t>(p.dtype));
-    w.u8(p.has_rank);
-    w.u32(static_cast<uint32_t>(p.shape.size()));
-    for (const core::Dim& d : p.shape) {
-      w.i64(d.size);
-      w.string(d.param);
-    }
-  }
-}
-
-std::vector<driver::Port> read_ports(core::ByteReader& r, const std::string& what) {
-  std::vector<driver::Port> ports(r.count(what, kMaxItems, 9));
-  for (driver::Port& p : ports) {
-    p.name = r.string(what + ".name");
-    const auto dt = static_cast<uint32_t>(r.uint(4, what + ".dtype"));
-    if (!core::dtype_is_known(static_cast<int32_t>(dt))) r.corrupt(what + " has an unknown dtype");
-    p.dtype = static_cast<core::DType>(dt);
-    p.has_rank = r.u8(what + ".has_rank") != 0;
-    p.shape.resize(r.count(what + ".rank", 64, 12));
-    for (core::Dim& d : p.shape) {
-      d.size = r.i64(what + ".dim");
-      d.param = r.string(what + ".dim_param");
-    }
-  }
-  return ports;
-}
-
 void write_ref(core::ByteWriter& w, const Ref& ref) {
   w.u8(static_cast<uint8_t>(ref.kind));
   w.u32(ref.index);
@@ -77,8 +46,8 @@ std::vector<uint8_t> export_program(const CompiledProgram& program) {
   core::ByteWriter w;
   for (char c : kMagic) w.u8(static_cast<uint8_t>(c));
   w.u32(kVersion);
-  write_ports(w, program.inputs);
-  write_ports(w, program.outputs);
+  core::encode_ports(w, program.inputs);
+  core::encode_ports(w, program.outputs);
   w.u32(static_cast<uint32_t>(plan.programs.size()));
   for (size_t i = 0; i < plan.programs.size(); ++i) {
     w.string(plan.programs[i].options);
@@ -135,8 +104,8 @@ std::shared_ptr<CompiledProgram> import_program(std::span<const uint8_t> blob, s
   auto program = std::make_shared<CompiledProgram>();
   program->device = device;
   NetworkPlan& plan = program->plan;
-  program->inputs = read_ports(r, "inputs");
-  program->outputs = read_ports(r, "outputs");
+  program->inputs = core::decode_ports(r, "inputs");
+  program->outputs = core::decode_ports(r, "outputs");
   plan.programs.resize(r.count("programs", kMaxItems, 12));
   for (ProgramSource& ps : plan.programs) {
     ps.options = r.string("program.options");
