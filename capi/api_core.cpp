@@ -115,6 +115,15 @@ hetero_status hetero_core_get_driver(const hetero_core_t* core, const char** out
   });
 }
 
+hetero_status hetero_core_get_driver_no_device_reason(const hetero_core_t* core, const char** out_reason,
+                                                    size_t index) {
+  return guard([&] {
+    require(core, "hetero_core_get_driver_no_device_reason", "core");
+    require(out_reason, "hetero_core_get_driver_no_device_reason", "out_reason");
+    *out_reason = entry_at(core->backend->drivers(), index, "driver").no_device_reason.c_str();
+  });
+}
+
 hetero_status hetero_core_get_driver_failure_count(const hetero_core_t* core, size_t* out_count) {
   return guard([&] {
     require(core, "hetero_core_get_driver_failure_count", "core");

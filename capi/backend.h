@@ -49,6 +49,7 @@ struct DeviceEntry {
 
 struct DriverEntry {
   std::string name, version, path;
+  std::string no_device_reason;  // why it lists no device; empty when it has some
 };
 
 struct DriverFailureEntry {

@@ -143,7 +143,8 @@ class LocalBackend final : public Backend {
       : runtime_(std::make_shared<core::Runtime>(runtime_options(options))), cache_(cache_options(options)) {
     for (core::DeviceInfo& d : runtime_->devices()) devices_.push_back({std::move(d.name), std::move(d.full_name)});
     for (const core::LoadedDriver& d : runtime_->registry().drivers())
-      drivers_.push_back({d.driver->name(), d.driver->version(), d.path});
+      drivers_.push_back({d.driver->name(), d.driver->version(), d.path,
+                          d.driver->devices().empty() ? d.driver->no_device_reason() : std::string()});
     for (const core::DriverFailure& f : runtime_->registry().failures()) failures_.push_back({f.path, f.reason});
   }
 

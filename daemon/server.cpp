@@ -70,18 +70,15 @@ void Server::create_core() {
     const char *name = nullptr, *version = nullptr, *path = nullptr;
     hetero_core_get_driver(core, &name, &version, &path, k);
     info(std::string("driver ") + name + " " + version + " (" + path + ")");
+    const char* no_device = "";
+    hetero_core_get_driver_no_device_reason(core, &no_device, k);
+    // Said once, here: LEVEL_ZERO without a GPU driver, for one.
+    if (*no_device) warn(std::string("the ") + name + " driver has no device: " + no_device);
     wire::Driver* driver = devices_.add_drivers();
     driver->set_name(name);
     driver->set_version(version);
     driver->set_path(path);
-    // A driver with no device says why (LEVEL_ZERO without a GPU driver:
-    // zeInit found none), once, here; the C ABI reports it when the driver's
-    // device is asked for.
-    char* probe = nullptr;
-    if (hetero_core_get_metric(core, &probe, name, "FULL_DEVICE_NAME") == HETERO_OK)
-      hetero_free(probe);
-    else
-      warn(hetero_last_error());
+    driver->set_no_device_reason(no_device);
   }
   hetero_core_get_driver_failure_count(core, &count);
   for (size_t k = 0; k < count; ++k) {

@@ -83,8 +83,10 @@ static int list(hetero_core_t* core, bool json) {
   fputs(json ? "], \"drivers\": [" : "Drivers:\n", stdout);
   if (!json && drivers == 0) puts("  (none)");
   for (size_t k = 0; k < drivers; ++k) {
-    const char *name = NULL, *version = NULL, *path = NULL;
-    if (hetero_core_get_driver(core, &name, &version, &path, k)) return cli_call_failed("cannot list drivers");
+    const char *name = NULL, *version = NULL, *path = NULL, *no_device = NULL;
+    if (hetero_core_get_driver(core, &name, &version, &path, k) ||
+        hetero_core_get_driver_no_device_reason(core, &no_device, k))
+      return cli_call_failed("cannot list drivers");
     if (json) {
       fputs(k ? ", {\"name\": " : "{\"name\": ", stdout);
       cli_json_string(stdout, name);
@@ -92,9 +94,12 @@ static int list(hetero_core_t* core, bool json) {
       cli_json_string(stdout, version);
       fputs(", \"path\": ", stdout);
       cli_json_string(stdout, path);
+      fputs(", \"no_device_reason\": ", stdout);
+      cli_json_string(stdout, no_device);
       fputc('}', stdout);
     } else {
       printf("  %-12s %s  %s\n", name, version, path);
+      if (*no_device) printf("    no device: %s\n", no_device);
     }
   }
 

@@ -232,7 +232,8 @@ class RemoteBackend final : public Backend {
       devices_.push_back({d.name(), d.full_name()});
       metrics_[d.name()].insert(d.metrics().begin(), d.metrics().end());
     }
-    for (const wire::Driver& d : list.drivers()) drivers_.push_back({d.name(), d.version(), d.path()});
+    for (const wire::Driver& d : list.drivers())
+      drivers_.push_back({d.name(), d.version(), d.path(), d.no_device_reason()});
     for (const wire::DriverFailure& f : list.driver_failures()) failures_.push_back({f.path(), f.reason()});
   }
 

@@ -153,6 +153,11 @@ HETERO_API hetero_status hetero_core_get_metric(const hetero_core_t* core, char*
 HETERO_API hetero_status hetero_core_get_driver_count(const hetero_core_t* core, size_t* out_count);
 HETERO_API hetero_status hetero_core_get_driver(const hetero_core_t* core, const char** out_name,
                                                 const char** out_version, const char** out_path, size_t index);
+/* Why driver `index` lists no device ("" when it has some): a LEVEL_ZERO
+ * driver on a machine without a Level Zero GPU driver says what zeInit found.
+ * Borrowed, valid until the core is released. (API 0.3) */
+HETERO_API hetero_status hetero_core_get_driver_no_device_reason(const hetero_core_t* core, const char** out_reason,
+                                                                 size_t index);
 /* Driver modules that were found but could not be used, and why (another ABI
  * version, a missing library, a failed init). Strings borrowed, valid until
  * the core is released. Any out pointer may be NULL. */

@@ -46,6 +46,8 @@ def main():
 
             r = cli(socket, "devices")
             check(r.returncode == 0 and "CPU" in r.stdout and "Drivers:" in r.stdout, "devices", r.stdout + r.stderr)
+            if "LEVEL_ZERO" in r.stdout:  # its loader is here, no GPU driver: the daemon passes the reason on
+                check("no device: no Level Zero driver" in r.stdout, "devices says why LEVEL_ZERO has none", r.stdout)
             r = cli(socket, "models")
             check(r.returncode == 0 and "demo" in r.stdout and "ready" in r.stdout, "models", r.stdout + r.stderr)
             out = os.path.join(tmp, "out")

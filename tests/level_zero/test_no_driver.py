@@ -41,6 +41,7 @@ def main():
         ("hetero_core_get_device_name", C.c_int, [P, CPP, S]),
         ("hetero_core_get_driver_count", C.c_int, [P, C.POINTER(S)]),
         ("hetero_core_get_driver", C.c_int, [P, CPP, CPP, CPP, S]),
+        ("hetero_core_get_driver_no_device_reason", C.c_int, [P, CPP, S]),
         ("hetero_core_get_driver_failure_count", C.c_int, [P, C.POINTER(S)]),
         ("hetero_core_get_metric", C.c_int, [P, PP, CP, CP]),
         ("hetero_model_read_file", C.c_int, [PP, P, CP, CPP, C.c_void_p, C.POINTER(S), S]),
@@ -57,11 +58,13 @@ def main():
     check(lib.hetero_core_create(C.byref(core), None, None, 0) == OK, "core_create", err())
     n = C.c_size_t()
     lib.hetero_core_get_driver_count(core, C.byref(n))
-    names = []
+    names, reasons = [], {}
     for i in range(n.value):
-        name = C.c_char_p()
+        name, reason = C.c_char_p(), C.c_char_p()
         lib.hetero_core_get_driver(core, C.byref(name), None, None, i)
+        lib.hetero_core_get_driver_no_device_reason(core, C.byref(reason), i)
         names.append(name.value.decode())
+        reasons[names[-1]] = reason.value.decode()
     check("LEVEL_ZERO" in names, "the LEVEL_ZERO module is loaded", f"drivers: {names}")
     lib.hetero_core_get_device_count(core, C.byref(n))
     devices = []
@@ -74,6 +77,8 @@ def main():
         print(f"{passed} passed, {failed} failed")
         return 0
     check("CPU" in devices, "CPU is listed", f"devices: {devices}")
+    check("zeInit" in reasons.get("LEVEL_ZERO", ""), "the driver says why it has no device", str(reasons))
+    check(reasons.get("CPU") == "", "a driver with devices gives no reason", str(reasons))
     value = C.c_void_p()
     st = lib.hetero_core_get_metric(core, C.byref(value), b"LEVEL_ZERO", b"FULL_DEVICE_NAME")
     check(st == NOT_FOUND and "zeInit" in err(), "metric of LEVEL_ZERO names the loader's reason", f"{st}: {err()}")
@@ -100,10 +105,12 @@ def main():
     drivers = r[1].split("Drivers:", 1)[-1]
     check(r[0] == 0 and "LEVEL_ZERO" in drivers and "failed to load" not in r[1],
           "hetero devices lists the LEVEL_ZERO module (loaded, no device)", str(r))
+    check("no device: no Level Zero driver: zeInit" in drivers, "hetero devices says why LEVEL_ZERO has none", str(r))
     r = hetero("devices", "--json")
     try:
         doc = json.loads(r[1])
-        check(any(d["name"] == "LEVEL_ZERO" for d in doc["drivers"]), "--json lists the LEVEL_ZERO driver", r[1])
+        check(any(d["name"] == "LEVEL_ZERO" and "zeInit" in d["no_device_reason"] for d in doc["drivers"]),
+              "--json lists the LEVEL_ZERO driver with its reason", r[1])
         check(not any(d["name"].startswith("LEVEL_ZERO") for d in doc["devices"]), "--json lists no LEVEL_ZERO device")
     except (ValueError, KeyError) as e:
         check(False, "hetero devices --json parses", f"{e}: {r}")
