@@ -1,0 +1,320 @@
+#include "tests/driver_contract/contract.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstring>
+
+#include "tests/unit/model_text.h"
+
+namespace hetero::contract {
+
+Config DeviceCase::driver_key(const std::string& key, const std::string& value) const {
+  return {{hetero ? driver + ":" + key : key, value}};
+}
+
+Config DeviceCase::compile_config_with(const Config& config) const {
+  Config all = compile_config;
+  for (const auto& [key, value] : config) all[key] = value;
+  return all;
+}
+
+const std::vector<DeviceCase>& device_cases() {
+  static const std::vector<DeviceCase> cases = [] {
+    const std::vector<std::string> cpu_keys = {"optimize", "ops", "num_threads", "device_count"};
+    const std::vector<std::string> gpu_keys = {"optimize", "ops", "kernels_per_batch"};
+    const std::vector<std::pair<std::string, std::string>> cpu_bad = {
+        {"optimize", "maybe"}, {"num_threads", "x"}, {"num_threads", "-1"}, {"device_count", "0"}};
+    const std::vector<std::pair<std::string, std::string>> gpu_bad = {
+        {"optimize", "maybe"}, {"kernels_per_batch", "0"}, {"kernels_per_batch", "x"}};
+    const Config two_cpus = {{"CPU.device_count", "2"}};
+    DeviceCase cpu{.test_name = "CPU", .device = "CPU", .members = {"CPU"}, .driver = "CPU", .config_keys = cpu_keys, .bad_values = cpu_bad};
+    DeviceCase cpu1{.test_name = "CPU_1",
+                    .device = "CPU.1",
+                    .members = {"CPU.1"},
+                    .driver = "CPU",
+                    .core_config = two_cpus,
+                    .config_keys = cpu_keys, .bad_values = cpu_bad};
+    // CPU.1 runs the ops listed, CPU the rest: every test model is cut in
+    // several parts (Relu, Neg, GlobalAveragePool and Softmax go to CPU).
+    DeviceCase hetero{.test_name = "HETERO_CPU_1_CPU",
+                      .device = "HETERO:CPU.1,CPU",
+                      .members = {"CPU.1", "CPU"},
+                      .driver = "CPU",
+                      .core_config = two_cpus,
+                      .compile_config = {{"CPU.1:ops", "MatMul,Add,Mul,Identity,Conv,MaxPool,Flatten"}},
+                      .hetero = true,
+                      .config_keys = cpu_keys, .bad_values = cpu_bad};
+    DeviceCase opencl{.test_name = "OPENCL",
+                      .device = "OPENCL",
+                      .members = {"OPENCL"},
+                      .driver = "OPENCL",
+                      .exact = false,
+                      .dynamic_shapes = false,
+                      .deterministic_blobs = false,
+                      .config_keys = gpu_keys,
+                      .bad_values = gpu_bad};
+    DeviceCase level_zero{.test_name = "LEVEL_ZERO",
+                          .device = "LEVEL_ZERO",
+                          .members = {"LEVEL_ZERO"},
+                          .driver = "LEVEL_ZERO",
+                          .must_be_present = false,
+                          .exact = false,
+                          .dynamic_shapes = false,
+                          .deterministic_blobs = false,
+                          .config_keys = gpu_keys,
+                      .bad_values = gpu_bad};
+    return std::vector<DeviceCase>{cpu, cpu1, hetero, opencl, level_zero};
+  }();
+  return cases;
+}
+
+void PrintTo(const DeviceCase& c, std::ostream* out) { *out << c.device; }
+
+// ---- Handles and tensors ------------------------------------------------------
+
+std::string take_string(char* text) {
+  std::unique_ptr<char, LibraryFree> owned(text);
+  return text ? std::string(text) : std::string();
+}
+
+std::vector<uint8_t> take_bytes(void* data, size_t size) {
+  std::unique_ptr<void, LibraryFree> owned(data);
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  return data ? std::vector<uint8_t>(bytes, bytes + size) : std::vector<uint8_t>();
+}
+
+TensorPtr make_tensor(hetero_dtype dtype, const std::vector<int64_t>& shape) {
+  hetero_tensor_t* t = nullptr;
+  EXPECT_OK(hetero_tensor_create(&t, dtype, shape.data(), shape.size()));
+  return TensorPtr(t);
+}
+
+TensorPtr make_tensor(const HostTensor& host) {
+  TensorPtr t = make_tensor(HETERO_DTYPE_FLOAT32, host.shape);
+  void* data = nullptr;
+  size_t count = 0;
+  if (!t || hetero_tensor_get_data(t.get(), &data) != HETERO_OK ||
+      hetero_tensor_get_element_count(t.get(), &count) != HETERO_OK || count != host.values.size()) {
+    ADD_FAILURE() << "cannot fill a tensor of " << host.values.size() << " values: " << hetero_last_error();
+    return t;
+  }
+  if (count) std::memcpy(data, host.values.data(), count * sizeof(float));
+  return t;
+}
+
+HostTensor read_tensor(hetero_tensor_t* t) {
+  HostTensor host;
+  hetero_dtype dtype = HETERO_DTYPE_UNDEFINED;
+  const int64_t* dims = nullptr;
+  size_t rank = 0, count = 0;
+  void* data = nullptr;
+  EXPECT_OK(hetero_tensor_get_dtype(t, &dtype));
+  EXPECT_EQ(dtype, HETERO_DTYPE_FLOAT32) << "the contract's models have float32 outputs";
+  EXPECT_OK(hetero_tensor_get_shape(t, &dims, &rank));
+  EXPECT_OK(hetero_tensor_get_element_count(t, &count));
+  EXPECT_OK(hetero_tensor_get_data(t, &data));
+  if (dims) host.shape.assign(dims, dims + rank);
+  if (data && dtype == HETERO_DTYPE_FLOAT32) host.values.assign(static_cast<float*>(data), static_cast<float*>(data) + count);
+  return host;
+}
+
+void set_inputs(hetero_infer_request_t* request, const Tensors& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TensorPtr t = make_tensor(inputs[i]);
+    EXPECT_OK(hetero_infer_request_set_input(request, i, t.get()));
+  }
+}
+
+size_t output_count(const hetero_compiled_model_t* compiled) {
+  size_t count = 0;
+  EXPECT_OK(hetero_compiled_model_get_output_count(compiled, &count));
+  return count;
+}
+
+Tensors read_outputs(hetero_infer_request_t* request, size_t count) {
+  Tensors out;
+  for (size_t i = 0; i < count; ++i) {
+    hetero_tensor_t* t = nullptr;
+    EXPECT_OK(hetero_infer_request_get_output(request, &t, i));
+    TensorPtr owned(t);
+    out.push_back(t ? read_tensor(t) : HostTensor{});
+  }
+  return out;
+}
+
+void expect_same(const Tensors& got, const Tensors& want, bool exact, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t k = 0; k < want.size(); ++k) {
+    ASSERT_EQ(got[k].shape, want[k].shape) << what << ", output " << k;
+    ASSERT_EQ(got[k].values.size(), want[k].values.size()) << what << ", output " << k;
+    size_t bad = 0, worst = 0;
+    double worst_error = -1;
+    for (size_t i = 0; i < want[k].values.size(); ++i) {
+      const double w = want[k].values[i], g = got[k].values[i];
+      const double error = std::fabs(w - g);
+      const bool close = exact ? (w == g || (std::isnan(w) && std::isnan(g))) : error <= 1e-4 + 1e-3 * std::fabs(w);
+      if (close) continue;
+      if (error > worst_error) worst = i, worst_error = error;
+      ++bad;
+    }
+    EXPECT_EQ(bad, 0u) << what << ", output " << k << ": " << bad << " of " << want[k].values.size()
+                       << " values differ; worst at " << worst << ": want " << want[k].values[worst] << ", got "
+                       << got[k].values[worst];
+  }
+}
+
+void expect_refused_at(const char* file, int line, const char* call, hetero_status got, hetero_status want,
+                       std::initializer_list<std::string> mentions) {
+  const std::string message = hetero_last_error();
+  if (got != want) {
+    ADD_FAILURE_AT(file, line) << call << " returned " << hetero_status_name(got) << ", expected "
+                               << hetero_status_name(want) << (got == HETERO_OK ? "" : ": " + message);
+    return;
+  }
+  for (const std::string& part : mentions)
+    if (message.find(part) == std::string::npos)
+      ADD_FAILURE_AT(file, line) << call << ": '" << part << "' is not named in: " << message;
+}
+
+ConfigArrays::ConfigArrays(const Config& config) {
+  for (const auto& [key, value] : config) {
+    keys.push_back(key.c_str());
+    values.push_back(value.c_str());
+  }
+}
+
+CorePtr make_core(const Config& config) {
+  const ConfigArrays pairs(config);
+  hetero_core_t* core = nullptr;
+  EXPECT_OK(hetero_core_create(&core, pairs.keys.data(), pairs.values.data(), pairs.size()));
+  return CorePtr(core);
+}
+
+// ---- Fixtures -----------------------------------------------------------------
+
+std::string module_name(const std::string& driver) {
+  std::string name = "hetero_driver_" + driver;
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+hetero_core_t* DriverTest::core() const {
+  static std::map<Config, CorePtr> cores;
+  CorePtr& core = cores[device_case().core_config];
+  if (!core) core = make_core(device_case().core_config);
+  return core.get();
+}
+
+long DriverTest::driver_index() const {
+  size_t count = 0;
+  if (hetero_core_get_driver_count(core(), &count) != HETERO_OK) return -1;
+  for (size_t i = 0; i < count; ++i) {
+    const char* name = nullptr;
+    if (hetero_core_get_driver(core(), &name, nullptr, nullptr, i) == HETERO_OK && device_case().driver == name)
+      return static_cast<long>(i);
+  }
+  return -1;
+}
+
+std::string DriverTest::absent_reason() const {
+  const long index = driver_index();
+  if (index < 0) {
+    // Not loaded: a module that failed says why.
+    size_t failures = 0;
+    hetero_core_get_driver_failure_count(core(), &failures);
+    for (size_t i = 0; i < failures; ++i) {
+      const char *path = nullptr, *reason = nullptr;
+      if (hetero_core_get_driver_failure(core(), &path, &reason, i) == HETERO_OK &&
+          std::strstr(path, module_name(device_case().driver).c_str()))
+        return std::string(path) + ": " + reason;
+    }
+    return "no " + device_case().driver + " driver module was found";
+  }
+  size_t count = 0;
+  hetero_core_get_device_count(core(), &count);
+  for (const std::string& member : device_case().members) {
+    bool listed = false;
+    for (size_t i = 0; i < count && !listed; ++i) {
+      const char* name = nullptr;
+      listed = hetero_core_get_device_name(core(), &name, i) == HETERO_OK && member == name;
+    }
+    if (listed) continue;
+    const char* why = nullptr;
+    hetero_core_get_driver_no_device_reason(core(), &why, static_cast<size_t>(index));
+    return member + " is not on this machine" + (why && *why ? std::string(": ") + why : std::string());
+  }
+  return {};
+}
+
+void DriverTest::SetUp() {
+  if (driver_index() >= 0) return;
+  if (device_case().must_be_present) GTEST_FAIL() << absent_reason();
+  GTEST_SKIP() << absent_reason();
+}
+
+void DeviceTest::SetUp() {
+  DriverTest::SetUp();
+  if (IsSkipped() || HasFailure()) return;
+  const std::string why = absent_reason();
+  if (why.empty()) return;
+  if (device_case().must_be_present) GTEST_FAIL() << why;
+  GTEST_SKIP() << why;
+}
+
+ModelPtr DriverTest::read_model(const std::string& onnx_text, hetero_core_t* core) const {
+  const std::vector<uint8_t> bytes = test::onnx_bytes(onnx_text.c_str());
+  hetero_model_t* model = nullptr;
+  EXPECT_OK(hetero_model_read_memory(&model, core ? core : this->core(), bytes.data(), bytes.size(), nullptr, nullptr, nullptr, 0));
+  return ModelPtr(model);
+}
+
+hetero_status DeviceTest::try_compile(const hetero_model_t* model, const Config& config,
+                                      hetero_compiled_model_t** out, hetero_core_t* core) const {
+  const Config all = device_case().compile_config_with(config);
+  const ConfigArrays pairs(all);
+  return hetero_compile(out, core ? core : this->core(), model, device_case().device.c_str(), pairs.keys.data(), pairs.values.data(),
+                        pairs.size());
+}
+
+CompiledPtr DeviceTest::compile(const hetero_model_t* model, const Config& config, hetero_core_t* core) const {
+  hetero_compiled_model_t* compiled = nullptr;
+  EXPECT_OK(try_compile(model, config, &compiled, core));
+  return CompiledPtr(compiled);
+}
+
+hetero_status DeviceTest::try_query(const hetero_model_t* model, const Config& config,
+                                    hetero_query_result_t** out) const {
+  const Config all = device_case().compile_config_with(config);
+  const ConfigArrays pairs(all);
+  return hetero_query(out, core(), model, device_case().device.c_str(), pairs.keys.data(), pairs.values.data(),
+                      pairs.size());
+}
+
+CompiledPtr DeviceTest::compile_text(const std::string& onnx_text, hetero_core_t* core) const {
+  ModelPtr model = read_model(onnx_text, core);
+  return model ? compile(model.get(), {}, core) : nullptr;
+}
+
+Tensors DeviceTest::infer(hetero_compiled_model_t* compiled, const Tensors& inputs) const {
+  hetero_infer_request_t* request = nullptr;
+  EXPECT_OK(hetero_infer_request_create(&request, compiled));
+  if (!request) return {};
+  RequestPtr owned(request);
+  set_inputs(request, inputs);
+  EXPECT_OK(hetero_infer_request_infer(request));
+  return read_outputs(request, output_count(compiled));
+}
+
+CompiledPtr DeviceTest::compile_on_cpu(const std::string& onnx_text) const {
+  ModelPtr model = read_model(onnx_text);
+  hetero_compiled_model_t* compiled = nullptr;
+  EXPECT_OK(hetero_compile(&compiled, core(), model.get(), "CPU", nullptr, nullptr, 0));
+  return CompiledPtr(compiled);
+}
+
+Tensors DeviceTest::reference(const std::string& onnx_text, const Tensors& inputs) const {
+  CompiledPtr compiled = compile_on_cpu(onnx_text);
+  return compiled ? infer(compiled.get(), inputs) : Tensors{};
+}
+
+}  // namespace hetero::contract
