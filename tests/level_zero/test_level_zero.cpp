@@ -1,10 +1,11 @@
 // The Level Zero driver on a host with no Level Zero driver installed (the
-// loader is, the GPU driver is not): the module loads and lists no device
-// with the reason, single-device compiles name it, HETERO:LEVEL_ZERO,CPU
-// falls back to CPU unless the policy pins nodes to LEVEL_ZERO; and the parts
-// that need no device: the native-binary wrapper blobs carry, launch
-// geometry, the build-time SPIR-V modules, and run-time SPIR-V builds of the
-// kernels the shared kernel selector instantiates for a real model.
+// loader is, the GPU driver is not), beyond the driver contract every device
+// meets (tests/driver_contract): the reason is the loader's, and
+// HETERO:LEVEL_ZERO,CPU falls back to CPU unless the policy pins nodes to
+// LEVEL_ZERO; and the parts that need no device: the native-binary wrapper
+// blobs carry, launch geometry, the build-time SPIR-V modules, and run-time
+// SPIR-V builds of the kernels the shared kernel selector instantiates for a
+// real model.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -104,36 +105,15 @@ std::vector<core::Tensor> run(driver::CompiledModel& compiled) {
 
 // ---- No Level Zero driver (these machines) --------------------------------
 
-TEST(NoLevelZeroDriver, ModuleLoadsWithZeroDevicesAndTheReason) {
+// The driver contract (tests/driver_contract, LEVEL_ZERO instances) checks
+// that a driver without devices loads, lists none and gives its reason on
+// every call; here, that the reason is the Level Zero loader's own.
+TEST(NoLevelZeroDriver, TheReasonIsTheLoaders) {
   const driver::Driver* d = level_zero();
   ASSERT_NE(d, nullptr) << "the LEVEL_ZERO module itself must load";
   if (!no_level_zero_device()) GTEST_SKIP() << "a Level Zero device is present";
-  EXPECT_EQ(d->name(), "LEVEL_ZERO");
-  EXPECT_TRUE(d->devices().empty());
   const std::string why = d->no_device_reason();
   EXPECT_TRUE(why.find("zeInit") != std::string::npos || why.find("zeDriverGet") != std::string::npos) << why;
-  for (const core::DeviceInfo& info : runtime().devices()) EXPECT_NE(info.driver, "LEVEL_ZERO");
-  for (const core::DriverFailure& f : runtime().registry().failures())
-    EXPECT_EQ(f.path.find("level_zero"), std::string::npos) << f.path << ": " << f.reason;
-}
-
-TEST(NoLevelZeroDriver, CompileAndMetricsNameTheReason) {
-  if (!no_level_zero_device()) GTEST_SKIP() << "a Level Zero device is present";
-  const auto model = test::model_from_text(kSmallCnn);
-  for (const char* device : {"LEVEL_ZERO", "LEVEL_ZERO.1"}) {
-    const std::string why = error_of([&] { runtime().compile(*model, device); }, HETERO_NOT_FOUND);
-    EXPECT_NE(why.find("LEVEL_ZERO driver has no device"), std::string::npos) << why;
-    EXPECT_NE(why.find("zeInit"), std::string::npos) << why;
-  }
-  EXPECT_NE(error_of([&] { runtime().metric("LEVEL_ZERO", "FULL_DEVICE_NAME"); }, HETERO_NOT_FOUND).find("zeInit"),
-            std::string::npos);
-  // Config keys are checked without a device.
-  driver::Driver* d = runtime().registry().find("LEVEL_ZERO");
-  EXPECT_NE(error_of([&] { d->set_config({{"num_threads", "2"}}); }, HETERO_INVALID_ARGUMENT).find("num_threads"),
-            std::string::npos);
-  d->set_config({{"kernels_per_batch", "4"}});
-  EXPECT_EQ(d->get_config("kernels_per_batch"), "4");
-  d->set_config({{"kernels_per_batch", "8"}});
 }
 
 TEST(NoLevelZeroDriver, HeteroFallsBackToCpu) {

@@ -109,33 +109,6 @@ TEST(Hetero, ConstantReadOnTwoDevicesIsCopiedToBoth) {
   EXPECT_EQ(parts_with_constant, 2u) << plan_text(plan);  // the Add part and the Mul part
 }
 
-TEST(Hetero, AsyncRequestsInFlightOverlapAndAgree) {
-  const auto model = test::model_from_text(kSharedConstant);
-  auto split = compile_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"CPU.1:ops", "Add,Mul,Identity"}});
-  auto whole = two_cpus().compile(*model, "CPU");
-  constexpr int kRequests = 4;
-  std::vector<std::unique_ptr<driver::InferRequest>> reqs;
-  std::vector<Tensor> xs;
-  std::atomic<int> done{0};
-  for (int round = 0; round < 3; ++round) {
-    for (int i = 0; i < kRequests; ++i) {
-      if (round == 0) reqs.push_back(split->create_infer_request());
-      xs.push_back(input({float(i), float(-i), float(round), 1, 2, 3}));
-      reqs[i]->set_input(0, xs.back());
-      reqs[i]->set_input(1, xs.back());
-    }
-    for (auto& r : reqs)
-      r->start_async([&](std::exception_ptr e) {
-        EXPECT_FALSE(e);
-        ++done;
-      });
-    for (auto& r : reqs) r->wait();
-    for (int i = 0; i < kRequests; ++i)
-      EXPECT_EQ(values(reqs[i]->output(1)), values(run(*whole, xs[xs.size() - kRequests + i])[1]));
-  }
-  EXPECT_EQ(done.load(), 3 * kRequests);
-}
-
 TEST(Hetero, PolicyPinsWinAndFallBack) {
   const auto model = test::model_from_text(kSharedConstant);
   // Relu pinned to CPU.1, which cannot run it: fallback moves it to CPU...
@@ -161,15 +134,6 @@ TEST(Hetero, PolicyPinsWinAndFallBack) {
   ASSERT_EQ(pinned.cut.parts.size(), 3u) << plan_text(pinned);  // Add..Mul | Identity | Neg
   EXPECT_EQ(pinned.cut.parts[0].node_names, (std::vector<std::string>{"Add_1", "Relu_2", "Mul_3"}));
   EXPECT_EQ(pinned.cut.parts[2].node_names, (std::vector<std::string>{"Neg_4"}));
-}
-
-TEST(Hetero, NodeNoDeviceRunsIsNamedWithItsOp) {
-  const auto model = test::model_from_text(kSharedConstant);
-  const std::string why = error_of(
-      [&] { make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"CPU:ops", "Add,Mul,Neg,Identity"}}); },
-      HETERO_NOT_SUPPORTED);
-  EXPECT_NE(why.find("Relu_2"), std::string::npos) << why;
-  EXPECT_NE(why.find("(Relu)"), std::string::npos) << why;
 }
 
 TEST(Hetero, QueryAnswersForTheDeviceList) {
@@ -223,33 +187,22 @@ TEST(Hetero, ConfigMistakesAreNamed) {
             std::string::npos);
 }
 
-// A HETERO blob holds the plan and each part's own driver export: importing
-// compiles nothing and computes exactly what the compiled model does.
-TEST(Hetero, BlobRoundTripIsExact) {
+// A HETERO blob holds the plan, then each part's own driver export in
+// execution order. (The driver contract suite, tests/driver_contract, checks
+// that it imports, computes exactly the same, and is refused without CPU.1.)
+TEST(Hetero, BlobHoldsThePlanAndEachPartsExport) {
   const auto model = test::model_from_text(kSharedConstant);
   const driver::Config config{{"CPU.1:ops", "Add,Mul,Identity"}};
   auto split = compile_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", config);
-  const core::BlobOrigin origin{config, model->source_sha256};
-  const std::vector<uint8_t> blob = export_hetero_blob(two_cpus(), *split, origin);
-  EXPECT_EQ(blob, export_hetero_blob(two_cpus(), *compile_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", config),
-                                     origin))
-      << "HETERO blobs must be deterministic";
+  const std::vector<uint8_t> blob = export_hetero_blob(two_cpus(), *split, {config, model->source_sha256});
   const core::BlobView view = core::read_blob(blob);
-  EXPECT_EQ(view.sections.size(), 1 + split->stages().size());
-  auto imported = import_hetero_blob(two_cpus(), view, {});
-  ASSERT_EQ(imported->stages().size(), split->stages().size());
-  EXPECT_EQ(imported->device(), "HETERO:CPU.1,CPU");
-  const Tensor x = input({1, 2, -3, -4, 5, 0.5f});
-  const auto a = run(*split, x), b = run(*imported, x);
-  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(values(a[i]), values(b[i])) << "output " << i;
-  EXPECT_EQ(export_hetero_blob(two_cpus(), *imported, origin), blob);
-  // A config the blob contradicts, and a machine without CPU.1, are refused by name.
-  EXPECT_NE(error_of([&] { import_hetero_blob(two_cpus(), view, {{"CPU.1:ops", "Add"}}); }, HETERO_BLOB_MISMATCH)
-                .find("CPU.1:ops"),
-            std::string::npos);
-  const core::Runtime one_cpu;
-  EXPECT_NE(error_of([&] { import_hetero_blob(one_cpu, view, {}); }, HETERO_NOT_FOUND).find("CPU.1"),
-            std::string::npos);
+  ASSERT_EQ(view.sections.size(), 1 + split->stages().size());
+  EXPECT_EQ(view.sections[0].name, "plan");
+  for (size_t i = 0; i < split->stages().size(); ++i) {
+    EXPECT_EQ(view.sections[i + 1].name, "part" + std::to_string(i));
+    EXPECT_EQ(view.sections[i + 1].device, split->stages()[i].device);
+  }
+  EXPECT_EQ(import_hetero_blob(two_cpus(), view, {})->stages().size(), split->stages().size());
 }
 
 // a1 -> b1 -> a2 -> b2 -> add(b2, a1): the nested cycle, with the a*
