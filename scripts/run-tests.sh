@@ -18,8 +18,9 @@ run_suite() {  # build dir, meson setup args...
 }
 
 run_suite build || status=1
-# The sanitizer build runs the unit and fuzz suites and the daemon test (the
-# real heterod against hostile clients): the conformance and model suites are
+# The sanitizer build runs the unit and fuzz suites, the daemon test (the
+# real heterod against hostile clients) and the driver contract but for its
+# OPENCL instances (suite 'sanitize'): the conformance and model suites are
 # the same code on larger inputs, too slow under ASan on 2 cores.
 SUITES="--suite unit --suite fuzz --suite sanitize" run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false \
   -Dbuildtype=debugoptimized || status=1

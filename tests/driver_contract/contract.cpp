@@ -8,8 +8,30 @@
 
 namespace hetero::contract {
 
+bool DeviceCase::hetero() const { return device.rfind("HETERO:", 0) == 0; }
+
+std::vector<std::string> DeviceCase::members() const {
+  if (!hetero()) return {device};
+  std::vector<std::string> out;
+  std::string list = device.substr(std::strlen("HETERO:"));
+  for (size_t start = 0, comma; start <= list.size(); start = comma + 1) {
+    comma = std::min(list.find(',', start), list.size());
+    out.push_back(list.substr(start, comma - start));
+  }
+  return out;
+}
+
+std::string DeviceCase::driver() const { return members().front().substr(0, members().front().find('.')); }
+
+std::string DeviceCase::test_name() const {
+  std::string name = device;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
 Config DeviceCase::driver_key(const std::string& key, const std::string& value) const {
-  return {{hetero ? driver + ":" + key : key, value}};
+  return {{hetero() ? driver() + ":" + key : key, value}};
 }
 
 Config DeviceCase::compile_config_with(const Config& config) const {
@@ -27,42 +49,28 @@ const std::vector<DeviceCase>& device_cases() {
     const std::vector<std::pair<std::string, std::string>> gpu_bad = {
         {"optimize", "maybe"}, {"kernels_per_batch", "0"}, {"kernels_per_batch", "x"}};
     const Config two_cpus = {{"CPU.device_count", "2"}};
-    DeviceCase cpu{.test_name = "CPU", .device = "CPU", .members = {"CPU"}, .driver = "CPU", .config_keys = cpu_keys, .bad_values = cpu_bad};
-    DeviceCase cpu1{.test_name = "CPU_1",
-                    .device = "CPU.1",
-                    .members = {"CPU.1"},
-                    .driver = "CPU",
-                    .core_config = two_cpus,
-                    .config_keys = cpu_keys, .bad_values = cpu_bad};
+    DeviceCase cpu{.device = "CPU", .config_keys = cpu_keys, .bad_values = cpu_bad};
+    DeviceCase cpu1{.device = "CPU.1", .core_config = two_cpus, .config_keys = cpu_keys, .bad_values = cpu_bad};
     // CPU.1 runs the ops listed, CPU the rest: every test model is cut in
-    // several parts (Relu, Neg, GlobalAveragePool and Softmax go to CPU).
-    DeviceCase hetero{.test_name = "HETERO_CPU_1_CPU",
-                      .device = "HETERO:CPU.1,CPU",
-                      .members = {"CPU.1", "CPU"},
-                      .driver = "CPU",
+    // several parts (Relu, Neg, Add, GlobalAveragePool and Softmax go to CPU).
+    DeviceCase hetero{.device = "HETERO:CPU.1,CPU",
                       .core_config = two_cpus,
-                      .compile_config = {{"CPU.1:ops", "MatMul,Add,Mul,Identity,Conv,MaxPool,Flatten"}},
-                      .hetero = true,
-                      .config_keys = cpu_keys, .bad_values = cpu_bad};
-    DeviceCase opencl{.test_name = "OPENCL",
-                      .device = "OPENCL",
-                      .members = {"OPENCL"},
-                      .driver = "OPENCL",
+                      .compile_config = {{"CPU.1:ops", "MatMul,Sub,Mul,Identity,Conv,MaxPool,Flatten"}},
+                      .config_keys = cpu_keys,
+                      .bad_values = cpu_bad};
+    DeviceCase opencl{.device = "OPENCL",
                       .exact = false,
                       .dynamic_shapes = false,
                       .deterministic_blobs = false,
                       .config_keys = gpu_keys,
                       .bad_values = gpu_bad};
-    DeviceCase level_zero{.test_name = "LEVEL_ZERO",
-                          .device = "LEVEL_ZERO",
-                          .members = {"LEVEL_ZERO"},
-                          .driver = "LEVEL_ZERO",
+    DeviceCase level_zero{.device = "LEVEL_ZERO",
                           .must_be_present = false,
                           .exact = false,
                           .dynamic_shapes = false,
                           .deterministic_blobs = false,
                           .config_keys = gpu_keys,
-                      .bad_values = gpu_bad};
+                          .bad_values = gpu_bad};
     return std::vector<DeviceCase>{cpu, cpu1, hetero, opencl, level_zero};
   }();
   return cases;
@@ -114,7 +122,8 @@ HostTensor read_tensor(hetero_tensor_t* t) {
   EXPECT_OK(hetero_tensor_get_element_count(t, &count));
   EXPECT_OK(hetero_tensor_get_data(t, &data));
   if (dims) host.shape.assign(dims, dims + rank);
-  if (data && dtype == HETERO_DTYPE_FLOAT32) host.values.assign(static_cast<float*>(data), static_cast<float*>(data) + count);
+  if (data && dtype == HETERO_DTYPE_FLOAT32)
+    host.values.assign(static_cast<float*>(data), static_cast<float*>(data) + count);
   return host;
 }
 
@@ -210,7 +219,7 @@ long DriverTest::driver_index() const {
   if (hetero_core_get_driver_count(core(), &count) != HETERO_OK) return -1;
   for (size_t i = 0; i < count; ++i) {
     const char* name = nullptr;
-    if (hetero_core_get_driver(core(), &name, nullptr, nullptr, i) == HETERO_OK && device_case().driver == name)
+    if (hetero_core_get_driver(core(), &name, nullptr, nullptr, i) == HETERO_OK && device_case().driver() == name)
       return static_cast<long>(i);
   }
   return -1;
@@ -225,14 +234,14 @@ std::string DriverTest::absent_reason() const {
     for (size_t i = 0; i < failures; ++i) {
       const char *path = nullptr, *reason = nullptr;
       if (hetero_core_get_driver_failure(core(), &path, &reason, i) == HETERO_OK &&
-          std::strstr(path, module_name(device_case().driver).c_str()))
+          std::strstr(path, module_name(device_case().driver()).c_str()))
         return std::string(path) + ": " + reason;
     }
-    return "no " + device_case().driver + " driver module was found";
+    return "no " + device_case().driver() + " driver module was found";
   }
   size_t count = 0;
   hetero_core_get_device_count(core(), &count);
-  for (const std::string& member : device_case().members) {
+  for (const std::string& member : device_case().members()) {
     bool listed = false;
     for (size_t i = 0; i < count && !listed; ++i) {
       const char* name = nullptr;
@@ -264,16 +273,17 @@ void DeviceTest::SetUp() {
 ModelPtr DriverTest::read_model(const std::string& onnx_text, hetero_core_t* core) const {
   const std::vector<uint8_t> bytes = test::onnx_bytes(onnx_text.c_str());
   hetero_model_t* model = nullptr;
-  EXPECT_OK(hetero_model_read_memory(&model, core ? core : this->core(), bytes.data(), bytes.size(), nullptr, nullptr, nullptr, 0));
+  EXPECT_OK(hetero_model_read_memory(&model, core ? core : this->core(), bytes.data(), bytes.size(), nullptr, nullptr,
+                                     nullptr, 0));
   return ModelPtr(model);
 }
 
-hetero_status DeviceTest::try_compile(const hetero_model_t* model, const Config& config,
-                                      hetero_compiled_model_t** out, hetero_core_t* core) const {
+hetero_status DeviceTest::try_compile(const hetero_model_t* model, const Config& config, hetero_compiled_model_t** out,
+                                      hetero_core_t* core) const {
   const Config all = device_case().compile_config_with(config);
   const ConfigArrays pairs(all);
-  return hetero_compile(out, core ? core : this->core(), model, device_case().device.c_str(), pairs.keys.data(), pairs.values.data(),
-                        pairs.size());
+  return hetero_compile(out, core ? core : this->core(), model, device_case().device.c_str(), pairs.keys.data(),
+                        pairs.values.data(), pairs.size());
 }
 
 CompiledPtr DeviceTest::compile(const hetero_model_t* model, const Config& config, hetero_core_t* core) const {
@@ -295,14 +305,25 @@ CompiledPtr DeviceTest::compile_text(const std::string& onnx_text, hetero_core_t
   return model ? compile(model.get(), {}, core) : nullptr;
 }
 
-Tensors DeviceTest::infer(hetero_compiled_model_t* compiled, const Tensors& inputs) const {
+RequestPtr DeviceTest::new_request(hetero_compiled_model_t* compiled) const {
   hetero_infer_request_t* request = nullptr;
   EXPECT_OK(hetero_infer_request_create(&request, compiled));
+  return RequestPtr(request);
+}
+
+DeviceTest::Loaded DeviceTest::load(const std::string& onnx_text, hetero_core_t* core) const {
+  Loaded loaded;
+  loaded.compiled = compile_text(onnx_text, core);
+  if (loaded.compiled) loaded.request = new_request(loaded.compiled.get());
+  return loaded;
+}
+
+Tensors DeviceTest::infer(hetero_compiled_model_t* compiled, const Tensors& inputs) const {
+  RequestPtr request = new_request(compiled);
   if (!request) return {};
-  RequestPtr owned(request);
-  set_inputs(request, inputs);
-  EXPECT_OK(hetero_infer_request_infer(request));
-  return read_outputs(request, output_count(compiled));
+  set_inputs(request.get(), inputs);
+  EXPECT_OK(hetero_infer_request_infer(request.get()));
+  return read_outputs(request.get(), output_count(compiled));
 }
 
 CompiledPtr DeviceTest::compile_on_cpu(const std::string& onnx_text) const {

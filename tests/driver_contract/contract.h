@@ -26,17 +26,12 @@ using Config = std::map<std::string, std::string>;
 
 // One device string under test and what the contract allows it to differ in.
 struct DeviceCase {
-  std::string test_name;  // the instance's name in gtest: "CPU_1"
-  std::string device;     // "CPU.1", "HETERO:CPU.1,CPU"
-  // The plain devices it runs on: itself, or a HETERO string's list.
-  std::vector<std::string> members;
-  std::string driver;  // the driver module of those devices
+  std::string device;  // "CPU.1", "HETERO:CPU.1,CPU"
   // hetero_core_create() pairs of the core it runs in.
   Config core_config;
   // Added to every compile: for HETERO, what splits the test models across
   // its devices, so that every test runs a model in several parts.
   Config compile_config;
-  bool hetero = false;
   // False: absent on this machine is skipped with the driver's reason.
   bool must_be_present = true;
   // Outputs equal to the CPU driver's bit for bit (else rtol 1e-3, atol 1e-4).
@@ -50,6 +45,14 @@ struct DeviceCase {
   std::vector<std::string> config_keys;
   // Values of those keys the driver must refuse.
   std::vector<std::pair<std::string, std::string>> bad_values;
+
+  bool hetero() const;
+  // The plain devices it runs on: itself, or a HETERO string's list.
+  std::vector<std::string> members() const;
+  // The driver module of those devices (one for every case here): "CPU".
+  std::string driver() const;
+  // The instance's name in gtest: "HETERO_CPU_1_CPU".
+  std::string test_name() const;
 
   // `key` = `value` as this device's compile config: a driver key for a plain
   // device, "DRIVER:key" (every device of the driver) for HETERO.
@@ -150,13 +153,21 @@ class DeviceTest : public DriverTest {
  protected:
   void SetUp() override;
 
-  // Compiles for the case's device with its compile_config and `config`:
-  // the status, or a test failure.
+  // Compiles (queries) for the case's device with its compile_config and
+  // `config`: try_* return the status, compile() fails the test on an error.
   hetero_status try_compile(const hetero_model_t* model, const Config& config, hetero_compiled_model_t** out,
                             hetero_core_t* core = nullptr) const;
   CompiledPtr compile(const hetero_model_t* model, const Config& config = {}, hetero_core_t* core = nullptr) const;
   hetero_status try_query(const hetero_model_t* model, const Config& config, hetero_query_result_t** out) const;
   CompiledPtr compile_text(const std::string& onnx_text, hetero_core_t* core = nullptr) const;
+  // A request on `compiled`; null, with a test failure, when none is made.
+  RequestPtr new_request(hetero_compiled_model_t* compiled) const;
+  // `onnx_text` compiled, and a request on it.
+  struct Loaded {
+    CompiledPtr compiled;
+    RequestPtr request;
+  };
+  Loaded load(const std::string& onnx_text, hetero_core_t* core = nullptr) const;
   // One sync inference on a new request.
   Tensors infer(hetero_compiled_model_t* compiled, const Tensors& inputs) const;
   // The CPU driver's outputs for the same model and inputs: the reference.
@@ -165,8 +176,8 @@ class DeviceTest : public DriverTest {
 };
 
 // Instantiates `fixture` for every DeviceCase, named by test_name.
-#define HETERO_CONTRACT_INSTANTIATE(fixture)                                                   \
+#define HETERO_CONTRACT_INSTANTIATE(fixture)                                                          \
   INSTANTIATE_TEST_SUITE_P(Devices, fixture, ::testing::ValuesIn(::hetero::contract::device_cases()), \
-                           [](const auto& info) { return info.param.test_name; })
+                           [](const auto& info) { return info.param.test_name(); })
 
 }  // namespace hetero::contract

@@ -39,19 +39,19 @@ two_outputs (float[2, 4] x) => (float[2, 4] y, float[2, 4] z) {
 
 std::vector<float> two_outputs_expected_y() { return {1, 0, 3, 4, 2, 4, 0, 2}; }
 
-const TestModel& shared_constant_model() {
-  static const TestModel m{"shared constant",
+const TestModel& three_inputs_model() {
+  static const TestModel m{"three inputs",
                            std::string(kHeader) + R"ONNX(
-shared_constant (float[2, 3] x, float[2, 3] unused) => (float[2, 3] y, float[2, 3] z, float[2, 3] x_again) {
-  c = Constant <value = float[3] {1, -2, 3}> ()
-  a = Add (x, c)
-  r = Relu (a)
+three_inputs (float[2, 3] x, float[3] b, float[2, 3] unused) => (float[2, 3] y, float[2, 3] z, float[2, 3] x_again) {
+  c = Constant <value = float[3] {0.5, -2, 4}> ()
+  s = Sub (x, b)
+  r = Relu (s)
   y = Mul (r, c)
-  z = Neg (y)
+  z = Add (y, s)
   x_again = Identity (x)
 }
 )ONNX",
-                           {{{2, 3}, {1, 2, -3, -4, 5, 0.5f}}, {{2, 3}, {0, 0, 0, 0, 0, 0}}}};
+                           {{{2, 3}, {1, 2, -3, -4, 5, 0.5f}}, {{3}, {0.5f, -1, 2}}, {{2, 3}, {0, 0, 0, 0, 0, 0}}}};
   return m;
 }
 
@@ -75,7 +75,7 @@ const TestModel& small_cnn_model() {
 }
 
 std::vector<const TestModel*> test_models() {
-  return {&two_outputs_model(), &shared_constant_model(), &small_cnn_model()};
+  return {&two_outputs_model(), &three_inputs_model(), &small_cnn_model()};
 }
 
 const char* const kReluDetModel = R"ONNX(

@@ -18,9 +18,10 @@ struct TestModel {
 
 // MatMul by a constant, Relu, Neg: two outputs, y and z.
 const TestModel& two_outputs_model();
-// y = Relu(x + c) * c, z = Neg(y), x_again = Identity(x): a constant two
-// nodes read, an input nothing reads ("unused"), an output that is an input.
-const TestModel& shared_constant_model();
+// y = Relu(x - b) * c, z = y + (x - b), x_again = Identity(x): an input
+// broadcast against another, a value two nodes read, an input nothing reads
+// ("unused"), an output that is an input.
+const TestModel& three_inputs_model();
 // Conv + bias, Relu, MaxPool, GlobalAveragePool, Flatten, Softmax.
 const TestModel& small_cnn_model();
 // All three.

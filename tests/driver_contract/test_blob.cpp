@@ -129,14 +129,14 @@ TEST_P(Blob, ImportRefusesADamagedOrForeignSectionInAnIntactContainer) {
 TEST_P(Blob, ImportRefusesABlobForAnotherDevice) {
   const std::vector<uint8_t> blob = small_cnn_blob();
   const core::BlobView view = core::read_blob(blob);
-  const std::string& driver = device_case().driver;
+  const std::string driver = device_case().driver();
   // A core where the CPU driver lists one device: no CPU.1.
-  const auto& members = device_case().members;
+  const std::vector<std::string> members = device_case().members();
   if (std::find(members.begin(), members.end(), "CPU.1") != members.end()) {
     CorePtr one_cpu = make_core({});
     EXPECT_REFUSED(import(one_cpu.get(), blob), HETERO_NOT_FOUND, "CPU.1");
   }
-  if (device_case().hetero) return;  // its parts' devices are checked above, its plan's by tests/partition
+  if (device_case().hetero()) return;  // its parts' devices are checked above, its plan's by tests/partition
   // The header naming a device id the driver does not have, another
   // driver's device, another version of the driver.
   core::BlobHeader header = view.header;

@@ -28,7 +28,7 @@ class DriverConfig : public DriverTest {
     core::RuntimeOptions options;
     options.config = device_case().core_config;
     runtime_ = std::make_unique<core::Runtime>(options);  // its own: set_config changes the driver
-    driver_ = runtime_->registry().find(device_case().driver);
+    driver_ = runtime_->registry().find(device_case().driver());
     ASSERT_NE(driver_, nullptr);
   }
 
@@ -37,7 +37,7 @@ class DriverConfig : public DriverTest {
 };
 
 TEST_P(DriverConfig, CoreRefusesAnUnknownKeyNamingIt) {
-  const std::string key = device_case().driver + ".no_such_key";
+  const std::string key = device_case().driver() + ".no_such_key";
   const char* keys[] = {key.c_str()};
   const char* values[] = {"1"};
   hetero_core_t* core = nullptr;
@@ -47,7 +47,7 @@ TEST_P(DriverConfig, CoreRefusesAnUnknownKeyNamingIt) {
 
 TEST_P(DriverConfig, CoreRefusesABadValueNamingTheKey) {
   for (const auto& [key, value] : device_case().bad_values) {
-    const std::string driver_key = device_case().driver + "." + key;
+    const std::string driver_key = device_case().driver() + "." + key;
     const char* keys[] = {driver_key.c_str()};
     const char* values[] = {value.c_str()};
     hetero_core_t* core = nullptr;
@@ -57,8 +57,7 @@ TEST_P(DriverConfig, CoreRefusesABadValueNamingTheKey) {
 }
 
 TEST_P(DriverConfig, GetConfigAnswersEveryKeyAndRefusesOthers) {
-  for (const std::string& key : device_case().config_keys)
-    EXPECT_NO_THROW(driver_->get_config(key)) << key;
+  for (const std::string& key : device_case().config_keys) EXPECT_NO_THROW(driver_->get_config(key)) << key;
   expect_error([&] { driver_->get_config("no_such_key"); }, HETERO_INVALID_ARGUMENT, {"'no_such_key'"});
 }
 
@@ -66,7 +65,7 @@ TEST_P(DriverConfig, GetConfigAnswersEveryKeyAndRefusesOthers) {
 TEST_P(DriverConfig, EveryValueGetConfigAnswersIsAccepted) {
   for (const std::string& key : device_case().config_keys) {
     Config config = device_case().core_config;
-    config[device_case().driver + "." + key] = driver_->get_config(key);
+    config[device_case().driver() + "." + key] = driver_->get_config(key);
     make_core(config);
   }
 }
@@ -74,8 +73,11 @@ TEST_P(DriverConfig, EveryValueGetConfigAnswersIsAccepted) {
 TEST_P(DriverConfig, ARefusedChangeChangesNothing) {
   ASSERT_EQ(driver_->get_config("optimize"), "true");
   // Keys apply in order: optimize is taken before unknown_key fails.
-  expect_error([&] { driver_->set_config({{"optimize", "false"}, {"unknown_key", "1"}}); }, HETERO_INVALID_ARGUMENT,
-               {"unknown_key"});
+  expect_error(
+      [&] {
+        driver_->set_config({{"optimize", "false"}, {"unknown_key", "1"}});
+      },
+      HETERO_INVALID_ARGUMENT, {"unknown_key"});
   EXPECT_EQ(driver_->get_config("optimize"), "true");
   expect_error([&] { driver_->set_config({{"optimize", "maybe"}}); }, HETERO_INVALID_ARGUMENT, {"optimize"});
   EXPECT_EQ(driver_->get_config("optimize"), "true");

@@ -47,10 +47,11 @@ class DeviceMetrics : public DeviceTest {
 
 TEST_P(DeviceMetrics, EveryDeviceIsListedOnceWithItsFullName) {
   const auto devices = listed_devices(core());
-  for (const std::string& member : device_case().members) {
+  for (const std::string& member : device_case().members()) {
     const auto count = std::count_if(devices.begin(), devices.end(), [&](const auto& d) { return d.first == member; });
     ASSERT_EQ(count, 1) << member;
-    const auto& full = std::find_if(devices.begin(), devices.end(), [&](const auto& d) { return d.first == member; })->second;
+    const auto& full =
+        std::find_if(devices.begin(), devices.end(), [&](const auto& d) { return d.first == member; })->second;
     EXPECT_FALSE(full.empty()) << member;
     EXPECT_EQ(metric(member, "FULL_DEVICE_NAME"), full) << member;
   }
@@ -58,7 +59,7 @@ TEST_P(DeviceMetrics, EveryDeviceIsListedOnceWithItsFullName) {
 
 TEST_P(DeviceMetrics, CommonMetricsAreAnswered) {
   const std::string& device = device_case().device;
-  if (device_case().hetero) {
+  if (device_case().hetero()) {
     // A HETERO string names a list of devices: each of them answers metrics
     // (EveryDeviceIsListedOnceWithItsFullName), the list itself refuses.
     for (const std::string& name : kCommonMetrics) {
@@ -72,7 +73,7 @@ TEST_P(DeviceMetrics, CommonMetricsAreAnswered) {
   // AVAILABLE_DEVICES: the driver's device ids, this one's among them, each
   // a device the core lists ("CPU" for id 0, "CPU.1" for id 1).
   const std::vector<std::string> ids = words(metric(device, "AVAILABLE_DEVICES"));
-  const std::string& driver = device_case().driver;
+  const std::string driver = device_case().driver();
   const std::string own_id = device == driver ? "0" : device.substr(driver.size() + 1);
   EXPECT_NE(std::find(ids.begin(), ids.end(), own_id), ids.end()) << "own id " << own_id;
   std::vector<std::string> listed_of_driver;
@@ -101,10 +102,12 @@ TEST_P(DeviceMetrics, CommonMetricsAreAnswered) {
 // a metric through hetero_core_get_metric, a config key (test_config.cpp
 // reads each through the driver's get_config).
 TEST_P(DeviceMetrics, SupportedPropertiesListsEveryMetricAndConfigKey) {
-  if (device_case().hetero) GTEST_SKIP() << "a HETERO list answers no metrics (CommonMetricsAreAnswered)";
+  if (device_case().hetero()) GTEST_SKIP() << "a HETERO list answers no metrics (CommonMetricsAreAnswered)";
   const std::string& device = device_case().device;
   const std::vector<std::string> listed = words(metric(device, "SUPPORTED_PROPERTIES"));
-  auto is_listed = [&](const std::string& name) { return std::find(listed.begin(), listed.end(), name) != listed.end(); };
+  auto is_listed = [&](const std::string& name) {
+    return std::find(listed.begin(), listed.end(), name) != listed.end();
+  };
   for (const std::string& name : kCommonMetrics) EXPECT_TRUE(is_listed(name)) << name;
   for (const std::string& key : device_case().config_keys) EXPECT_TRUE(is_listed(key)) << key;
   for (const std::string& name : listed) {
@@ -117,7 +120,7 @@ TEST_P(DeviceMetrics, SupportedPropertiesListsEveryMetricAndConfigKey) {
 }
 
 TEST_P(DeviceMetrics, UnknownMetricIsNotFoundAndNamed) {
-  if (device_case().hetero) GTEST_SKIP() << "a HETERO list answers no metrics (CommonMetricsAreAnswered)";
+  if (device_case().hetero()) GTEST_SKIP() << "a HETERO list answers no metrics (CommonMetricsAreAnswered)";
   char* value = nullptr;
   EXPECT_REFUSED(hetero_core_get_metric(core(), &value, device_case().device.c_str(), "NO_SUCH_METRIC"),
                  HETERO_NOT_FOUND, "NO_SUCH_METRIC");
@@ -125,27 +128,41 @@ TEST_P(DeviceMetrics, UnknownMetricIsNotFoundAndNamed) {
 }
 
 // A device id the driver does not have: every call naming it is NOT_FOUND
-// and names it. (A HETERO list plans around the devices of it that are
-// absent: with none present, no device runs the nodes, and its compile is
-// NOT_SUPPORTED naming the absent device.)
+// and names it. A HETERO list plans around the devices of it that are
+// absent: its query answers every node unsupported, naming the absent device,
+// and with none present its compile is NOT_SUPPORTED (no device runs the
+// nodes), naming it too.
 TEST_P(DeviceMetrics, MissingDeviceOfTheDriverIsNotFoundEverywhere) {
-  const std::string missing = device_case().driver + ".9";
-  const std::string device = device_case().hetero ? "HETERO:" + missing : missing;
-  char* value = nullptr;
-  if (!device_case().hetero)
-    EXPECT_REFUSED(hetero_core_get_metric(core(), &value, device.c_str(), "FULL_DEVICE_NAME"), HETERO_NOT_FOUND,
-                   missing);
+  const std::string missing = device_case().driver() + ".9";
+  const bool hetero = device_case().hetero();
+  const std::string device = hetero ? "HETERO:" + missing : missing;
   ModelPtr model = read_model(two_outputs_model().text);
-  hetero_query_result_t* query = nullptr;
   hetero_compiled_model_t* compiled = nullptr;
   EXPECT_REFUSED(hetero_compile(&compiled, core(), model.get(), device.c_str(), nullptr, nullptr, 0),
-                 device_case().hetero ? HETERO_NOT_SUPPORTED : HETERO_NOT_FOUND, missing);
-  if (!device_case().hetero)  // planning for absent devices is allowed (tests/partition)
-    EXPECT_REFUSED(hetero_query(&query, core(), model.get(), device.c_str(), nullptr, nullptr, 0), HETERO_NOT_FOUND,
-                   missing);
-  EXPECT_EQ(value, nullptr);
-  EXPECT_EQ(query, nullptr);
+                 hetero ? HETERO_NOT_SUPPORTED : HETERO_NOT_FOUND, missing);
   EXPECT_EQ(compiled, nullptr);
+  hetero_query_result_t* query = nullptr;
+  if (hetero) {
+    ASSERT_OK(hetero_query(&query, core(), model.get(), device.c_str(), nullptr, nullptr, 0));
+    QueryPtr owned(query);
+    size_t count = 0;
+    ASSERT_OK(hetero_query_result_get_node_count(query, &count));
+    for (size_t i = 0; i < count; ++i) {
+      int supported = -1;
+      const char* reason = nullptr;
+      ASSERT_OK(hetero_query_result_get_node(query, nullptr, nullptr, &supported, &reason, i));
+      EXPECT_EQ(supported, 0);
+      EXPECT_NE(std::string(reason).find(missing), std::string::npos) << reason;
+    }
+    return;
+  }
+  EXPECT_REFUSED(hetero_query(&query, core(), model.get(), device.c_str(), nullptr, nullptr, 0), HETERO_NOT_FOUND,
+                 missing);
+  EXPECT_EQ(query, nullptr);
+  char* value = nullptr;
+  EXPECT_REFUSED(hetero_core_get_metric(core(), &value, device.c_str(), "FULL_DEVICE_NAME"), HETERO_NOT_FOUND,
+                 missing);
+  EXPECT_EQ(value, nullptr);
 }
 
 HETERO_CONTRACT_INSTANTIATE(DeviceMetrics);
@@ -156,7 +173,7 @@ HETERO_CONTRACT_INSTANTIATE(DeviceMetrics);
 class DriverWithoutDevices : public DriverTest {};
 
 TEST_P(DriverWithoutDevices, SayWhyEverywhere) {
-  const std::string& driver = device_case().driver;
+  const std::string driver = device_case().driver();
   const char* why = nullptr;
   ASSERT_OK(hetero_core_get_driver_no_device_reason(core(), &why, static_cast<size_t>(driver_index())));
   for (const auto& [name, full] : listed_devices(core()))

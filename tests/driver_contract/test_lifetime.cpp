@@ -9,21 +9,12 @@
 namespace hetero::contract {
 namespace {
 
-class Lifetime : public DeviceTest {
- protected:
-  RequestPtr request_of(hetero_compiled_model_t* compiled) const {
-    hetero_infer_request_t* request = nullptr;
-    EXPECT_OK(hetero_infer_request_create(&request, compiled));
-    return RequestPtr(request);
-  }
-};
+class Lifetime : public DeviceTest {};
 
 TEST_P(Lifetime, ARequestOutlivesItsCompiledModelAndCore) {
   const TestModel& m = small_cnn_model();
   CorePtr core = make_core(device_case().core_config);
-  CompiledPtr compiled = compile_text(m.text, core.get());
-  ASSERT_TRUE(compiled);
-  RequestPtr request = request_of(compiled.get());
+  auto [compiled, request] = load(m.text, core.get());
   ASSERT_TRUE(request);
   compiled.reset();
   core.reset();
@@ -35,9 +26,7 @@ TEST_P(Lifetime, ARequestOutlivesItsCompiledModelAndCore) {
 TEST_P(Lifetime, AnInferenceInFlightOutlivesTheHandlesReleasedDuringIt) {
   const TestModel& m = small_cnn_model();
   CorePtr core = make_core(device_case().core_config);
-  CompiledPtr compiled = compile_text(m.text, core.get());
-  ASSERT_TRUE(compiled);
-  RequestPtr request = request_of(compiled.get());
+  auto [compiled, request] = load(m.text, core.get());
   ASSERT_TRUE(request);
   set_inputs(request.get(), m.inputs);  // the input tensors are released already
   ASSERT_OK(hetero_infer_request_start_async(request.get(), nullptr, nullptr));
@@ -50,9 +39,7 @@ TEST_P(Lifetime, AnInferenceInFlightOutlivesTheHandlesReleasedDuringIt) {
 TEST_P(Lifetime, OutputsOutliveTheirRequestAndEverythingElse) {
   const TestModel& m = two_outputs_model();
   CorePtr core = make_core(device_case().core_config);
-  CompiledPtr compiled = compile_text(m.text, core.get());
-  ASSERT_TRUE(compiled);
-  RequestPtr request = request_of(compiled.get());
+  auto [compiled, request] = load(m.text, core.get());
   ASSERT_TRUE(request);
   set_inputs(request.get(), m.inputs);
   ASSERT_OK(hetero_infer_request_infer(request.get()));
@@ -67,7 +54,7 @@ TEST_P(Lifetime, OutputsOutliveTheirRequestAndEverythingElse) {
 }
 
 TEST_P(Lifetime, AnImportedModelOutlivesItsCore) {
-  const TestModel& m = shared_constant_model();
+  const TestModel& m = three_inputs_model();
   CorePtr core = make_core(device_case().core_config);
   CompiledPtr compiled = compile_text(m.text, core.get());
   ASSERT_TRUE(compiled);
