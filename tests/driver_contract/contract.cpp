@@ -185,17 +185,17 @@ void expect_refused_at(const char* file, int line, const char* call, hetero_stat
       ADD_FAILURE_AT(file, line) << call << ": '" << part << "' is not named in: " << message;
 }
 
-ConfigArrays::ConfigArrays(const Config& config) {
-  for (const auto& [key, value] : config) {
-    keys.push_back(key.c_str());
-    values.push_back(value.c_str());
+ConfigArrays::ConfigArrays(Config config) : config_(std::move(config)) {
+  for (const auto& [key, value] : config_) {
+    keys_.push_back(key.c_str());
+    values_.push_back(value.c_str());
   }
 }
 
 CorePtr make_core(const Config& config) {
   const ConfigArrays pairs(config);
   hetero_core_t* core = nullptr;
-  EXPECT_OK(hetero_core_create(&core, pairs.keys.data(), pairs.values.data(), pairs.size()));
+  EXPECT_OK(hetero_core_create(&core, pairs.keys(), pairs.values(), pairs.size()));
   return CorePtr(core);
 }
 
@@ -280,10 +280,9 @@ ModelPtr DriverTest::read_model(const std::string& onnx_text, hetero_core_t* cor
 
 hetero_status DeviceTest::try_compile(const hetero_model_t* model, const Config& config, hetero_compiled_model_t** out,
                                       hetero_core_t* core) const {
-  const Config all = device_case().compile_config_with(config);
-  const ConfigArrays pairs(all);
-  return hetero_compile(out, core ? core : this->core(), model, device_case().device.c_str(), pairs.keys.data(),
-                        pairs.values.data(), pairs.size());
+  const ConfigArrays pairs(device_case().compile_config_with(config));
+  return hetero_compile(out, core ? core : this->core(), model, device_case().device.c_str(), pairs.keys(),
+                        pairs.values(), pairs.size());
 }
 
 CompiledPtr DeviceTest::compile(const hetero_model_t* model, const Config& config, hetero_core_t* core) const {
@@ -294,10 +293,8 @@ CompiledPtr DeviceTest::compile(const hetero_model_t* model, const Config& confi
 
 hetero_status DeviceTest::try_query(const hetero_model_t* model, const Config& config,
                                     hetero_query_result_t** out) const {
-  const Config all = device_case().compile_config_with(config);
-  const ConfigArrays pairs(all);
-  return hetero_query(out, core(), model, device_case().device.c_str(), pairs.keys.data(), pairs.values.data(),
-                      pairs.size());
+  const ConfigArrays pairs(device_case().compile_config_with(config));
+  return hetero_query(out, core(), model, device_case().device.c_str(), pairs.keys(), pairs.values(), pairs.size());
 }
 
 CompiledPtr DeviceTest::compile_text(const std::string& onnx_text, hetero_core_t* core) const {

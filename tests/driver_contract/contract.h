@@ -115,12 +115,20 @@ void expect_refused_at(const char* file, int line, const char* call, hetero_stat
 #define ASSERT_OK(call) ASSERT_EQ((call), HETERO_OK) << #call << ": " << hetero_last_error()
 #define EXPECT_OK(call) EXPECT_EQ((call), HETERO_OK) << #call << ": " << hetero_last_error()
 
-// `config` as the C ABI's key and value arrays, pointing into `config` (which
-// must outlive them).
-struct ConfigArrays {
-  explicit ConfigArrays(const Config& config);
-  std::vector<const char*> keys, values;
-  size_t size() const { return keys.size(); }
+// `config` as the C ABI's key and value arrays, over a copy of its own (so a
+// temporary Config may be given).
+class ConfigArrays {
+ public:
+  explicit ConfigArrays(Config config);
+  ConfigArrays(const ConfigArrays&) = delete;
+  ConfigArrays& operator=(const ConfigArrays&) = delete;
+  const char* const* keys() const { return keys_.data(); }
+  const char* const* values() const { return values_.data(); }
+  size_t size() const { return keys_.size(); }
+
+ private:
+  Config config_;
+  std::vector<const char*> keys_, values_;
 };
 
 // A core with `config` (hetero_core_create pairs); a test failure when it

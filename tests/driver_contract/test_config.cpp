@@ -122,16 +122,16 @@ TEST_P(DeviceConfig, ImportRefusesAnUnknownKeyAndAContradiction) {
   for (const auto& [config, status, named] : refused) {
     const ConfigArrays pairs(config);
     hetero_compiled_model_t* imported = nullptr;
-    EXPECT_REFUSED(hetero_compiled_model_import(&imported, core(), blob.data(), blob.size(), pairs.keys.data(),
-                                                pairs.values.data(), pairs.size()),
+    EXPECT_REFUSED(hetero_compiled_model_import(&imported, core(), blob.data(), blob.size(), pairs.keys(),
+                                                pairs.values(), pairs.size()),
                    status, named);
     EXPECT_EQ(imported, nullptr);
   }
   // Agreeing with the blob is no contradiction.
   const ConfigArrays same(device_case().driver_key("optimize", "true"));
   hetero_compiled_model_t* imported = nullptr;
-  EXPECT_OK(hetero_compiled_model_import(&imported, core(), blob.data(), blob.size(), same.keys.data(),
-                                         same.values.data(), same.size()));
+  EXPECT_OK(hetero_compiled_model_import(&imported, core(), blob.data(), blob.size(), same.keys(), same.values(),
+                                         same.size()));
   hetero_compiled_model_release(imported);
 }
 

@@ -160,8 +160,7 @@ TEST_P(DeviceMetrics, MissingDeviceOfTheDriverIsNotFoundEverywhere) {
                  missing);
   EXPECT_EQ(query, nullptr);
   char* value = nullptr;
-  EXPECT_REFUSED(hetero_core_get_metric(core(), &value, device.c_str(), "FULL_DEVICE_NAME"), HETERO_NOT_FOUND,
-                 missing);
+  EXPECT_REFUSED(hetero_core_get_metric(core(), &value, device.c_str(), "FULL_DEVICE_NAME"), HETERO_NOT_FOUND, missing);
   EXPECT_EQ(value, nullptr);
 }
 
