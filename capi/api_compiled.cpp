@@ -136,6 +136,15 @@ hetero_status hetero_blob_describe(char** out_text, const void* data, size_t siz
   });
 }
 
+hetero_status hetero_blob_describe_json(char** out_json, const void* data, size_t size) {
+  return guard([&] {
+    require(out_json, "hetero_blob_describe_json", "out_json");
+    if (size) require(data, "hetero_blob_describe_json", "data");
+    const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data), size);
+    *out_json = malloc_string(hetero::core::describe_blob_json(hetero::core::read_blob(bytes), size));
+  });
+}
+
 hetero_status hetero_compiled_model_get_submodel_count(const hetero_compiled_model_t* compiled, size_t* out_count) {
   return guard([&] {
     const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_submodel_count");

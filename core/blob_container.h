@@ -55,5 +55,9 @@ BlobView read_blob(std::span<const uint8_t> bytes);
 // The header and section table in words, one "field: value" a line, for
 // `hetero blob info`.
 std::string describe_blob(const BlobView& view, size_t blob_size);
+// The same as one JSON object: format_version, size, library_version,
+// this_library, driver, driver_version, device, config [{key, value}],
+// model_sha256, sections [{name, device, size}].
+std::string describe_blob_json(const BlobView& view, size_t blob_size);
 
 }  // namespace hetero::core

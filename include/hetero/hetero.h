@@ -49,7 +49,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------ */
 
 #define HETERO_API_VERSION_MAJOR 0
-#define HETERO_API_VERSION_MINOR 3
+#define HETERO_API_VERSION_MINOR 4
 /* (major << 16) | minor, comparable with hetero_api_version(). */
 #define HETERO_API_VERSION ((HETERO_API_VERSION_MAJOR << 16) | HETERO_API_VERSION_MINOR)
 
@@ -258,6 +258,12 @@ HETERO_API hetero_status hetero_compiled_model_import_file(hetero_compiled_model
  * HETERO_BLOB_CORRUPT naming the field. Caller frees *out_text with
  * hetero_free(). (API 0.2) */
 HETERO_API hetero_status hetero_blob_describe(char** out_text, const void* data, size_t size);
+/* The same as one JSON object, for programs: "format_version", "size",
+ * "library_version", "this_library" (bool), "driver", "driver_version",
+ * "device", "config" [{"key", "value"}], "model_sha256" (hex), "sections"
+ * [{"name", "device", "size"}]. Caller frees *out_json with hetero_free().
+ * (API 0.4) */
+HETERO_API hetero_status hetero_blob_describe_json(char** out_json, const void* data, size_t size);
 /* The blob as bytes. Caller frees *out_data with hetero_free(). */
 HETERO_API hetero_status hetero_compiled_model_export(const hetero_compiled_model_t* compiled, void** out_data,
                                                       size_t* out_size);

@@ -389,6 +389,16 @@ static void test_blobs(hetero_core_t* core, hetero_compiled_model_t* compiled) {
   CHECK(blob && size > 8 && memcmp(blob, "HETEROBL", 8) == 0);
   if (!blob) return;
 
+  /* What it says of itself, for programs (tests/capi/test_cli_json.py parses it). */
+  char* json = SENTINEL;
+  CHECK_OK(hetero_blob_describe_json(&json, blob, size));
+  CHECK(json != SENTINEL && json[0] == '{' && strstr(json, "\"device\": \"CPU\"") &&
+        strstr(json, "\"sections\": [{\"name\": \"driver\""));
+  if (json != SENTINEL) hetero_free(json);
+  json = SENTINEL;
+  CHECK_STATUS(hetero_blob_describe_json(&json, "nonsense", 8), HETERO_BLOB_CORRUPT);
+  CHECK(json == SENTINEL && last_error_mentions("magic"));
+
   hetero_compiled_model_t* imported = NULL;
   CHECK_OK(hetero_compiled_model_import(&imported, core, blob, size, NULL, NULL, 0));
   const char* device = NULL;
