@@ -29,6 +29,10 @@ void put_string(ByteWriter& w, const std::string& s) {
 
 }  // namespace
 
+bool has_blob_magic(std::span<const uint8_t> bytes) noexcept {
+  return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
+}
+
 const BlobSection& BlobView::section(const std::string& name) const {
   for (const BlobSection& s : sections)
     if (s.name == name) return s;
@@ -129,9 +133,7 @@ std::string describe_blob_json(const BlobView& view, size_t blob_size) {
 
 BlobView read_blob(std::span<const uint8_t> bytes) {
   ByteReader r(bytes, "blob");
-  auto magic = r.take(sizeof kMagic, "magic");
-  if (std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0)
-    fail(HETERO_BLOB_CORRUPT, "not a heterod blob (bad magic)");
+  if (!has_blob_magic(r.take(sizeof kMagic, "magic"))) fail(HETERO_BLOB_CORRUPT, "not a heterod blob (bad magic)");
   BlobView view;
   view.header.format_version = static_cast<uint32_t>(r.uint(4, "format_version"));
   if (view.header.format_version != kBlobFormatVersion)

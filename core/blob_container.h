@@ -41,6 +41,10 @@ struct BlobView {
   const BlobSection& section(const std::string& name) const;
 };
 
+// Whether `bytes` start with the blob magic: how a blob is told from an ONNX
+// model (hetero_compiled_model_open_file), and the magic's only definition.
+bool has_blob_magic(std::span<const uint8_t> bytes) noexcept;
+
 // Sections start 64-byte aligned (from the start of the blob), so that a
 // mapped blob's weights can be used in place.
 std::vector<uint8_t> write_blob(const BlobHeader& header, std::span<const BlobSection> sections);

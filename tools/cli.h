@@ -81,8 +81,9 @@ double cli_now(void);
 
 /* Options shared by run and bench. */
 typedef struct cli_model_options {
-  const char* model;       /* an ONNX file or a blob ("HETEROBL" magic); with --connect, a served model's name */
+  const char* model;       /* an ONNX file or a blob; with --connect, a served model's name */
   const char* device;      /* default "CPU" */
+  bool device_given;       /* --device was given (a blob otherwise keeps its own) */
   const char* driver_path; /* NULL: the default search path */
   const char* policy;      /* NULL, or a HETERO affinity policy (YAML) */
   const char* cache_dir;   /* NULL, or a directory of compiled blobs */

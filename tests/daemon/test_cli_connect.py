@@ -35,7 +35,7 @@ def main():
         socket = os.path.join(tmp, "heterod.sock")
         config = os.path.join(tmp, "heterod.yaml")
         with open(config, "w") as f:
-            f.write(f"socket: {{path: {socket}}}\nmodel_dirs: [{fixtures}]\nmodels:\n"
+            f.write(f"socket: {{path: {socket}}}\nmodel_dirs: [{fixtures}, {tmp}]\nmodels:\n"
                     f"  - {{name: demo, path: {demo}, shapes: {{image: [1, 3, 32, 32]}}}}\n")
         log = open(os.path.join(tmp, "log"), "w+")
         daemon = subprocess.Popen([heterod, "--config", config], stderr=log)
@@ -73,6 +73,18 @@ def main():
             check(r.returncode == 1 and "model_dirs" in r.stderr, "load outside model_dirs", r.stderr)
             r = cli(socket, "unload", "slow")
             check(r.returncode == 0, "unload", r.stderr)
+            # A compiled blob loads as an ONNX file does; for another device it is refused.
+            blob = os.path.join(tmp, "demo.blob")
+            r = subprocess.run([hetero, "compile", demo, "--shape", "image=1x3x32x32", "-o", blob], capture_output=True,
+                               text=True, timeout=120)
+            check(r.returncode == 0, "compile the demo model", r.stderr)
+            r = cli(socket, "load", "demo-blob", blob)
+            check(r.returncode == 0 and "ready" in r.stdout, "load a blob", r.stdout + r.stderr)
+            r = cli(socket, "run", "demo-blob")
+            check(r.returncode == 0 and "output 0" in r.stdout, "run the blob's model", r.stdout + r.stderr)
+            r = cli(socket, "load", "demo-blob-elsewhere", blob, "--device", "CPU.1")
+            check(r.returncode == 1 and "compiled for CPU, not CPU.1" in r.stderr, "a blob for another device",
+                  r.stderr)
             r = cli(socket, "unload", "slow")
             check(r.returncode == 1 and "not loaded" in r.stderr, "unload twice", r.stderr)
 
