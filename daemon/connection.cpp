@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "daemon/protocol/socket_io.h"
+#include "protocol/socket_io.h"
 #include "daemon/server.h"
 #include "daemon/uv_status.h"
 

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "daemon/peer_credentials.h"
-#include "daemon/protocol/frame.h"
+#include "protocol/frame.h"
 #include "daemon/served_model.h"
 
 namespace hetero::daemon {

@@ -16,7 +16,7 @@
 #include <fstream>
 #include <thread>
 
-#include "daemon/protocol/socket_io.h"
+#include "protocol/socket_io.h"
 #include "tests/daemon/daemon_client.h"
 #include "tests/daemon/daemon_process.h"
 #include "tests/daemon/raw_client.h"
