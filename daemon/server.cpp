@@ -270,7 +270,9 @@ void Server::begin_shutdown(const char* why) {
       },
       config_.limits.shutdown_grace_ms, 0);
   // Without the timer the wait would be unbounded: exit now instead.
-  if (!uv_ok(rc, "uv_timer_start (shutdown grace period); exiting without waiting", core::LogLevel::Error)) {
+  if (rc < 0) {
+    core::log(core::LogLevel::Error,
+              uv_failure("uv_timer_start (shutdown grace period)", rc) + ": exiting without waiting");
     uv_stop(&loop_);
     return;
   }

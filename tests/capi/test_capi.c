@@ -56,6 +56,21 @@ static int output_matches(hetero_tensor_t* y, const float* expected, size_t coun
   return 1;
 }
 
+/* One inference of a compiled tiny model on tiny_input.pb, output checked. */
+static void check_runs_tiny(hetero_compiled_model_t* compiled) {
+  hetero_infer_request_t* request = NULL;
+  hetero_tensor_t *x = NULL, *y = NULL;
+  CHECK_OK(hetero_tensor_read_file(&x, fixture("tiny_input.pb")));
+  CHECK_OK(hetero_infer_request_create(&request, compiled));
+  CHECK_OK(hetero_infer_request_set_input(request, 0, x));
+  CHECK_OK(hetero_infer_request_infer(request));
+  CHECK_OK(hetero_infer_request_get_output(request, &y, 0));
+  if (y) CHECK(output_matches(y, kExpected, 3));
+  hetero_tensor_release(y);
+  hetero_tensor_release(x);
+  hetero_infer_request_release(request);
+}
+
 static void test_versions_and_names(void) {
   CHECK(hetero_api_version() == HETERO_API_VERSION);
   CHECK(hetero_api_version() >> 16 == HETERO_API_VERSION_MAJOR);
@@ -405,18 +420,7 @@ static void test_blobs(hetero_core_t* core, hetero_compiled_model_t* compiled) {
   if (imported) {
     CHECK_OK(hetero_compiled_model_get_device(imported, &device));
     CHECK(device && strcmp(device, "CPU") == 0);
-    hetero_tensor_t* x = NULL;
-    hetero_infer_request_t* request = NULL;
-    CHECK_OK(hetero_tensor_read_file(&x, fixture("tiny_input.pb")));
-    CHECK_OK(hetero_infer_request_create(&request, imported));
-    CHECK_OK(hetero_infer_request_set_input(request, 0, x));
-    CHECK_OK(hetero_infer_request_infer(request));
-    hetero_tensor_t* y = NULL;
-    CHECK_OK(hetero_infer_request_get_output(request, &y, 0));
-    if (y) CHECK(output_matches(y, kExpected, 3));
-    hetero_tensor_release(y);
-    hetero_infer_request_release(request);
-    hetero_tensor_release(x);
+    check_runs_tiny(imported);
     hetero_compiled_model_release(imported);
   }
 
@@ -471,18 +475,7 @@ static void test_open_either(hetero_core_t* core) {
   for (size_t k = 0; k < 3; ++k) {
     hetero_compiled_model_t* compiled = NULL;
     CHECK_OK(hetero_compiled_model_open_file(&compiled, core, paths[k], NULL, NULL, NULL, 0, devices[k], NULL, NULL, 0));
-    if (!compiled) continue;
-    hetero_infer_request_t* request = NULL;
-    hetero_tensor_t *x = NULL, *y = NULL;
-    CHECK_OK(hetero_tensor_read_file(&x, fixture("tiny_input.pb")));
-    CHECK_OK(hetero_infer_request_create(&request, compiled));
-    CHECK_OK(hetero_infer_request_set_input(request, 0, x));
-    CHECK_OK(hetero_infer_request_infer(request));
-    CHECK_OK(hetero_infer_request_get_output(request, &y, 0));
-    if (y) CHECK(output_matches(y, kExpected, 3));
-    hetero_tensor_release(y);
-    hetero_tensor_release(x);
-    hetero_infer_request_release(request);
+    if (compiled) check_runs_tiny(compiled);
     hetero_compiled_model_release(compiled);
   }
 
