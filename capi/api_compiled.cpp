@@ -21,12 +21,12 @@ const CompiledModelImpl& compiled_of(const hetero_compiled_model_t* compiled, co
   return *compiled->impl;
 }
 
-// A blob mapped from `path`, imported; errors say which file it was (the
-// container's messages speak of "blob").
-std::unique_ptr<CompiledModelImpl> import_mapped(Backend& backend, const char* path,
-                                                 const hetero::core::MappedBytes& blob, const Config& config) {
+// Runs `body` with its errors naming the file `path` (the blob container's
+// messages speak of "blob").
+template <typename Body>
+void about_file(const char* path, Body&& body) {
   try {
-    return backend.import_blob({blob.data, blob.size}, config);
+    body();
   } catch (const hetero::Error& e) {
     fail(e.status(), std::string(path) + ": " + e.what());
   }
@@ -125,7 +125,7 @@ hetero_status hetero_compiled_model_import_file(hetero_compiled_model_t** out, h
     // Mapped, not read: the import's only copy is the driver's own.
     const hetero::core::MappedBytes blob = hetero::core::map_file(path);
     auto compiled = std::make_unique<hetero_compiled_model>();
-    compiled->impl = import_mapped(*core->backend, path, blob, config);
+    about_file(path, [&] { compiled->impl = core->backend->import_blob({blob.data, blob.size}, config); });
     *out = compiled.release();
   });
 }
@@ -155,12 +155,10 @@ hetero_status hetero_compiled_model_open_file(hetero_compiled_model_t** out, het
     const hetero::core::MappedBytes bytes = hetero::core::map_file(path);
     auto compiled = std::make_unique<hetero_compiled_model>();
     if (hetero::core::has_blob_magic({bytes.data, bytes.size})) {
-      compiled->impl = import_mapped(*core->backend, path, bytes, blob_config(config));
-      try {
+      about_file(path, [&] {
+        compiled->impl = core->backend->import_blob({bytes.data, bytes.size}, blob_config(config));
         check_opened_blob(*compiled->impl, device, shapes);
-      } catch (const hetero::Error& e) {
-        fail(e.status(), std::string(path) + ": " + e.what());
-      }
+      });
     } else {
       if (!device) fail(HETERO_INVALID_ARGUMENT, std::string(fn) + ": device is NULL, and " + path + " is an ONNX model");
       compiled->impl = core->backend->compile_file(path, shapes, device, config);

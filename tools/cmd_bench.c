@@ -149,7 +149,7 @@ static int measure(slot* slots, size_t n, bench* b, const bench_options* bo, sam
   return rc;
 }
 
-/* Milliseconds to 0.1 us, as the text prints them. */
+/* Milliseconds rounded to 0.1 us. */
 static double round4(double ms) { return round(ms * 1e4) / 1e4; }
 
 static int report(const cli_model_options* o, const cli_session* session, const bench_options* bo, samples* lat,
