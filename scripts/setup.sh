@@ -12,6 +12,7 @@ packages=(
   clang-15 llvm-spirv-15 spirv-tools
   googletest libgtest-dev pocl-opencl-icd libonnx-testdata
   nodejs npm python3 graphviz systemd
+  python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel python3-protobuf mypy
 )
 
 missing=()

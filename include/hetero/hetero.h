@@ -434,9 +434,12 @@ HETERO_API hetero_status hetero_infer_request_set_input(hetero_infer_request_t* 
 HETERO_API hetero_status hetero_infer_request_set_input_by_name(hetero_infer_request_t* request, const char* name,
                                                                 hetero_tensor_t* tensor);
 /* Output `index` (or named `name`) of the last finished inference, as a new
- * handle sharing the result memory (no copy). Its data may be overwritten by
- * the next inference on this request; copy it to keep it. Caller releases
- * *out with hetero_tensor_release() (any time, also after the request). */
+ * handle sharing the result memory (no copy). The handle keeps that memory
+ * as it is: while it is held, later inferences on this request write their
+ * results elsewhere. An output that is a graph input passed through is that
+ * input's memory, and one that is a model constant must not be written.
+ * Caller releases *out with hetero_tensor_release() (any time, also after
+ * the request). */
 HETERO_API hetero_status hetero_infer_request_get_output(hetero_infer_request_t* request, hetero_tensor_t** out,
                                                          size_t index);
 HETERO_API hetero_status hetero_infer_request_get_output_by_name(hetero_infer_request_t* request,
