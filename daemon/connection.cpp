@@ -5,9 +5,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "protocol/socket_io.h"
 #include "daemon/server.h"
 #include "daemon/uv_status.h"
+#include "protocol/socket_io.h"
 
 namespace hetero::daemon {
 

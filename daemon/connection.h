@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "daemon/peer_credentials.h"
-#include "protocol/frame.h"
 #include "daemon/served_model.h"
+#include "protocol/frame.h"
 
 namespace hetero::daemon {
 
