@@ -1,6 +1,6 @@
-// Growing one candidate subgraph from a root: steps 1-7 of the design doc's
-// selection algorithm, with the neighbour order and rollback rule described
-// in partition/subgraph_selection.h. Internal to partition/.
+// Growing one candidate subgraph from a root: steps 2-4 of a round of the
+// selection in docs/partitioning.md, with the neighbour order and rollback
+// rule described in partition/subgraph_selection.h. Internal to partition/.
 //
 // The doc checks the global condition by intersecting, for every pair of
 // subgraph nodes, the nodes on paths between them with the rejected list:
