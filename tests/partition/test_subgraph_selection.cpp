@@ -141,7 +141,7 @@ Case make(uint32_t n, std::vector<Dag::Edge> edges, std::vector<int> affinity, i
   return {Dag(n, edges), std::move(affinity), devices};
 }
 
-// The doc numbers nodes from 1.
+// docs/partitioning.md numbers the example's nodes from 1.
 Nodes doc(std::initializer_list<uint32_t> nodes) {
   Nodes out;
   for (uint32_t v : nodes) out.push_back(v - 1);
