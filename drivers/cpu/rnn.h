@@ -36,6 +36,14 @@ struct Activation {
   void apply(float* x, size_t n) const;
 };
 
+// The `activations` attribute with `activation_alpha`/`activation_beta`:
+// activations_per_direction() functions per direction, direction 0 first.
+// Names match case-insensitively. Alphas and betas are consumed in order by
+// the functions that take one (as ONNX Runtime reads them); a function left
+// without one gets the default of the ONNX operator of its name. A
+// bidirectional node may list one direction's functions for both.
+std::vector<Activation> parse_activations(const core::Node& node, Cell cell, int64_t directions);
+
 // The node's attributes, checked.
 struct Spec {
   Cell cell = Cell::Lstm;

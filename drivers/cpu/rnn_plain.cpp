@@ -5,6 +5,11 @@
 // GCC vectorises. Rows past a sequence's length keep their state and write
 // zeros to Y, which also gives reverse directions the right start: padding
 // steps come first and leave the initial state alone.
+//
+// Compiled without -ftrapping-math, as rnn_activation.cpp is and for the
+// same reason: GCC then vectorises the clip (min/max) and gate loops.
+#pragma GCC optimize("no-trapping-math")
+
 #include <omp.h>
 
 #include <algorithm>
@@ -17,13 +22,25 @@ namespace hetero::cpu::rnn {
 
 namespace {
 
-// C[m, n] = A[m, k] · B[n, k]^T (+ C when accumulate), row-major with leading dimensions.
+// C[m, n] = A[m, k] · B[n, k]^T (+ C when accumulate), row-major with
+// leading dimensions. A few rows (the per-step product of a small batch) are
+// dot products of contiguous rows, which `omp simd` vectorises; a call into
+// sgemm costs more than such a product itself.
 void gemm_bt(const core::Node& node, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
              int64_t ldb, float* c, int64_t ldc, bool accumulate = false) {
   if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (!accumulate)
-      for (int64_t i = 0; i < m; ++i) std::fill_n(c + i * ldc, n, 0.0f);
+  if (m <= 4 || k == 0) {
+    for (int64_t i = 0; i < m; ++i) {
+      const float* ai = a + i * lda;
+      float* ci = c + i * ldc;
+      for (int64_t j = 0; j < n; ++j) {
+        const float* bj = b + j * ldb;
+        float sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t p = 0; p < k; ++p) sum += ai[p] * bj[p];
+        ci[j] = accumulate ? ci[j] + sum : sum;
+      }
+    }
     return;
   }
   if (dnnl::sgemm('N', 'T', m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc) != dnnl::status::success)
