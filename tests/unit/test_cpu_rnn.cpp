@@ -482,17 +482,25 @@ TEST(CpuRnn, TextModelsThroughTheDriver) {
           "gr, gb)\n"
        << "}\n";
   auto model = test::model_from_text(text.str().c_str());
+  auto check = [&](driver::CompiledModel& compiled, const char* what) {
+    SCOPED_TRACE(what);
+    auto req = compiled.create_infer_request();
+    req->set_input(0, li.x);
+    req->set_input(1, li.lens);
+    req->set_input(2, li.h0);
+    req->set_input(3, li.c0);
+    req->infer();
+    EXPECT_TRUE(all_close(req->output(0), go.y, 2e-5f, 1e-4f)) << "GRU Y";
+    EXPECT_TRUE(all_close(req->output(1), lo.y_h, 2e-5f, 1e-4f)) << "LSTM Y_h";
+    EXPECT_TRUE(all_close(req->output(2), lo.y_c, 2e-5f, 1e-4f)) << "LSTM Y_c";
+    EXPECT_TRUE(all_close(req->output(3), go.y_h, 2e-5f, 1e-4f)) << "GRU Y_h";
+  };
   auto compiled = runtime().compile(*model, "CPU");
-  auto req = compiled->create_infer_request();
-  req->set_input(0, li.x);
-  req->set_input(1, li.lens);
-  req->set_input(2, li.h0);
-  req->set_input(3, li.c0);
-  req->infer();
-  EXPECT_TRUE(all_close(req->output(0), go.y, 2e-5f, 1e-4f)) << "GRU Y";
-  EXPECT_TRUE(all_close(req->output(1), lo.y_h, 2e-5f, 1e-4f)) << "LSTM Y_h";
-  EXPECT_TRUE(all_close(req->output(2), lo.y_c, 2e-5f, 1e-4f)) << "LSTM Y_c";
-  EXPECT_TRUE(all_close(req->output(3), go.y_h, 2e-5f, 1e-4f)) << "GRU Y_h";
+  check(*compiled, "compiled");
+  // Exported to a blob and imported: every attribute (activation lists,
+  // clip, layout) travels with the graph.
+  const std::vector<uint8_t> blob = runtime().export_blob(*compiled, {{}, model->source_sha256});
+  check(*runtime().import_blob(blob), "imported from a blob");
 }
 
 // A streaming model as a user runs one: the state outputs of one call are
