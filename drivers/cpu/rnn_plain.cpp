@@ -104,6 +104,24 @@ class DirectionRun {
   int64_t state_row(int64_t n) const { return spec_.batch_first ? n * a_.directions + d_ : d_ * N_ + n; }
   bool masked(int64_t t, int64_t n) const { return a_.sequence_lens && t >= a_.sequence_lens[n]; }
 
+  // For each sequence still running at step t: adds xw's columns [col0,
+  // col0 + cols) to its gate row (which holds H·R^T) and runs
+  // `cell(n, gate row)`; a sequence past its end writes zeros to Y instead.
+  template <typename Cell>
+  void each_running_row(int64_t t, int64_t col0, int64_t cols, Cell&& cell) {
+#pragma omp parallel for schedule(static) if (parallel_)
+    for (int64_t n = 0; n < N_; ++n) {
+      if (masked(t, n)) {
+        emit(t, n, nullptr);
+        continue;
+      }
+      float* gate = hr_ + n * GH_;
+      const float* xr = xw_ + x_row(t, n) * GH_;
+      for (int64_t k = col0; k < col0 + cols; ++k) gate[k] += xr[k];
+      cell(n, gate);
+    }
+  }
+
   // xw = X·W^T + Wb + Rb, for every step (the biases that are plain sums; a
   // GRU with linear_before_reset adds Rbh inside the reset product instead).
   void input_projection(const core::Node& node) {
@@ -144,15 +162,7 @@ class DirectionRun {
     const Activation& g = spec_.activation(d_, 1);
     const Activation& hact = spec_.activation(d_, 2);
     const int64_t H = H_;
-#pragma omp parallel for schedule(static) if (parallel_)
-    for (int64_t n = 0; n < N_; ++n) {
-      if (masked(t, n)) {
-        emit(t, n, nullptr);
-        continue;
-      }
-      float* gate = hr_ + n * GH_;
-      const float* xr = xw_ + x_row(t, n) * GH_;
-      for (int64_t k = 0; k < GH_; ++k) gate[k] += xr[k];
+    each_running_row(t, 0, GH_, [&](int64_t n, float* gate) {
       float* gi = gate;
       float* go = gate + H;
       float* gf = gate + 2 * H;
@@ -181,7 +191,7 @@ class DirectionRun {
       hact.apply(gc, H);
       for (int64_t k = 0; k < H; ++k) h[k] = go[k] * gc[k];
       emit(t, n, h);
-    }
+    });
   }
 
   // Gates z, r, h (ONNX order). Without linear_before_reset the candidate is
@@ -215,45 +225,28 @@ class DirectionRun {
       }
     }
     if (!lbr) gemm_bt(node, N_, H, H, rh_, H, r_ + 2 * H * H, H, hr_ + 2 * H, GH_);
-#pragma omp parallel for schedule(static) if (parallel_)
-    for (int64_t n = 0; n < N_; ++n) {
-      if (masked(t, n)) {
-        emit(t, n, nullptr);
-        continue;
-      }
-      float* gate = hr_ + n * GH_;
+    // The candidate: its xw columns are still to add without linear_before_reset.
+    each_running_row(t, 2 * H, lbr ? 0 : H, [&](int64_t n, float* gate) {
       float* cand = gate + 2 * H;
-      if (!lbr) {
-        const float* xr = xw_ + x_row(t, n) * GH_ + 2 * H;
-        for (int64_t k = 0; k < H; ++k) cand[k] += xr[k];
-      }
       clip_to(spec_.clip, cand, H);
       g.apply(cand, H);
       const float* z = gate;
       float* h = h_ + n * H;
       for (int64_t k = 0; k < H; ++k) h[k] = (1.0f - z[k]) * cand[k] + z[k] * h[k];
       emit(t, n, h);
-    }
+    });
   }
 
   void rnn_step(const core::Node& node, int64_t t) {
     gemm_bt(node, N_, H_, H_, h_, H_, r_, H_, hr_, H_);
     const Activation& f = spec_.activation(d_, 0);
     const int64_t H = H_;
-#pragma omp parallel for schedule(static) if (parallel_)
-    for (int64_t n = 0; n < N_; ++n) {
-      if (masked(t, n)) {
-        emit(t, n, nullptr);
-        continue;
-      }
-      float* gate = hr_ + n * H;
-      const float* xr = xw_ + x_row(t, n) * H;
-      for (int64_t k = 0; k < H; ++k) gate[k] += xr[k];
+    each_running_row(t, 0, H, [&](int64_t n, float* gate) {
       clip_to(spec_.clip, gate, H);
       f.apply(gate, H);
       std::memcpy(h_ + n * H, gate, sizeof(float) * H);
       emit(t, n, gate);
-    }
+    });
   }
 
   const Spec& spec_;
