@@ -4,8 +4,9 @@
 //
 // - The plain path (rnn_plain.cpp) handles every attribute combination:
 //   all activation functions, clip, input_forget, per-batch sequence_lens.
-//   Its matrix products are oneDNN's sgemm: X·W for all steps at once, then
-//   one H·R per step; the gates are plain loops the compiler vectorises.
+//   X·W for all steps at once is one sgemm; each step's H·R is another, or
+//   omp-simd dot products for a small batch; the gates are plain loops the
+//   compiler vectorises.
 // - The oneDNN path (rnn_dnnl.cpp) runs the whole sequence as one oneDNN RNN
 //   primitive (vanilla_rnn, lstm with peepholes, gru, lbr_gru), which packs
 //   the weights and fuses the steps. oneDNN has no clip, no per-batch
@@ -29,7 +30,9 @@ enum class Cell { Rnn, Gru, Lstm };
 
 // One of the activation functions ONNX lists for recurrent layers.
 struct Activation {
-  enum class Kind { Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus };
+  enum class Kind {
+    Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus
+  };
   Kind kind = Kind::Tanh;
   float alpha = 0, beta = 0;
   // x[i] = f(x[i]) for i < n.

@@ -23,10 +23,10 @@ namespace {
 
 using Kind = Activation::Kind;
 
-// oneDNN's gate k is ONNX's gate kOnnxGate[k].
+// oneDNN's gate k is ONNX's gate order[k].
 constexpr int64_t kLstmGateOrder[] = {0, 2, 3, 1};  // i, f, c, o from i, o, f, c
-constexpr int64_t kSameOrder[] = {0, 1, 2};       // GRU (z, r, h) and RNN as they are
-constexpr int64_t kPeepholeOrder[] = {0, 2, 1};  // i, f, o from i, o, f
+constexpr int64_t kSameOrder[] = {0, 1, 2};         // GRU (z, r, h) and RNN as they are
+constexpr int64_t kPeepholeOrder[] = {0, 2, 1};     // i, f, o from i, o, f
 
 // The activations oneDNN computes: LSTM sigmoid/tanh/tanh, GRU sigmoid/tanh,
 // RNN one of Relu/Tanh/Sigmoid (the same for both directions).
@@ -66,7 +66,6 @@ class DnnlRnnImpl final : public DnnlRnn {
   // Throws dnnl::error; dnnl_unimplemented where oneDNN has no
   // implementation for this shape or wants biases or peepholes in a layout
   // other than the one prepared.
-
   Entry make_entry(const Args& a, bool with_src_iter, bool with_dst_iter, const dnnl::engine& engine) const;
 
   // W or R ([D, G*H, cols]) in oneDNN gate order ("ldgoi"): the input itself, or `out` filled.

@@ -263,10 +263,13 @@ class DirectionRun {
 
 void run_plain(const Spec& spec, const Args& a, KernelRun& r) {
   use_threads(r.threads());
-  const bool lstm = spec.cell == Cell::Lstm;
-  float* y = r.output_wanted(kY) ? r.output(kY, core::DType::F32, a.y_shape(spec)).data<float>() : nullptr;
-  float* y_h = r.output_wanted(kYh) ? r.output(kYh, core::DType::F32, a.state_shape(spec)).data<float>() : nullptr;
-  float* y_c = lstm && r.output_wanted(kYc) ? r.output(kYc, core::DType::F32, a.state_shape(spec)).data<float>() : nullptr;
+  auto output = [&](Output i, const core::Shape& shape) {
+    const bool wanted = r.output_wanted(i) && (i != kYc || spec.cell == Cell::Lstm);
+    return wanted ? r.output(i, core::DType::F32, shape).data<float>() : nullptr;
+  };
+  float* y = output(kY, a.y_shape(spec));
+  float* y_h = output(kYh, a.state_shape(spec));
+  float* y_c = output(kYc, a.state_shape(spec));
   float* work = static_cast<float*>(scratch_buffer(Scratch::Extra, sizeof(float) * DirectionRun::work_size(spec, a)));
   for (int64_t d = 0; d < a.directions; ++d) DirectionRun(spec, a, d, y, y_h, y_c, work).run(r.node(), r.threads());
 }

@@ -63,7 +63,8 @@ Spec Spec::parse(const KernelBuild& b) {
   }
   const size_t max_inputs = s.cell == Cell::Lstm ? 8 : 6;
   if (node.inputs.size() > max_inputs)
-    invalid_model(node, "takes at most " + std::to_string(max_inputs) + " inputs, has " + std::to_string(node.inputs.size()));
+    invalid_model(node, "takes at most " + std::to_string(max_inputs) + " inputs, has " +
+                            std::to_string(node.inputs.size()));
   return s;
 }
 
