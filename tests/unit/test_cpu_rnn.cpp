@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <random>
@@ -14,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "core/onnx_import.h"
+#include "core/onnx_tensor.h"
 #include "core/runtime.h"
 #include "drivers/cpu/rnn.h"
 #include "tests/unit/dnnl_test_util.h"
@@ -417,6 +421,69 @@ TEST(CpuRnn, DefaultAlphasAreTheOperatorsOwn) {
   node.node->inputs[rnn::kSequenceLens]->dtype = DType::I32;
   for (size_t i : {5, 4}) node.omit_input(i);
   expect_matches(run_path(*node.node, in, rnn::Path::Best), reference(c, in), false, "defaults");
+}
+
+// ONNX's own test cases for these ops (model.onnx + test_data_set_0), each
+// on the plain path and, where it takes the node and the run, oneDNN's.
+TEST(CpuRnn, OnnxTestDataOnBothPaths) {
+  namespace fs = std::filesystem;
+  const fs::path root = "/usr/share/libonnx-testdata/data/node";
+  if (!fs::is_directory(root)) GTEST_SKIP() << root << " is missing (scripts/setup.sh installs libonnx-testdata)";
+  auto read_tensor = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    onnx::TensorProto proto;
+    if (!proto.ParseFromIstream(&in)) throw std::runtime_error("cannot read " + file.string());
+    return core::tensor_from_proto(proto, file.string()).clone();
+  };
+  int cases = 0, dnnl_runs = 0;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("test_lstm", 0) != 0 && name.rfind("test_gru", 0) != 0 && name.rfind("test_rnn", 0) != 0 &&
+        name.rfind("test_simple_rnn", 0) != 0)
+      continue;
+    SCOPED_TRACE(name);
+    ++cases;
+    const auto model = core::import_onnx_file((entry.path() / "model.onnx").string());
+    const core::Graph& g = model->graph;
+    ASSERT_EQ(g.nodes().size(), 1u);
+    const core::Node& node = *g.nodes()[0];
+    const fs::path data = entry.path() / "test_data_set_0";
+    std::vector<std::optional<Tensor>> inputs(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const auto at = std::find(g.inputs.begin(), g.inputs.end(), node.inputs[i]);
+      if (node.inputs[i] && at != g.inputs.end())
+        inputs[i] = read_tensor(data / ("input_" + std::to_string(at - g.inputs.begin()) + ".pb"));
+      else if (node.inputs[i] && node.inputs[i]->constant)
+        inputs[i] = *node.inputs[i]->constant;
+    }
+    for (rnn::Path path : {rnn::Path::Plain, rnn::Path::Dnnl}) {
+      KernelBuild build{node, node.opset, test_engine(), {}};
+      std::unique_ptr<Kernel> kernel;
+      try {
+        kernel = rnn::make_kernel(build, path);
+      } catch (const Error&) {
+        ASSERT_EQ(path, rnn::Path::Dnnl);  // oneDNN does not take this node
+        continue;
+      }
+      DnnlRun run(node, inputs, node.outputs.size(), 1);
+      try {
+        kernel->run(run);
+      } catch (const Error& e) {
+        ASSERT_EQ(path, rnn::Path::Dnnl) << e.what();  // nor this run (sequence_lens)
+        continue;
+      }
+      dnnl_runs += path == rnn::Path::Dnnl;
+      for (size_t k = 0; k < g.outputs.size(); ++k) {
+        const auto at = std::find(node.outputs.begin(), node.outputs.end(), g.outputs[k]);
+        ASSERT_NE(at, node.outputs.end());
+        const Tensor want = read_tensor(data / ("output_" + std::to_string(k) + ".pb"));
+        EXPECT_TRUE(all_close(run.outputs()[at - node.outputs.begin()], want, 1e-6f, 1e-3f))
+            << (path == rnn::Path::Plain ? "plain" : "oneDNN") << " path, output " << g.outputs[k]->name;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 12);
+  EXPECT_EQ(dnnl_runs, cases);  // all use default activations and full-length sequences
 }
 
 // Whole models through the CPU driver, written in ONNX's text syntax.
