@@ -6,6 +6,7 @@
 //   blob         the same on the model compiled to a blob by `hetero compile`
 //   hetero       the same split by HETERO across CPU.1 and CPU (the If on
 //                CPU.1, the rest on CPU); must cut more than one submodel
+//   hetero-blob  that split compiled to a blob and imported
 //   daemon       the same through heterod (hetero_core_connect), 100 calls
 //   cli          `hetero run` once per chunk, the state carried in .npy files
 //                that each call reads and then replaces (--output NAME=FILE);
@@ -27,6 +28,8 @@ const { spawn, spawnSync } = require('child_process');
 const { readNpy, writeNpy } = require('./npy.js');
 const { STREAMING, cacheDir, loadOrt, modelPath, audioChunks, zeroStates } = require('./model_set.js');
 
+// The processor as two devices, the If (and its LSTMs) on CPU.1, the rest on CPU.
+const HETERO_SPLIT = ['--device', 'HETERO:CPU.1,CPU', '--config', 'CPU.device_count=2', '--config', 'CPU.1:ops=If'];
 const RTOL = 1e-3;
 const ATOL = 1e-4;
 const SKIP = 77;
@@ -194,6 +197,13 @@ async function checkModel(model, o, ctx, work) {
   for (const s of model.states)
     streamArgs.push('--input', `${s.input}=${path.join(inputs, `${s.input}.npy`)}`, '--feed', `${s.output}=${s.input}`);
   const blob = path.join(dir, `${model.name}.blob`);
+  const splitBlob = path.join(dir, `${model.name}.hetero.blob`);
+  // stream_model's "device D, N submodels": the note, or an error without a split.
+  const split = (stdout) => {
+    const m = /(\d+) submodels/.exec(stdout);
+    if (!m || Number(m[1]) < 2) throw new Error(`HETERO did not split the model: ${stdout.trim()}`);
+    return `${m[1]} submodels`;
+  };
 
   const runs = [
     { name: 'c-abi', calls: o.calls, go: (out) => void run(o.stream, [file, out, ...streamArgs], 'in process') },
@@ -208,12 +218,14 @@ async function checkModel(model, o, ctx, work) {
     {
       name: 'hetero',
       calls: o.calls,
+      go: (out) => split(run(o.stream, [file, out, ...HETERO_SPLIT, ...streamArgs], 'HETERO')),
+    },
+    {
+      name: 'hetero-blob',
+      calls: o.calls,
       go: (out) => {
-        const stdout = run(o.stream, [file, out, '--device', 'HETERO:CPU.1,CPU', '--config', 'CPU.device_count=2',
-                                      '--config', 'CPU.1:ops=If', ...streamArgs], 'HETERO');
-        const m = /(\d+) submodels/.exec(stdout);
-        if (!m || Number(m[1]) < 2) throw new Error(`HETERO did not split the model: ${stdout.trim()}`);
-        return `${m[1]} submodels`;
+        run(o.hetero, ['compile', file, ...HETERO_SPLIT, '-o', splitBlob], 'hetero compile');
+        return split(run(o.stream, [splitBlob, out, '--config', 'CPU.device_count=2', ...streamArgs], 'HETERO blob'));
       },
     },
     { name: 'cli', calls: o.cliCalls, go: (out) => cliLoop(o, model, file, io, out, o.cliCalls, '') },
