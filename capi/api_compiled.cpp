@@ -1,5 +1,6 @@
 // hetero_* entry points: compiling, blob export and import, and the inputs
 // and outputs of compiled models.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -7,6 +8,7 @@
 #include "capi/guard.h"
 #include "capi/handles.h"
 #include "core/blob_container.h"
+#include "core/device_string.h"
 #include "core/mapped_file.h"
 
 using namespace hetero::capi;
@@ -17,6 +19,44 @@ namespace {
 const CompiledModelImpl& compiled_of(const hetero_compiled_model_t* compiled, const char* fn) {
   require(compiled, fn, "compiled");
   return *compiled->impl;
+}
+
+// Runs `body` with its errors naming the file `path` (the blob container's
+// messages speak of "blob").
+template <typename Body>
+void about_file(const char* path, Body&& body) {
+  try {
+    body();
+  } catch (const hetero::Error& e) {
+    fail(e.status(), std::string(path) + ": " + e.what());
+  }
+}
+
+// hetero_compiled_model_open_*: a blob's config is the import's, less the
+// policy its plan replaces.
+Config blob_config(Config config) {
+  config.erase("policy");
+  return config;
+}
+
+// hetero_compiled_model_open_*: a blob is refused when it is not what the
+// caller asked for (`device` null: any).
+void check_opened_blob(const CompiledModelImpl& blob, const char* device, const Backend::InputShapes& shapes) {
+  using hetero::core::parse_device_string;
+  if (device && parse_device_string(device).to_string() != parse_device_string(blob.device()).to_string())
+    fail(HETERO_BLOB_MISMATCH, "the blob is compiled for " + blob.device() + ", not " + device);
+  for (const auto& [name, shape] : shapes) {
+    const auto port = std::find_if(blob.inputs().begin(), blob.inputs().end(),
+                                   [&](const PortInfo& p) { return p.name == name; });
+    if (port == blob.inputs().end()) fail(HETERO_INVALID_ARGUMENT, "the blob has no input '" + name + "'");
+    bool agrees = port->rank < 0 || static_cast<size_t>(port->rank) == shape.size();
+    for (size_t d = 0; agrees && port->rank >= 0 && d < shape.size(); ++d)
+      agrees = port->dims[d] < 0 || port->dims[d] == shape[d];
+    if (!agrees)
+      fail(HETERO_BLOB_MISMATCH, "input '" + name + "' of the blob is " +
+                                     hetero::core::shape_to_string(port->dims) + ", not " +
+                                     hetero::core::shape_to_string(shape));
+  }
 }
 
 }  // namespace
@@ -85,11 +125,69 @@ hetero_status hetero_compiled_model_import_file(hetero_compiled_model_t** out, h
     // Mapped, not read: the import's only copy is the driver's own.
     const hetero::core::MappedBytes blob = hetero::core::map_file(path);
     auto compiled = std::make_unique<hetero_compiled_model>();
-    try {
-      compiled->impl = core->backend->import_blob({blob.data, blob.size}, config);
-    } catch (const hetero::Error& e) {
-      // The container's messages speak of "blob"; say which file it was.
-      fail(e.status(), std::string(path) + ": " + e.what());
+    about_file(path, [&] { compiled->impl = core->backend->import_blob({blob.data, blob.size}, config); });
+    *out = compiled.release();
+  });
+}
+
+hetero_status hetero_model_file_format(hetero_model_format* out_format, const char* path) {
+  return guard([&] {
+    require(out_format, "hetero_model_file_format", "out_format");
+    require(path, "hetero_model_file_format", "path");
+    const hetero::core::MappedBytes bytes = hetero::core::map_file(path);
+    *out_format = hetero::core::has_blob_magic({bytes.data, bytes.size}) ? HETERO_MODEL_FORMAT_BLOB
+                                                                         : HETERO_MODEL_FORMAT_ONNX;
+  });
+}
+
+hetero_status hetero_compiled_model_open_file(hetero_compiled_model_t** out, hetero_core_t* core, const char* path,
+                                              const char* const* shape_names, const int64_t* const* shape_dims,
+                                              const size_t* shape_ranks, size_t shape_count, const char* device,
+                                              const char* const* config_keys, const char* const* config_values,
+                                              size_t config_count) {
+  return guard([&] {
+    constexpr const char* fn = "hetero_compiled_model_open_file";
+    require(out, fn, "out");
+    require(core, fn, "core");
+    require(path, fn, "path");
+    const auto shapes = shapes_from_arrays(fn, shape_names, shape_dims, shape_ranks, shape_count);
+    const Config config = config_from_pairs(fn, config_keys, config_values, config_count);
+    const hetero::core::MappedBytes bytes = hetero::core::map_file(path);
+    auto compiled = std::make_unique<hetero_compiled_model>();
+    if (hetero::core::has_blob_magic({bytes.data, bytes.size})) {
+      about_file(path, [&] {
+        compiled->impl = core->backend->import_blob({bytes.data, bytes.size}, blob_config(config));
+        check_opened_blob(*compiled->impl, device, shapes);
+      });
+    } else {
+      if (!device) fail(HETERO_INVALID_ARGUMENT, std::string(fn) + ": device is NULL, and " + path + " is an ONNX model");
+      compiled->impl = core->backend->compile_file(path, shapes, device, config);
+    }
+    *out = compiled.release();
+  });
+}
+
+hetero_status hetero_compiled_model_open_memory(hetero_compiled_model_t** out, hetero_core_t* core, const void* data,
+                                                size_t size, const char* const* shape_names,
+                                                const int64_t* const* shape_dims, const size_t* shape_ranks,
+                                                size_t shape_count, const char* device,
+                                                const char* const* config_keys, const char* const* config_values,
+                                                size_t config_count) {
+  return guard([&] {
+    constexpr const char* fn = "hetero_compiled_model_open_memory";
+    require(out, fn, "out");
+    require(core, fn, "core");
+    if (size) require(data, fn, "data");
+    const auto shapes = shapes_from_arrays(fn, shape_names, shape_dims, shape_ranks, shape_count);
+    const Config config = config_from_pairs(fn, config_keys, config_values, config_count);
+    const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data), size);
+    auto compiled = std::make_unique<hetero_compiled_model>();
+    if (hetero::core::has_blob_magic(bytes)) {
+      compiled->impl = core->backend->import_blob(bytes, blob_config(config));
+      check_opened_blob(*compiled->impl, device, shapes);
+    } else {
+      if (!device) fail(HETERO_INVALID_ARGUMENT, std::string(fn) + ": device is NULL, and the bytes are an ONNX model");
+      compiled->impl = core->backend->compile(*core->backend->read_model_memory(bytes, shapes), device, config);
     }
     *out = compiled.release();
   });
@@ -133,6 +231,15 @@ hetero_status hetero_blob_describe(char** out_text, const void* data, size_t siz
     if (size) require(data, "hetero_blob_describe", "data");
     const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data), size);
     *out_text = malloc_string(hetero::core::describe_blob(hetero::core::read_blob(bytes), size));
+  });
+}
+
+hetero_status hetero_blob_describe_json(char** out_json, const void* data, size_t size) {
+  return guard([&] {
+    require(out_json, "hetero_blob_describe_json", "out_json");
+    if (size) require(data, "hetero_blob_describe_json", "data");
+    const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data), size);
+    *out_json = malloc_string(hetero::core::describe_blob_json(hetero::core::read_blob(bytes), size));
   });
 }
 

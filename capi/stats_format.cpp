@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/json.h"
 
 namespace hetero::capi {
 
@@ -15,7 +16,8 @@ std::string number(double value) {
 }
 
 // Model names are [A-Za-z0-9._-] (the daemon checks), so they need no
-// escaping in JSON strings or Prometheus label values.
+// escaping in the text table or as Prometheus label values; JSON escapes
+// whatever it is given.
 std::string text(const StatsSnapshot& s) {
   std::string out = "uptime " + std::to_string(s.uptime_ms / 1000) + " s, " + std::to_string(s.connections) +
                     " connection" + (s.connections == 1 ? "" : "s") + "\n";
@@ -32,19 +34,27 @@ std::string text(const StatsSnapshot& s) {
 }
 
 std::string json(const StatsSnapshot& s) {
-  std::string out = "{\"uptime_ms\": " + std::to_string(s.uptime_ms) +
-                    ", \"connections\": " + std::to_string(s.connections) + ", \"models\": [";
-  for (size_t k = 0; k < s.models.size(); ++k) {
-    const ModelStatsEntry& m = s.models[k];
-    if (k) out += ", ";
-    out += "{\"name\": \"" + m.name + "\", \"requests\": " + std::to_string(m.requests) +
-           ", \"errors\": " + std::to_string(m.errors) + ", \"busy\": " + std::to_string(m.busy) +
-           ", \"timeouts\": " + std::to_string(m.timeouts) + ", \"latency_p50_us\": " + number(m.p50_us) +
-           ", \"latency_p90_us\": " + number(m.p90_us) + ", \"latency_p99_us\": " + number(m.p99_us) +
-           ", \"queue_depth\": " + std::to_string(m.queue_depth) + ", \"in_flight\": " + std::to_string(m.in_flight) +
-           "}";
+  namespace js = core::json;
+  const js::Value doc = js::object();
+  js::set(doc.get(), "uptime_ms", js::integer(static_cast<int64_t>(s.uptime_ms)));
+  js::set(doc.get(), "connections", js::integer(s.connections));
+  js::Value models = js::array();
+  for (const ModelStatsEntry& m : s.models) {
+    js::Value entry = js::object();
+    js::set(entry.get(), "name", js::string(m.name));
+    js::set(entry.get(), "requests", js::integer(static_cast<int64_t>(m.requests)));
+    js::set(entry.get(), "errors", js::integer(static_cast<int64_t>(m.errors)));
+    js::set(entry.get(), "busy", js::integer(static_cast<int64_t>(m.busy)));
+    js::set(entry.get(), "timeouts", js::integer(static_cast<int64_t>(m.timeouts)));
+    js::set(entry.get(), "latency_p50_us", js::number(m.p50_us, 1));
+    js::set(entry.get(), "latency_p90_us", js::number(m.p90_us, 1));
+    js::set(entry.get(), "latency_p99_us", js::number(m.p99_us, 1));
+    js::set(entry.get(), "queue_depth", js::integer(m.queue_depth));
+    js::set(entry.get(), "in_flight", js::integer(m.in_flight));
+    js::append(models.get(), std::move(entry));
   }
-  return out + "]}\n";
+  js::set(doc.get(), "models", std::move(models));
+  return js::dump(doc.get());
 }
 
 std::string prometheus(const StatsSnapshot& s) {

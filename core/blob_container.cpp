@@ -6,6 +6,7 @@
 #include "core/byte_io.h"
 #include "core/crc32c.h"
 #include "core/error.h"
+#include "core/json.h"
 #include "hetero_build_config.h"
 
 namespace hetero::core {
@@ -27,6 +28,10 @@ void put_string(ByteWriter& w, const std::string& s) {
 }
 
 }  // namespace
+
+bool has_blob_magic(std::span<const uint8_t> bytes) noexcept {
+  return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
+}
 
 const BlobSection& BlobView::section(const std::string& name) const {
   for (const BlobSection& s : sections)
@@ -95,11 +100,40 @@ std::string describe_blob(const BlobView& view, size_t blob_size) {
   return out;
 }
 
+std::string describe_blob_json(const BlobView& view, size_t blob_size) {
+  const BlobHeader& h = view.header;
+  const json::Value doc = json::object();
+  json::set(doc.get(), "format_version", json::integer(h.format_version));
+  json::set(doc.get(), "size", json::integer(static_cast<int64_t>(blob_size)));
+  json::set(doc.get(), "library_version", json::string(h.library_version));
+  json::set(doc.get(), "this_library", json::Value(json_boolean(h.library_version == HETERO_VERSION)));
+  json::set(doc.get(), "driver", json::string(h.driver));
+  json::set(doc.get(), "driver_version", json::string(h.driver_version));
+  json::set(doc.get(), "device", json::string(h.device));
+  json::Value config = json::array();
+  for (const auto& [key, value] : h.config) {
+    json::Value pair = json::object();
+    json::set(pair.get(), "key", json::string(key));
+    json::set(pair.get(), "value", json::string(value));
+    json::append(config.get(), std::move(pair));
+  }
+  json::set(doc.get(), "config", std::move(config));
+  json::set(doc.get(), "model_sha256", json::string(to_hex(h.model_sha256)));
+  json::Value sections = json::array();
+  for (const BlobSection& s : view.sections) {
+    json::Value section = json::object();
+    json::set(section.get(), "name", json::string(s.name));
+    json::set(section.get(), "device", json::string(s.device));
+    json::set(section.get(), "size", json::integer(static_cast<int64_t>(s.bytes.size())));
+    json::append(sections.get(), std::move(section));
+  }
+  json::set(doc.get(), "sections", std::move(sections));
+  return json::dump(doc.get());
+}
+
 BlobView read_blob(std::span<const uint8_t> bytes) {
   ByteReader r(bytes, "blob");
-  auto magic = r.take(sizeof kMagic, "magic");
-  if (std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0)
-    fail(HETERO_BLOB_CORRUPT, "not a heterod blob (bad magic)");
+  if (!has_blob_magic(r.take(sizeof kMagic, "magic"))) fail(HETERO_BLOB_CORRUPT, "not a heterod blob (bad magic)");
   BlobView view;
   view.header.format_version = static_cast<uint32_t>(r.uint(4, "format_version"));
   if (view.header.format_version != kBlobFormatVersion)

@@ -41,6 +41,10 @@ struct BlobView {
   const BlobSection& section(const std::string& name) const;
 };
 
+// Whether `bytes` start with the blob magic: how a blob is told from an ONNX
+// model (hetero_compiled_model_open_file), and the magic's only definition.
+bool has_blob_magic(std::span<const uint8_t> bytes) noexcept;
+
 // Sections start 64-byte aligned (from the start of the blob), so that a
 // mapped blob's weights can be used in place.
 std::vector<uint8_t> write_blob(const BlobHeader& header, std::span<const BlobSection> sections);
@@ -55,5 +59,9 @@ BlobView read_blob(std::span<const uint8_t> bytes);
 // The header and section table in words, one "field: value" a line, for
 // `hetero blob info`.
 std::string describe_blob(const BlobView& view, size_t blob_size);
+// The same as one JSON object: format_version, size, library_version,
+// this_library, driver, driver_version, device, config [{key, value}],
+// model_sha256, sections [{name, device, size}].
+std::string describe_blob_json(const BlobView& view, size_t blob_size);
 
 }  // namespace hetero::core

@@ -5,8 +5,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "daemon/protocol/socket_io.h"
 #include "daemon/server.h"
+#include "daemon/uv_status.h"
+#include "protocol/socket_io.h"
 
 namespace hetero::daemon {
 
@@ -27,15 +28,17 @@ Connection::Connection(Server& server, wire::UniqueFd fd, PeerCredentials peer, 
 
 Connection::~Connection() = default;
 
-void Connection::start(uv_loop_t* loop) {
+bool Connection::start(uv_loop_t* loop) {
   poll_ = new uv_poll_t{};
-  if (uv_poll_init(loop, poll_, fd_.get()) != 0) {
+  if (const int rc = uv_poll_init(loop, poll_, fd_.get()); rc < 0) {
     delete poll_;
     poll_ = nullptr;
-    fail(HETERO_INTERNAL, "uv_poll_init failed for a connection");
+    drop(uv_failure("uv_poll_init", rc));
+    return false;
   }
   poll_->data = this;
   update_poll();
+  return !closed_;
 }
 
 void Connection::update_poll() {
@@ -43,10 +46,14 @@ void Connection::update_poll() {
   int events = 0;
   if (reading_ && !closing_ && out_bytes_ < max_out_bytes_) events |= UV_READABLE;
   if (!out_.empty()) events |= UV_WRITABLE;
-  if (events)
-    uv_poll_start(poll_, events, &Connection::on_poll);
-  else
-    uv_poll_stop(poll_);
+  const int rc = events ? uv_poll_start(poll_, events, &Connection::on_poll) : uv_poll_stop(poll_);
+  // A connection the loop cannot watch would hang its client: end it.
+  if (rc < 0) drop(uv_failure(events ? "uv_poll_start" : "uv_poll_stop", rc));
+}
+
+void Connection::drop(const std::string& why) {
+  core::log(core::LogLevel::Warning, "client " + peer_.describe() + ": " + why + "; disconnecting it");
+  close();
 }
 
 void Connection::on_poll(uv_poll_t* handle, int status, int events) {
@@ -54,7 +61,7 @@ void Connection::on_poll(uv_poll_t* handle, int status, int events) {
   // The server may drop its reference while this runs.
   const std::shared_ptr<Connection> keep = self->shared_from_this();
   if (status < 0) {
-    self->close();
+    self->drop(uv_failure("polling its socket", status));
     return;
   }
   if (events & UV_WRITABLE) self->flush();
@@ -148,7 +155,7 @@ void Connection::close() {
   out_.clear();
   out_bytes_ = 0;
   if (poll_) {
-    uv_poll_stop(poll_);
+    uv_ok(uv_poll_stop(poll_), "uv_poll_stop for client " + peer_.describe());
     // The handle keeps this connection alive until its close callback, on a
     // later turn of the loop: close() may run deep inside its own methods.
     poll_->data = new std::shared_ptr<Connection>(shared_from_this());

@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "daemon/peer_credentials.h"
-#include "daemon/protocol/frame.h"
 #include "daemon/served_model.h"
+#include "protocol/frame.h"
 
 namespace hetero::daemon {
 
@@ -22,8 +22,9 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   Connection(Server& server, wire::UniqueFd fd, PeerCredentials peer, size_t max_frame_bytes);
   ~Connection() override;
 
-  // Starts polling the socket.
-  void start(uv_loop_t* loop);
+  // Starts polling the socket. False when libuv cannot: the connection has
+  // then closed itself, saying why in the log.
+  bool start(uv_loop_t* loop);
   void send(wire::EncodedFrame frame);
   // Replies with an error that ends the connection, closed once it is sent.
   void send_fatal(uint64_t id, hetero_status status, const std::string& message);
@@ -46,6 +47,8 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   void on_readable();
   void flush();
   void update_poll();
+  // Logs why (a libuv failure) and closes.
+  void drop(const std::string& why);
 
   Server& server_;
   wire::UniqueFd fd_;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "daemon/config.h"
-#include "daemon/protocol/unique_fd.h"
+#include "protocol/unique_fd.h"
 
 namespace hetero::daemon {
 

@@ -1,11 +1,12 @@
 #include "daemon/loop_post.h"
 
 #include "core/error.h"
+#include "daemon/uv_status.h"
 
 namespace hetero::daemon {
 
 LoopPost::LoopPost(uv_loop_t* loop) {
-  if (uv_async_init(loop, &async_, &LoopPost::on_wake) != 0) fail(HETERO_INTERNAL, "uv_async_init failed");
+  uv_check(uv_async_init(loop, &async_, &LoopPost::on_wake), "uv_async_init");
   async_.data = this;
 }
 
@@ -13,12 +14,15 @@ void LoopPost::post(std::function<void()> task) {
   std::lock_guard<std::mutex> lock(mutex_);
   tasks_.push_back(std::move(task));
   // uv_async_send coalesces: one wake-up runs every task posted before it.
-  if (!closed_) uv_async_send(&async_);
+  // It fails only for a handle that is not an open async one, a bug that
+  // would leave the task unrun: say so.
+  if (!closed_) uv_ok(uv_async_send(&async_), "uv_async_send", core::LogLevel::Error);
 }
 
 void LoopPost::close() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return;
     closed_ = true;
   }
   uv_close(reinterpret_cast<uv_handle_t*>(&async_), nullptr);

@@ -21,6 +21,7 @@ class LoopPost {
   // close(), tasks are kept, never run, and destroyed with the LoopPost.
   void post(std::function<void()> task);
   // Loop thread: stops waking the loop; the handle is closed on its next turn.
+  // Closing again does nothing.
   void close();
 
  private:

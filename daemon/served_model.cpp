@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 
 #include "core/log.h"
 
@@ -10,20 +9,8 @@ namespace hetero::daemon {
 
 namespace {
 
-constexpr char kBlobMagic[8] = {'H', 'E', 'T', 'E', 'R', 'O', 'B', 'L'};
-
-bool is_blob(std::span<const uint8_t> bytes) {
-  return bytes.size() >= sizeof kBlobMagic && std::memcmp(bytes.data(), kBlobMagic, sizeof kBlobMagic) == 0;
-}
-
-bool file_is_blob(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  uint8_t head[sizeof kBlobMagic] = {};
-  in.read(reinterpret_cast<char*>(head), sizeof head);
-  return in.gcount() == sizeof head && is_blob(head);
-}
-
-// The C ABI's parallel arrays for a spec's compile config and shapes.
+// The C ABI's parallel arrays for a spec's compile config and shapes (a
+// blob's import ignores the policy).
 struct CompileArgs {
   std::vector<std::string> keys, values;
   std::vector<const char*> key_ptrs, value_ptrs;
@@ -31,12 +18,12 @@ struct CompileArgs {
   std::vector<const int64_t*> shape_dims;
   std::vector<size_t> shape_ranks;
 
-  CompileArgs(const ModelSpec& spec, bool with_policy) {
+  explicit CompileArgs(const ModelSpec& spec) {
     for (const auto& [k, v] : spec.config) {
       keys.push_back(k);
       values.push_back(v);
     }
-    if (with_policy && !spec.policy.empty()) {
+    if (!spec.policy.empty()) {
       keys.push_back("policy");
       values.push_back(spec.policy);
     }
@@ -100,24 +87,14 @@ ServedModel::~ServedModel() = default;
 std::shared_ptr<ServedModel> ServedModel::load(hetero_core_t* core, const ModelSpec& spec,
                                                std::shared_ptr<LoopPost> post) {
   hetero_compiled_model_t* compiled = nullptr;
-  const std::string what = "model '" + spec.name + "' (" + spec.path + ")";
-  if (file_is_blob(spec.path)) {
-    CompileArgs args(spec, false);
-    check(hetero_compiled_model_import_file(&compiled, core, spec.path.c_str(), args.key_ptrs.data(),
-                                            args.value_ptrs.data(), args.keys.size()),
-          what);
-  } else {
-    CompileArgs args(spec, true);
-    check(hetero_compile_file(&compiled, core, spec.path.c_str(), args.shape_names.data(), args.shape_dims.data(),
-                              args.shape_ranks.data(), args.shape_names.size(), spec.device.c_str(),
-                              args.key_ptrs.data(), args.value_ptrs.data(), args.keys.size()),
-          what);
-  }
+  const CompileArgs args(spec);
+  // An ONNX file or a blob (for the device the config names).
+  check(hetero_compiled_model_open_file(&compiled, core, spec.path.c_str(), args.shape_names.data(),
+                                        args.shape_dims.data(), args.shape_ranks.data(), args.shape_names.size(),
+                                        spec.device.c_str(), args.key_ptrs.data(), args.value_ptrs.data(),
+                                        args.keys.size()),
+        "model '" + spec.name + "' (" + spec.path + ")");
   CompiledPtr owned(compiled);
-  const char* device = nullptr;
-  check(hetero_compiled_model_get_device(compiled, &device), what);
-  if (spec.device != device)
-    fail(HETERO_BLOB_MISMATCH, what + ": the blob is compiled for " + device + ", the config says " + spec.device);
   std::shared_ptr<ServedModel> model(new ServedModel(spec, std::move(owned), std::move(post)));
   ::stat(spec.path.c_str(), &model->file_stat_);
   return model;
@@ -126,23 +103,12 @@ std::shared_ptr<ServedModel> ServedModel::load(hetero_core_t* core, const ModelS
 std::shared_ptr<ServedModel> ServedModel::load_bytes(hetero_core_t* core, const ModelSpec& spec,
                                                      std::span<const uint8_t> bytes, std::shared_ptr<LoopPost> post) {
   hetero_compiled_model_t* compiled = nullptr;
-  const std::string what = "model '" + spec.name + "' (uploaded)";
-  if (is_blob(bytes)) {
-    CompileArgs args(spec, false);
-    check(hetero_compiled_model_import(&compiled, core, bytes.data(), bytes.size(), args.key_ptrs.data(),
-                                       args.value_ptrs.data(), args.keys.size()),
-          what);
-  } else {
-    CompileArgs args(spec, true);
-    hetero_model_t* model = nullptr;
-    check(hetero_model_read_memory(&model, core, bytes.data(), bytes.size(), args.shape_names.data(),
-                                   args.shape_dims.data(), args.shape_ranks.data(), args.shape_names.size()),
-          what);
-    const hetero_status status = hetero_compile(&compiled, core, model, spec.device.c_str(), args.key_ptrs.data(),
-                                                args.value_ptrs.data(), args.keys.size());
-    hetero_model_release(model);
-    check(status, what);
-  }
+  const CompileArgs args(spec);
+  check(hetero_compiled_model_open_memory(&compiled, core, bytes.data(), bytes.size(), args.shape_names.data(),
+                                          args.shape_dims.data(), args.shape_ranks.data(), args.shape_names.size(),
+                                          spec.device.c_str(), args.key_ptrs.data(), args.value_ptrs.data(),
+                                          args.keys.size()),
+        "model '" + spec.name + "' (uploaded)");
   CompiledPtr owned(compiled);
   return std::shared_ptr<ServedModel>(new ServedModel(spec, std::move(owned), std::move(post)));
 }

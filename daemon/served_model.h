@@ -21,9 +21,9 @@
 #include "daemon/c_api.h"
 #include "daemon/config.h"
 #include "daemon/loop_post.h"
-#include "daemon/protocol/frame.h"
-#include "daemon/protocol/heterod.pb.h"
-#include "daemon/protocol/tensor_codec.h"
+#include "protocol/frame.h"
+#include "protocol/heterod.pb.h"
+#include "protocol/tensor_codec.h"
 
 namespace hetero::daemon {
 

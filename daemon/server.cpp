@@ -12,6 +12,7 @@
 #include "core/log.h"
 #include "daemon/peer_credentials.h"
 #include "daemon/systemd_notify.h"
+#include "daemon/uv_status.h"
 
 namespace hetero::daemon {
 
@@ -35,12 +36,13 @@ Server* server_of(Handle* handle) {
 }  // namespace
 
 Server::Server(Config config) : config_(std::move(config)) {
-  if (uv_loop_init(&loop_) != 0) fail(HETERO_INTERNAL, "uv_loop_init failed");
+  uv_check(uv_loop_init(&loop_), "uv_loop_init");
 }
 
 Server::~Server() {
-  // run() closed every handle; a constructor-only Server has none open.
-  uv_loop_close(&loop_);
+  // run() closed every handle; a constructor-only Server has none open. A
+  // handle left open (UV_EBUSY) is a bug worth a line in the log.
+  uv_ok(uv_loop_close(&loop_), "uv_loop_close");
 }
 
 void Server::create_core() {
@@ -156,9 +158,12 @@ std::string Server::status_line() const {
 }
 
 void Server::start_loop_handles() {
-  uv_poll_init(&loop_, &listen_poll_, listener_->fd());
+  // Each failure here is a start-up error: the daemon would otherwise run
+  // without accepting clients, answering signals or expiring requests.
+  uv_check(uv_poll_init(&loop_, &listen_poll_, listener_->fd()), "uv_poll_init on " + listener_->path());
   listen_poll_.data = this;
-  uv_poll_start(&listen_poll_, UV_READABLE, [](uv_poll_t* h, int, int) { server_of(h)->accept_clients(); });
+  uv_check(uv_poll_start(&listen_poll_, UV_READABLE, [](uv_poll_t* h, int, int) { server_of(h)->accept_clients(); }),
+           "uv_poll_start on " + listener_->path());
 
   auto on_signal = [](uv_signal_t* h, int signum) {
     Server* self = server_of(h);
@@ -167,29 +172,36 @@ void Server::start_loop_handles() {
     else
       self->begin_shutdown(signum == SIGTERM ? "SIGTERM" : "SIGINT");
   };
-  for (auto [handle, signum] : {std::pair{&sighup_, SIGHUP}, {&sigterm_, SIGTERM}, {&sigint_, SIGINT}}) {
-    uv_signal_init(&loop_, handle);
-    handle->data = this;
-    uv_signal_start(handle, on_signal, signum);
+  struct Watched {
+    uv_signal_t* handle;
+    int signum;
+    const char* name;
+  };
+  for (const Watched& s : {Watched{&sighup_, SIGHUP, "SIGHUP"}, {&sigterm_, SIGTERM, "SIGTERM"}, {&sigint_, SIGINT, "SIGINT"}}) {
+    uv_check(uv_signal_init(&loop_, s.handle), std::string("uv_signal_init (") + s.name + ")");
+    s.handle->data = this;
+    uv_check(uv_signal_start(s.handle, on_signal, s.signum), std::string("uv_signal_start (") + s.name + ")");
   }
 
-  uv_timer_init(&loop_, &watchdog_timer_);
+  uv_check(uv_timer_init(&loop_, &watchdog_timer_), "uv_timer_init (watchdog)");
   if (const uint64_t us = systemd::watchdog_interval_us()) {
     // Keep-alives at half the interval; a loop stuck for longer misses them.
-    uv_timer_start(&watchdog_timer_, [](uv_timer_t*) { systemd::notify_watchdog(); }, 0,
-                   std::max<uint64_t>(1, us / 2000));
+    uv_check(uv_timer_start(&watchdog_timer_, [](uv_timer_t*) { systemd::notify_watchdog(); }, 0,
+                            std::max<uint64_t>(1, us / 2000)),
+             "uv_timer_start (watchdog)");
   }
-  uv_timer_init(&loop_, &sweep_timer_);
+  uv_check(uv_timer_init(&loop_, &sweep_timer_), "uv_timer_init (request timeouts)");
   sweep_timer_.data = this;
   const uint64_t sweep_ms = std::clamp<uint64_t>(config_.limits.request_timeout_ms / 4, 10, 1000);
-  uv_timer_start(
-      &sweep_timer_,
-      [](uv_timer_t* h) {
-        for (auto& [name, entry] : server_of(h)->models_)
-          if (entry.model) entry.model->expire();
-      },
-      sweep_ms, sweep_ms);
-  uv_timer_init(&loop_, &grace_timer_);
+  uv_check(uv_timer_start(
+               &sweep_timer_,
+               [](uv_timer_t* h) {
+                 for (auto& [name, entry] : server_of(h)->models_)
+                   if (entry.model) entry.model->expire();
+               },
+               sweep_ms, sweep_ms),
+           "uv_timer_start (request timeouts)");
+  uv_check(uv_timer_init(&loop_, &grace_timer_), "uv_timer_init (shutdown grace period)");
   grace_timer_.data = this;
 }
 
@@ -211,7 +223,8 @@ void Server::accept_clients() {
     }
     auto connection = std::make_shared<Connection>(*this, std::move(owned), peer, config_.limits.max_frame_bytes);
     connections_[connection.get()] = connection;
-    connection->start(&loop_);
+    // A connection that cannot be polled has closed itself, saying why.
+    if (!connection->start(&loop_)) continue;
     if (!peer_allowed(peer, config_)) {
       connection->send_fatal(0, HETERO_PERMISSION_DENIED,
                              "uid " + std::to_string(peer.uid) + " is not allowed by " + config_.file +
@@ -246,16 +259,23 @@ void Server::begin_shutdown(const char* why) {
   stopping_ = true;
   info(std::string(why) + ": no new requests; finishing those in flight");
   systemd::notify_stopping("finishing requests in flight");
-  uv_poll_stop(&listen_poll_);
+  uv_ok(uv_poll_stop(&listen_poll_), "uv_poll_stop on " + listener_->path());
   listener_->close();
   for (auto& [ptr, connection] : connections_) connection->stop_reading();
-  uv_timer_start(
+  const int rc = uv_timer_start(
       &grace_timer_,
       [](uv_timer_t* h) {
         warn("shutdown grace period over: exiting with requests unanswered");
         uv_stop(h->loop);
       },
       config_.limits.shutdown_grace_ms, 0);
+  // Without the timer the wait would be unbounded: exit now instead.
+  if (rc < 0) {
+    core::log(core::LogLevel::Error,
+              uv_failure("uv_timer_start (shutdown grace period)", rc) + ": exiting without waiting");
+    uv_stop(&loop_);
+    return;
+  }
   connection_progress();
 }
 
@@ -356,27 +376,8 @@ void Server::apply_reload(Config next, std::vector<LoadResult> results, std::vec
   }
 }
 
-int Server::run() {
-  started_ = std::chrono::steady_clock::now();
-  listener_ = std::make_unique<Listener>(config_);
-  info("listening on " + listener_->path());
-  post_ = std::make_shared<LoopPost>(&loop_);
-  create_core();
-  load_configured_models();
-  loader_ = std::make_unique<core::WorkerThread>();
-  start_loop_handles();
-  const std::string status = status_line();
-  info(status + " (ready in " + ms_since(started_) + ")");
-  systemd::notify_ready(status);
-
-  uv_run(&loop_, UV_RUN_DEFAULT);
-
-  // Teardown: connections, then every handle, then the models once their
-  // running inferences are done.
-  std::vector<std::shared_ptr<Connection>> open;
-  for (auto& [ptr, connection] : connections_) open.push_back(connection);
-  for (auto& connection : open) connection->close();
-  post_->close();
+void Server::close_handles() {
+  if (post_) post_->close();
   uv_walk(
       &loop_,
       [](uv_handle_t* h, void*) {
@@ -388,6 +389,34 @@ int Server::run() {
   // every close callback has run.
   while (uv_run(&loop_, UV_RUN_DEFAULT) != 0) {
   }
+}
+
+int Server::run() {
+  started_ = std::chrono::steady_clock::now();
+  try {
+    listener_ = std::make_unique<Listener>(config_);
+    info("listening on " + listener_->path());
+    post_ = std::make_shared<LoopPost>(&loop_);
+    create_core();
+    load_configured_models();
+    loader_ = std::make_unique<core::WorkerThread>();
+    start_loop_handles();
+  } catch (...) {
+    close_handles();  // so that the loop closes cleanly on the way out
+    throw;
+  }
+  const std::string status = status_line();
+  info(status + " (ready in " + ms_since(started_) + ")");
+  systemd::notify_ready(status);
+
+  uv_run(&loop_, UV_RUN_DEFAULT);
+
+  // Teardown: connections, then every handle, then the models once their
+  // running inferences are done.
+  std::vector<std::shared_ptr<Connection>> open;
+  for (auto& [ptr, connection] : connections_) open.push_back(connection);
+  for (auto& connection : open) connection->close();
+  close_handles();
   loader_.reset();
   for (auto& [name, entry] : models_)
     if (entry.model) entry.model->wait_idle();

@@ -61,6 +61,9 @@ class Server {
   void create_core();
   void load_configured_models();
   void start_loop_handles();
+  // Closes every handle of the loop and runs it until their close callbacks
+  // have run (teardown, and a start-up that failed half-way).
+  void close_handles();
   void accept_clients();
   void begin_shutdown(const char* why);
   void start_reload(const Waiter* waiter);

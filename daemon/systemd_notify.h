@@ -1,6 +1,7 @@
 // What heterod tells systemd and takes from it: readiness, reload and stop
 // notifications with a STATUS= line, watchdog keep-alives, and the socket
-// handed over by heterod.socket. Each is a no-op outside systemd.
+// handed over by heterod.socket. Each is a no-op outside systemd, and in a
+// build without libsystemd (systemd_notify_stub.cpp).
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <queue>
 #include <set>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "partition/graph_dag.h"
@@ -49,31 +51,37 @@ CutModel cut_model(const core::Model& model, const std::vector<Part>& parts) {
   };
 
   // Execution order: parts as a DAG of producer → consumer, Kahn's algorithm
-  // with the lowest part index first (deterministic).
+  // with the lowest ready part first (deterministic). A plan may have as many
+  // parts as nodes, so nothing here is quadratic in them.
   std::vector<std::set<size_t>> deps(parts.size());
   for (size_t p = 0; p < parts.size(); ++p)
     for (const core::Value* v : reads[p])
       if (size_t q = producer_part(v); q != kNoPart && q != p) deps[p].insert(q);
+  std::vector<std::vector<size_t>> dependents(parts.size());
+  std::vector<size_t> waiting(parts.size());
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    for (size_t q : deps[p]) dependents[q].push_back(p);
+    waiting[p] = deps[p].size();
+    if (waiting[p] == 0) ready.push(p);
+  }
   std::vector<size_t> order, position(parts.size(), kNoPart);
-  std::vector<bool> done(parts.size(), false);
-  while (order.size() < parts.size()) {
-    size_t next = kNoPart;
-    for (size_t p = 0; p < parts.size() && next == kNoPart; ++p) {
-      if (done[p]) continue;
-      if (std::all_of(deps[p].begin(), deps[p].end(), [&](size_t q) { return done[q]; })) next = p;
-    }
-    if (next == kNoPart) fail(HETERO_INTERNAL, "cut: the subgraphs depend on each other in a cycle");
-    done[next] = true;
+  while (!ready.empty()) {
+    const size_t next = ready.top();
+    ready.pop();
     position[next] = order.size();
     order.push_back(next);
+    for (size_t p : dependents[next])
+      if (--waiting[p] == 0) ready.push(p);
   }
+  if (order.size() < parts.size()) fail(HETERO_INTERNAL, "cut: the subgraphs depend on each other in a cycle");
 
   // Each part's outputs: values it produces that another part or the model's
-  // outputs read.
+  // outputs read, and each such value's index among its part's outputs.
   std::vector<std::vector<const core::Value*>> outputs(parts.size());
+  std::unordered_map<const core::Value*, size_t> output_index;
   auto add_output = [&](size_t p, const core::Value* v) {
-    auto& outs = outputs[p];
-    if (std::find(outs.begin(), outs.end(), v) == outs.end()) outs.push_back(v);
+    if (output_index.emplace(v, outputs[p].size()).second) outputs[p].push_back(v);
   };
   for (size_t p : order)
     for (const core::Value* v : reads[p])
@@ -83,19 +91,23 @@ CutModel cut_model(const core::Model& model, const std::vector<Part>& parts) {
 
   // Where a value comes from at run time: an earlier part's output, a model
   // input, or (a model output that is an initializer) a constant.
+  std::unordered_map<const core::Value*, size_t> input_index;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) input_index.emplace(graph.inputs[i], i);
   auto source_of = [&](const core::Value* v) {
     Source src;
     if (const size_t q = producer_part(v); q != kNoPart) {
       src.kind = Source::Kind::PartOutput;
       src.part = position[q];
-      const auto& outs = outputs[q];
-      src.index = static_cast<size_t>(std::find(outs.begin(), outs.end(), v) - outs.begin());
+      src.index = output_index.at(v);
     } else if (v->is_constant()) {
       src.kind = Source::Kind::Constant;
       src.constant = *v->constant;
     } else {
+      const auto input = input_index.find(v);
+      if (input == input_index.end())
+        fail(HETERO_INTERNAL, "cut: value '" + v->name + "' is neither produced by a node nor a model input");
       src.kind = Source::Kind::GraphInput;
-      src.index = static_cast<size_t>(std::find(graph.inputs.begin(), graph.inputs.end(), v) - graph.inputs.begin());
+      src.index = input->second;
     }
     return src;
   };

@@ -2,13 +2,15 @@
 
 #include <cstdio>
 
+#include "core/json.h"
 #include "partition/graph_dag.h"
 
 namespace hetero::partition {
 
 namespace {
 
-// A JSON string literal; DOT's quoted strings take the same escapes.
+// A DOT quoted string: quotes and backslashes escaped, a newline as \n (a
+// line break in a label), other control characters as \u escapes.
 std::string quoted(const std::string& text) {
   std::string out = "\"";
   for (const char ch : text) {
@@ -32,10 +34,10 @@ std::string quoted(const std::string& text) {
 }
 
 template <typename List, typename Name>
-std::string json_list(const List& items, Name name) {
-  std::string out = "[";
-  for (const auto& item : items) out += (out.size() > 1 ? ", " : "") + quoted(name(item));
-  return out + "]";
+core::json::Value json_names(const List& items, Name name) {
+  core::json::Value list = core::json::array();
+  for (const auto& item : items) core::json::append(list.get(), core::json::string(name(item)));
+  return list;
 }
 
 std::string value_name(const core::Value* v) { return v->name; }
@@ -68,19 +70,24 @@ std::string plan_text(const Plan& plan) {
 }
 
 std::string plan_json(const Plan& plan, const std::string& device) {
+  namespace js = core::json;
   const auto& devices = plan.config.policy.devices;
-  std::string out = "{\"device\": " + quoted(device) + ", \"devices\": " + json_list(devices, as_is) +
-                    ", \"subgraphs\": [";
-  for (size_t p = 0; p < plan.cut.parts.size(); ++p) {
-    const Submodel& sub = plan.cut.parts[p];
-    out += p ? ", " : "";
-    out += "{\"device\": " + quoted(devices[sub.device]) + ", \"nodes\": " + json_list(sub.node_names, as_is) +
-           ", \"inputs\": " + json_list(sub.model->graph.inputs, value_name) +
-           ", \"outputs\": " + json_list(sub.model->graph.outputs, value_name) + "}";
+  const js::Value doc = js::object();
+  js::set(doc.get(), "device", js::string(device));
+  js::set(doc.get(), "devices", json_names(devices, as_is));
+  js::Value subgraphs = js::array();
+  for (const Submodel& sub : plan.cut.parts) {
+    js::Value entry = js::object();
+    js::set(entry.get(), "device", js::string(devices[sub.device]));
+    js::set(entry.get(), "nodes", json_names(sub.node_names, as_is));
+    js::set(entry.get(), "inputs", json_names(sub.model->graph.inputs, value_name));
+    js::set(entry.get(), "outputs", json_names(sub.model->graph.outputs, value_name));
+    js::append(subgraphs.get(), std::move(entry));
   }
-  out += "], \"transfers\": " + std::to_string(plan.cut.transfers) +
-         ", \"warnings\": " + json_list(plan.affinity.warnings, as_is) + "}\n";
-  return out;
+  js::set(doc.get(), "subgraphs", std::move(subgraphs));
+  js::set(doc.get(), "transfers", js::integer(static_cast<int64_t>(plan.cut.transfers)));
+  js::set(doc.get(), "warnings", json_names(plan.affinity.warnings, as_is));
+  return js::dump(doc.get());
 }
 
 std::string plan_dot(const Plan& plan, const core::Model& model) {

@@ -1,11 +1,9 @@
 #include "partition/policy.h"
 
-#include <fnmatch.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include "core/device_string.h"
@@ -23,9 +21,10 @@ namespace {
 std::vector<std::string> string_list(const std::string& source, const YAML::Node& node, const std::string& field) {
   if (!node.IsSequence()) fail_at(source, node, "'" + field + "' must be a list of strings");
   std::vector<std::string> out;
+  out.reserve(node.size());
   for (const YAML::Node& item : node) {
     if (!item.IsScalar()) fail_at(source, item, "'" + field + "' must be a list of strings");
-    out.push_back(item.as<std::string>());
+    out.push_back(item.Scalar());
   }
   return out;
 }
@@ -53,9 +52,9 @@ PolicyRule parse_rule(const std::string& source, const YAML::Node& node, const s
       if (std::find(devices.begin(), devices.end(), rule.device) == devices.end())
         fail_at(source, kv.second, "rule device '" + rule.device + "' is not among the policy's devices");
     } else if (key == "nodes") {
-      rule.nodes = string_list(source, kv.second, "nodes");
+      rule.nodes = NamePatterns(string_list(source, kv.second, "nodes"), NamePatterns::Globs::Allowed);
     } else if (key == "ops") {
-      rule.ops = string_list(source, kv.second, "ops");
+      rule.ops = NamePatterns(string_list(source, kv.second, "ops"), NamePatterns::Globs::None);
     } else {
       fail_at(source, kv.first, "unknown rule key '" + key + "' (keys: device, nodes, ops)");
     }
@@ -67,13 +66,7 @@ PolicyRule parse_rule(const std::string& source, const YAML::Node& node, const s
 
 }  // namespace
 
-bool PolicyRule::matches(const core::Node& node) const {
-  for (const std::string& op : ops)
-    if (op == node.op_type) return true;
-  for (const std::string& pattern : nodes)
-    if (pattern == node.name || fnmatch(pattern.c_str(), node.name.c_str(), 0) == 0) return true;
-  return false;
-}
+bool PolicyRule::matches(const core::Node& node) const { return ops.matches(node.op_type) || nodes.matches(node.name); }
 
 const PolicyRule* Policy::rule_for(const core::Node& node) const {
   for (const PolicyRule& r : rules)

@@ -14,14 +14,16 @@
 #include <vector>
 
 #include "core/graph.h"
+#include "partition/name_patterns.h"
 
 namespace hetero::partition {
 
 struct PolicyRule {
   std::string device;
-  std::vector<std::string> nodes;  // names or fnmatch(3) globs
-  std::vector<std::string> ops;    // op types
-  int line = 0;                    // 1-based, in the policy's source
+  NamePatterns nodes;  // node names or fnmatch(3) globs
+  NamePatterns ops;    // op types, exact
+  int line = 0;        // 1-based, in the policy's source
+  // Whether the node's name or op type is listed: a few hash lookups.
   bool matches(const core::Node& node) const;
 };
 

@@ -1,8 +1,8 @@
-// Cycles between subgraphs. The design doc's selection keeps every subgraph
-// free of self-references, but not the set of them: subgraph A may feed B
-// through one edge while B feeds A through another (each stays convex), and
-// then no order runs them. The smallest case: a1 -> a3 <- a2 on one device,
-// b2 -> b3 <- b1 on the other, plus a1 -> b1 and b2 -> a2.
+// Cycles between subgraphs (docs/partitioning.md). The selection keeps every
+// subgraph free of self-references, but not the set of them: subgraph A may
+// feed B through one edge while B feeds A through another (each stays
+// convex), and then no order runs them. The smallest case: a1 -> a3 <- a2 on
+// one device, b2 -> b3 <- b1 on the other, plus a1 -> b1 and b2 -> a2.
 //
 // break_subgraph_cycles() repairs such a plan after the selection, leaving
 // every subgraph outside a cycle untouched. Inside a strongly connected group

@@ -1,17 +1,17 @@
-// Growing one candidate subgraph from a root: steps 1-7 of the design doc's
-// selection algorithm, with the neighbour order and rollback rule described
-// in partition/subgraph_selection.h. Internal to partition/.
+// Growing one candidate subgraph from a root: steps 2-4 of a round of the
+// selection in docs/partitioning.md, with the neighbour order and rollback
+// rule described in partition/subgraph_selection.h. Internal to partition/.
 //
-// The doc checks the global condition by intersecting, for every pair of
-// subgraph nodes, the nodes on paths between them with the rejected list:
-// quadratic in the subgraph at every step. Here the set of "between" nodes
-// (not in the subgraph, but reachable from it and reaching it) is kept up to
-// date instead: the condition fails exactly when a rejected node is a
-// between node, so it is a counter. Merging node y adds the nodes on paths
-// subgraph -> y and y -> subgraph; rollbacks undo merges in reverse order, so
-// each merge logs what it added. The path searches stop at subgraph nodes and
-// at node numbers outside the subgraph's span, which keeps them local on the
-// chain-like graphs of real models.
+// Checked literally (as tests/partition/oracle.cpp does), the global
+// condition intersects, for every pair of subgraph nodes, the nodes on paths
+// between them with the rejected list: quadratic in the subgraph at every
+// step. Here the set of "between" nodes (not in the subgraph, but reachable
+// from it and reaching it) is kept up to date instead: the condition fails
+// exactly when a rejected node is a between node, so it is a counter. Merging
+// node y adds the nodes on paths subgraph -> y and y -> subgraph; rollbacks
+// undo merges in reverse order, so each merge logs what it added. The path
+// searches stop at subgraph nodes and at node numbers outside the subgraph's
+// span, which keeps them local on the chain-like graphs of real models.
 #pragma once
 
 #include <cstdint>

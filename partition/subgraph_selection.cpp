@@ -1,6 +1,6 @@
-// The selection's rounds, twice: select_subgraphs_traced() runs them as the
-// design doc words them, select_subgraphs() reaches the same result without
-// regrowing what a commit cannot have changed.
+// The selection's rounds, twice: select_subgraphs_traced() runs them as
+// docs/partitioning.md words them, select_subgraphs() reaches the same result
+// without regrowing what a commit cannot have changed.
 //
 // Why the fast path is exact. A candidate grown from root r depends only on
 // the graph, the device, and whether each node it examined (merged or
@@ -9,7 +9,7 @@
 // so a candidate stays valid until a commit includes a node it examined.
 // Which roots a round grows from is a function of the candidates: u is a
 // root iff it is mergeable and no root below u has u in its candidate (the
-// doc's shrinking "Possible roots" lists). That relation only looks
+// shrinking lists of possible roots). That relation only looks
 // downwards, so after a commit the root set is repaired by one ascending
 // sweep over the nodes whose cover count may have changed, regrowing only
 // the candidates the commit invalidated. On a chain of residual blocks that

@@ -1,23 +1,24 @@
-// HETERO subgraph selection (reference/hetero-plugin-design.md, "Subgraphs
-// selection"): given a DAG and the device each node is pinned to, cut the
-// graph into single-device subgraphs, largest first, none of which reaches
-// itself through a node outside it.
+// HETERO subgraph selection (docs/partitioning.md, "Subgraph selection",
+// with a worked example): given a DAG and the device each node is pinned to,
+// cut the graph into single-device subgraphs, largest first, none of which
+// reaches itself through a node outside it.
 //
-// Where the design doc leaves a choice open, this implementation fixes it so
-// that the doc's worked example comes out step for step:
+// The algorithm as HETERO first described it leaves some choices open; this
+// implementation fixes them so that its worked example (the seven-node graph
+// of docs/partitioning.md) comes out step for step:
 //
 //  * Rounds. For each device in priority order, rounds repeat until every node
 //    of the device is in a committed subgraph. A round grows one candidate
 //    from each possible root and commits the largest. The possible roots are
 //    the device's nodes in no committed subgraph and in no candidate grown
-//    earlier in the same round, taken in ascending order (the doc's second
-//    "Possible roots" list is [5,6,7], without 1,2,3). Growing may still
-//    merge a node of an earlier candidate of the round (the doc's root 5
-//    merges 3); only committed subgraphs are closed.
+//    earlier in the same round, taken in ascending order (the example's
+//    second list of possible roots is [5,6,7], without 1,2,3). Growing may
+//    still merge a node of an earlier candidate of the round (the example's
+//    root 5 merges 3); only committed subgraphs are closed.
 //  * Neighbour order. The next node examined is the first eligible neighbour
 //    (successors ascending, then predecessors ascending) of the most recently
 //    merged node of the present subgraph that still has one; eligible means
-//    neither merged nor rejected. A depth-first walk, in short. The doc's
+//    neither merged nor rejected. A depth-first walk, in short. The example's
 //    order (root 1: 2,3,5,6,7 then 4; root 5: 6,7,3,2 then 4) rules out
 //    breadth-first and lowest-number-first orders.
 //  * Rejection. A node of another device, or of a committed subgraph, is
@@ -26,12 +27,12 @@
 //    into it, the most recently merged node is rolled back into the rejected
 //    list.
 //  * Ties. Among candidates of equal size the one found first (smallest
-//    root) wins. The doc only says "a larger one is always selected"; its
-//    example has no tie, and first-found keeps the result independent of
-//    container order.
+//    root) wins. The original description only says that the larger one
+//    is always selected; its example has no tie, and first-found keeps the
+//    result independent of container order.
 //
 // Each subgraph is single-device, connected and convex (no path leaves it and
-// comes back). The doc's algorithm does NOT guarantee that the subgraphs
+// comes back). The selection does NOT guarantee that the subgraphs
 // together form a DAG: two convex subgraphs can each feed the other. See
 // partition/subgraph_cycles.h for the check and the repair.
 #pragma once
@@ -61,7 +62,7 @@ enum class StepKind {
 
 const char* step_kind_name(StepKind kind) noexcept;
 
-// One line of the doc's step lists. subgraph and rejected are ascending and
+// One step of the worked example's lists. subgraph and rejected are ascending and
 // describe the state after the step; condition_ok is the global condition
 // then (false while a rollback is still due).
 struct Step {
@@ -82,9 +83,9 @@ struct Step {
 std::vector<Subgraph> select_subgraphs(const Dag& dag, std::span<const int> affinity,
                                        int device_count);
 
-// The same selection, recomputing every candidate of every round as the doc
-// does and recording each step. Slower (rounds x nodes); for tests, debugging
-// and `hetero partition --trace`.
+// The same selection, recomputing every candidate of every round as the
+// algorithm is worded and recording each step. Slower (rounds x nodes); for
+// tests and debugging.
 std::vector<Subgraph> select_subgraphs_traced(const Dag& dag, std::span<const int> affinity,
                                               int device_count, std::vector<Step>& trace);
 

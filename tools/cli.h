@@ -11,6 +11,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "hetero/hetero.h"
 
 #define CLI_OK 0
@@ -63,8 +65,14 @@ bool cli_parse_dims(const char* text, int64_t** out_dims, size_t* out_rank);
 /* "1x3x224x224", "?" for a dynamic dim, "scalar" for rank 0, into buf. */
 const char* cli_format_dims(const int64_t* dims, int64_t rank, char* buf, size_t size);
 
-/* Writes `text` as a JSON string literal (quotes included). */
-void cli_json_string(FILE* out, const char* text);
+/* ---- JSON, written with jansson (cli_util.c) ------------------------------ */
+
+/* `text` as a JSON string; bytes that are not UTF-8 (a path, a driver's
+ * message) become U+FFFD. NULL only when out of memory. */
+json_t* cli_json_text(const char* text);
+/* Prints `document` on one line to stdout and releases it. A NULL document
+ * (an allocation that failed on the way) prints why and returns false. */
+bool cli_json_print(json_t* document);
 
 /* Monotonic clock in seconds. */
 double cli_now(void);
@@ -73,8 +81,9 @@ double cli_now(void);
 
 /* Options shared by run and bench. */
 typedef struct cli_model_options {
-  const char* model;       /* an ONNX file or a blob ("HETEROBL" magic); with --connect, a served model's name */
+  const char* model;       /* an ONNX file or a blob; with --connect, a served model's name */
   const char* device;      /* default "CPU" */
+  bool device_given;       /* --device was given (a blob otherwise keeps its own) */
   const char* driver_path; /* NULL: the default search path */
   const char* policy;      /* NULL, or a HETERO affinity policy (YAML) */
   const char* cache_dir;   /* NULL, or a directory of compiled blobs */

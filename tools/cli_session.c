@@ -16,13 +16,11 @@
 
 #include "cli.h"
 
-static const char kBlobMagic[8] = {'H', 'E', 'T', 'E', 'R', 'O', 'B', 'L'};
-
 int cli_model_option(int argc, char** argv, int* i, const char* command, cli_model_options* o) {
   const char* v = NULL;
   int r;
   if ((r = cli_option(argc, argv, i, command, "--device", &v)) != 0) {
-    if (r > 0) o->device = v;
+    if (r > 0) o->device = v, o->device_given = true;
   } else if ((r = cli_option(argc, argv, i, command, "--driver-path", &v)) != 0) {
     if (r > 0) o->driver_path = v;
   } else if ((r = cli_option(argc, argv, i, command, "--policy", &v)) != 0) {
@@ -238,20 +236,9 @@ static bool has_dynamic_dims(hetero_model_t* model, size_t index) {
 }
 
 /* Reads and compiles an ONNX model, passing --shape and the shapes of input
- * files that fill dynamic dims. */
+ * files that fill dynamic dims: the model is read first to match the files
+ * to its inputs. */
 static int compile_onnx(loader* l, cli_session* s) {
-  /* With a cache and no input files to size dynamic dims, the model need not
-   * be read first: a cached blob is imported without parsing the model. */
-  if (l->o->cache_dir && l->o->inputs.count == 0) {
-    if (hetero_compile_file(&s->compiled, s->core, l->o->model, (const char* const*)l->shape_names,
-                            (const int64_t* const*)l->shape_dims, l->shape_ranks, l->shape_count, l->o->device,
-                            l->keys.items, l->values.items, l->keys.count)) {
-      char what[512];
-      snprintf(what, sizeof what, "cannot compile the model for %s", l->o->device);
-      return cli_call_failed(what);
-    }
-    return take_names(l, NULL, s->compiled);
-  }
   if (hetero_model_read_file(&l->model, s->core, l->o->model, NULL, NULL, NULL, 0))
     return cli_call_failed("cannot read the model");
   int rc = take_names(l, l->model, NULL);
@@ -297,11 +284,20 @@ static int compile_onnx(loader* l, cli_session* s) {
   return CLI_OK;
 }
 
-static int import_blob(loader* l, cli_session* s) {
-  if (hetero_compiled_model_import_file(&s->compiled, s->core, l->o->model, l->keys.items, l->values.items,
-                                        l->keys.count))
-    return cli_call_failed("cannot import the compiled blob");
-  s->imported = true;
+/* A blob imported or an ONNX model compiled, in one call. A blob keeps its
+ * own device unless --device names one. */
+static int open_model_file(loader* l, cli_session* s) {
+  const char* device = s->imported && !l->o->device_given ? NULL : l->o->device;
+  if (hetero_compiled_model_open_file(&s->compiled, s->core, l->o->model, (const char* const*)l->shape_names,
+                                      (const int64_t* const*)l->shape_dims, l->shape_ranks, l->shape_count, device,
+                                      l->keys.items, l->values.items, l->keys.count)) {
+    char what[512];
+    if (s->imported)
+      snprintf(what, sizeof what, "cannot import the compiled blob");
+    else
+      snprintf(what, sizeof what, "cannot compile the model for %s", l->o->device);
+    return cli_call_failed(what);
+  }
   int rc = take_names(l, NULL, s->compiled);
   return rc == CLI_OK ? read_input_files(l) : rc;
 }
@@ -447,20 +443,17 @@ static int open_session(loader* l, cli_session* s) {
     return rc == CLI_OK ? prepare_inputs(l, s) : rc;
   }
 
-  FILE* f = fopen(l->o->model, "rb");
-  if (!f) {
-    cli_error("cannot open the model %s: %s", l->o->model, strerror(errno));
-    return CLI_FAILED;
-  }
-  char magic[sizeof kBlobMagic] = {0};
-  const bool blob = fread(magic, 1, sizeof magic, f) == sizeof magic && memcmp(magic, kBlobMagic, sizeof magic) == 0;
-  fclose(f);
-
+  hetero_model_format format = HETERO_MODEL_FORMAT_ONNX;
+  if (hetero_model_file_format(&format, l->o->model)) return cli_call_failed("cannot open the model");
+  s->imported = format == HETERO_MODEL_FORMAT_BLOB;
   rc = create_core(l, &s->core);
   if (rc != CLI_OK) return rc;
 
   const double start = cli_now();
-  rc = blob ? import_blob(l, s) : compile_onnx(l, s);
+  /* Only input files that may size an ONNX model's dynamic dims need the
+   * model read before it is compiled; with a cache and none, the model is
+   * not even read when its blob is there (hetero_compile_file). */
+  rc = !s->imported && l->o->inputs.count ? compile_onnx(l, s) : open_model_file(l, s);
   s->load_seconds = cli_now() - start;
   return rc == CLI_OK ? prepare_inputs(l, s) : rc;
 }

@@ -148,23 +148,52 @@ const char* cli_format_dims(const int64_t* dims, int64_t rank, char* buf, size_t
   return buf;
 }
 
-void cli_json_string(FILE* out, const char* text) {
-  fputc('"', out);
-  for (const unsigned char* p = (const unsigned char*)text; *p; ++p) {
-    switch (*p) {
-      case '"': fputs("\\\"", out); break;
-      case '\\': fputs("\\\\", out); break;
-      case '\n': fputs("\\n", out); break;
-      case '\t': fputs("\\t", out); break;
-      case '\r': fputs("\\r", out); break;
-      default:
-        if (*p < 0x20)
-          fprintf(out, "\\u%04x", *p);
-        else
-          fputc(*p, out);
+/* The length of the UTF-8 sequence `p` starts with, as jansson judges UTF-8
+ * (its shortest valid prefix), or 0 when `p` starts none. */
+static size_t utf8_sequence(const char* p, size_t left) {
+  for (size_t n = 1; n <= 4 && n <= left; ++n) {
+    json_t* probe = json_stringn(p, n);
+    if (probe) {
+      json_decref(probe);
+      return n;
     }
   }
-  fputc('"', out);
+  return 0;
+}
+
+json_t* cli_json_text(const char* text) {
+  json_t* valid = json_string(text);
+  if (valid) return valid;
+  const size_t size = strlen(text);
+  char* repaired = malloc(3 * size + 1); /* each byte at worst becomes U+FFFD's three */
+  if (!repaired) return NULL;
+  size_t used = 0;
+  for (size_t at = 0; at < size;) {
+    const size_t n = utf8_sequence(text + at, size - at);
+    if (n) {
+      memcpy(repaired + used, text + at, n);
+      used += n, at += n;
+    } else {
+      memcpy(repaired + used, "\xEF\xBF\xBD", 3);
+      used += 3, at += 1;
+    }
+  }
+  json_t* out = json_stringn(repaired, used);
+  free(repaired);
+  return out;
+}
+
+bool cli_json_print(json_t* document) {
+  /* Reals with 15 significant digits: rounded figures print as rounded. */
+  char* text = document ? json_dumps(document, JSON_REAL_PRECISION(15)) : NULL;
+  json_decref(document);
+  if (!text) {
+    cli_error("out of memory while writing JSON");
+    return false;
+  }
+  puts(text);
+  free(text);
+  return true;
 }
 
 double cli_now(void) {

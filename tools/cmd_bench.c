@@ -149,8 +149,11 @@ static int measure(slot* slots, size_t n, bench* b, const bench_options* bo, sam
   return rc;
 }
 
-static void report(const cli_model_options* o, const cli_session* session, const bench_options* bo, samples* lat,
-                   double wall) {
+/* Milliseconds rounded to 0.1 us. */
+static double round4(double ms) { return round(ms * 1e4) / 1e4; }
+
+static int report(const cli_model_options* o, const cli_session* session, const bench_options* bo, samples* lat,
+                  double wall) {
   qsort(lat->ms, lat->count, sizeof *lat->ms, compare_doubles);
   double sum = 0;
   for (size_t i = 0; i < lat->count; ++i) sum += lat->ms[i];
@@ -159,15 +162,15 @@ static void report(const cli_model_options* o, const cli_session* session, const
   const char* device = o->device;
   hetero_compiled_model_get_device(session->compiled, &device);
   if (bo->json) {
-    fputs("{\"model\": ", stdout);
-    cli_json_string(stdout, o->model);
-    fputs(", \"device\": ", stdout);
-    cli_json_string(stdout, device);
-    printf(", \"iterations\": %zu, \"requests\": %ld, \"latency_ms\": {\"min\": %.4f, \"median\": %.4f, "
-           "\"p90\": %.4f, \"p99\": %.4f, \"mean\": %.4f}, \"throughput_fps\": %.3f}\n",
-           lat->count, bo->requests, lat->ms[0], percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), mean,
-           fps);
-    return;
+    json_t* latency = json_pack("{s:f, s:f, s:f, s:f, s:f}", "min", round4(lat->ms[0]), "median",
+                                round4(percentile(lat, 50)), "p90", round4(percentile(lat, 90)), "p99",
+                                round4(percentile(lat, 99)), "mean", round4(mean));
+    return cli_json_print(json_pack("{s:o, s:o, s:I, s:I, s:o, s:f}", "model", cli_json_text(o->model), "device",
+                             cli_json_text(device), "iterations", (json_int_t)lat->count, "requests",
+                             (json_int_t)bo->requests, "latency_ms", latency, "throughput_fps",
+                             round(fps * 1e3) / 1e3))
+               ? CLI_OK
+               : CLI_FAILED;
   }
   printf("model:      %s\n", o->model);
   char described[512];
@@ -177,6 +180,7 @@ static void report(const cli_model_options* o, const cli_session* session, const
   printf("latency ms: min %.3f  median %.3f  p90 %.3f  p99 %.3f  mean %.3f\n", lat->ms[0], percentile(lat, 50),
          percentile(lat, 90), percentile(lat, 99), mean);
   printf("throughput: %.2f inferences/s\n", fps);
+  return CLI_OK;
 }
 
 static int bench_model(const cli_model_options* o, const bench_options* bo) {
@@ -205,7 +209,7 @@ static int bench_model(const cli_model_options* o, const bench_options* bo) {
   double wall = 0;
   if (rc == CLI_OK) rc = measure(slots, n, &b, bo, &lat, &wall);
   if (rc == CLI_OK && lat.count == 0) rc = CLI_FAILED, cli_error("no inference finished");
-  if (rc == CLI_OK) report(o, &session, bo, &lat, wall);
+  if (rc == CLI_OK) rc = report(o, &session, bo, &lat, wall);
 
   for (size_t k = 0; slots && k < n; ++k) hetero_infer_request_release(slots[k].request);
   pthread_cond_destroy(&b.cond);

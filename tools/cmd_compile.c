@@ -26,10 +26,12 @@ static const char kCompileHelp[] =
     "  --driver-path DIRS     colon-separated directories searched for drivers\n";
 
 static const char kBlobHelp[] =
-    "usage: hetero blob info BLOB\n"
+    "usage: hetero blob info [--json] BLOB\n"
     "\n"
     "Prints what a compiled blob says of itself: format, library and driver\n"
-    "versions, device, compile config, source model hash and sections.\n";
+    "versions, device, compile config, source model hash and sections.\n"
+    "\n"
+    "  --json                 print one JSON object instead of text\n";
 
 int cmd_compile(int argc, char** argv) {
   cli_model_options o;
@@ -91,13 +93,23 @@ int cmd_blob(int argc, char** argv) {
     fputs(kBlobHelp, stdout);
     return CLI_OK;
   }
-  if (argc != 3 || strcmp(argv[1], "info") != 0) return cli_usage_error("blob", "expected: hetero blob info BLOB");
+  bool json = false;
+  const char* path = NULL;
+  for (int i = 2; argc >= 2 && strcmp(argv[1], "info") == 0 && i < argc; ++i) {
+    if (strcmp(argv[i], "--json") == 0)
+      json = true;
+    else if (path)
+      return cli_usage_error("blob", "unexpected argument '%s' (the blob is %s)", argv[i], path);
+    else
+      path = argv[i];
+  }
+  if (!path) return cli_usage_error("blob", "expected: hetero blob info [--json] BLOB");
   /* Mapped, not read: the blob's checksums cover all of it, and a mapping
    * costs no memory for a large one. */
-  const int fd = open(argv[2], O_RDONLY | O_CLOEXEC);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
-    cli_error("cannot open %s: %s", argv[2], strerror(errno));
+    cli_error("cannot open %s: %s", path, strerror(errno));
     if (fd >= 0) close(fd);
     return CLI_FAILED;
   }
@@ -105,14 +117,14 @@ int cmd_blob(int argc, char** argv) {
   void* data = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
   close(fd);
   if (data == MAP_FAILED) {
-    cli_error("cannot read %s: %s", argv[2], strerror(errno));
+    cli_error("cannot read %s: %s", path, strerror(errno));
     return CLI_FAILED;
   }
   char* text = NULL;
   int rc = CLI_OK;
-  if (hetero_blob_describe(&text, data, size)) {
+  if (json ? hetero_blob_describe_json(&text, data, size) : hetero_blob_describe(&text, data, size)) {
     char what[512];
-    snprintf(what, sizeof what, "%s is not a valid blob", argv[2]);
+    snprintf(what, sizeof what, "%s is not a valid blob", path);
     rc = cli_call_failed(what);
   } else {
     fputs(text, stdout);

@@ -25,101 +25,94 @@ static bool skip_metric(const char* name) {
          strcmp(name, "AVAILABLE_DEVICES") == 0;
 }
 
-/* Prints each metric the device supports (SUPPORTED_PROPERTIES lists config
- * keys too; those are not metrics and are skipped when the query fails). */
-static void print_metrics(hetero_core_t* core, const char* device, bool json) {
+/* Each metric the device supports, printed or (with `json`) added to it
+ * (SUPPORTED_PROPERTIES lists config keys too; those are not metrics and are
+ * skipped when the query fails). False when out of memory. */
+static bool list_metrics(hetero_core_t* core, const char* device, json_t* json) {
   char* names = NULL;
-  if (hetero_core_get_metric(core, &names, device, "SUPPORTED_PROPERTIES") != HETERO_OK) {
-    if (json) fputs("{}", stdout);
-    return;
-  }
-  bool first = true;
-  if (json) fputc('{', stdout);
-  for (char* save = NULL, *name = strtok_r(names, " ", &save); name; name = strtok_r(NULL, " ", &save)) {
+  if (hetero_core_get_metric(core, &names, device, "SUPPORTED_PROPERTIES") != HETERO_OK) return true;
+  bool ok = true;
+  for (char* save = NULL, *name = strtok_r(names, " ", &save); ok && name; name = strtok_r(NULL, " ", &save)) {
     if (skip_metric(name)) continue;
     char* value = NULL;
     if (hetero_core_get_metric(core, &value, device, name) != HETERO_OK) continue;
-    if (json) {
-      fputs(first ? "" : ", ", stdout);
-      cli_json_string(stdout, name);
-      fputs(": ", stdout);
-      cli_json_string(stdout, value);
-    } else {
+    if (json)
+      ok = json_object_set_new(json, name, cli_json_text(value)) == 0;
+    else
       printf("    %s: %s\n", name, value);
-    }
-    first = false;
     hetero_free(value);
   }
-  if (json) fputc('}', stdout);
   hetero_free(names);
+  return ok;
 }
+
+/* Appends `item` to `array`; false when `item` is NULL (out of memory). */
+static bool add(json_t* array, json_t* item) { return json_array_append_new(array, item) == 0; }
 
 static int list(hetero_core_t* core, bool json) {
   size_t devices = 0, drivers = 0, failures = 0;
   if (hetero_core_get_device_count(core, &devices) || hetero_core_get_driver_count(core, &drivers) ||
       hetero_core_get_driver_failure_count(core, &failures))
     return cli_call_failed("cannot list devices");
+  /* With --json: one document, filled in the order the text is printed. */
+  json_t* doc = json ? json_pack("{s:[], s:[], s:[]}", "devices", "drivers", "driver_failures") : NULL;
+  json_t* device_list = json_object_get(doc, "devices");
+  json_t* driver_list = json_object_get(doc, "drivers");
+  json_t* failure_list = json_object_get(doc, "driver_failures");
+  bool ok = !json || doc;
+  int rc = CLI_OK;
 
-  fputs(json ? "{\"devices\": [" : "Devices:\n", stdout);
-  if (!json && devices == 0) puts("  (none)");
-  for (size_t k = 0; k < devices; ++k) {
+  if (!json) puts(devices ? "Devices:" : "Devices:\n  (none)");
+  for (size_t k = 0; ok && rc == CLI_OK && k < devices; ++k) {
     const char *name = NULL, *full = NULL;
-    if (hetero_core_get_device_name(core, &name, k) || hetero_core_get_device_full_name(core, &full, k))
-      return cli_call_failed("cannot list devices");
-    if (json) {
-      fputs(k ? ", {\"name\": " : "{\"name\": ", stdout);
-      cli_json_string(stdout, name);
-      fputs(", \"full_name\": ", stdout);
-      cli_json_string(stdout, full);
-      fputs(", \"metrics\": ", stdout);
-      print_metrics(core, name, true);
-      fputc('}', stdout);
+    if (hetero_core_get_device_name(core, &name, k) || hetero_core_get_device_full_name(core, &full, k)) {
+      rc = cli_call_failed("cannot list devices");
+    } else if (json) {
+      json_t* metrics = json_object();
+      ok = add(device_list, json_pack("{s:o, s:o, s:o}", "name", cli_json_text(name), "full_name",
+                                      cli_json_text(full), "metrics", metrics)) &&
+           list_metrics(core, name, metrics);
     } else {
       printf("  %-12s %s\n", name, full);
-      print_metrics(core, name, false);
+      list_metrics(core, name, NULL);
     }
   }
 
-  fputs(json ? "], \"drivers\": [" : "Drivers:\n", stdout);
-  if (!json && drivers == 0) puts("  (none)");
-  for (size_t k = 0; k < drivers; ++k) {
+  if (!json) puts(drivers ? "Drivers:" : "Drivers:\n  (none)");
+  for (size_t k = 0; ok && rc == CLI_OK && k < drivers; ++k) {
     const char *name = NULL, *version = NULL, *path = NULL, *no_device = NULL;
     if (hetero_core_get_driver(core, &name, &version, &path, k) ||
-        hetero_core_get_driver_no_device_reason(core, &no_device, k))
-      return cli_call_failed("cannot list drivers");
-    if (json) {
-      fputs(k ? ", {\"name\": " : "{\"name\": ", stdout);
-      cli_json_string(stdout, name);
-      fputs(", \"version\": ", stdout);
-      cli_json_string(stdout, version);
-      fputs(", \"path\": ", stdout);
-      cli_json_string(stdout, path);
-      fputs(", \"no_device_reason\": ", stdout);
-      cli_json_string(stdout, no_device);
-      fputc('}', stdout);
+        hetero_core_get_driver_no_device_reason(core, &no_device, k)) {
+      rc = cli_call_failed("cannot list drivers");
+    } else if (json) {
+      ok = add(driver_list, json_pack("{s:o, s:o, s:o, s:o}", "name", cli_json_text(name), "version",
+                                      cli_json_text(version), "path", cli_json_text(path), "no_device_reason",
+                                      cli_json_text(no_device)));
     } else {
       printf("  %-12s %s  %s\n", name, version, path);
       if (*no_device) printf("    no device: %s\n", no_device);
     }
   }
 
-  if (json) fputs("], \"driver_failures\": [", stdout);
   if (!json && failures) puts("Driver modules that failed to load:");
-  for (size_t k = 0; k < failures; ++k) {
+  for (size_t k = 0; ok && rc == CLI_OK && k < failures; ++k) {
     const char *path = NULL, *reason = NULL;
-    if (hetero_core_get_driver_failure(core, &path, &reason, k)) return cli_call_failed("cannot list drivers");
-    if (json) {
-      fputs(k ? ", {\"path\": " : "{\"path\": ", stdout);
-      cli_json_string(stdout, path);
-      fputs(", \"reason\": ", stdout);
-      cli_json_string(stdout, reason);
-      fputc('}', stdout);
+    if (hetero_core_get_driver_failure(core, &path, &reason, k)) {
+      rc = cli_call_failed("cannot list drivers");
+    } else if (json) {
+      ok = add(failure_list,
+               json_pack("{s:o, s:o}", "path", cli_json_text(path), "reason", cli_json_text(reason)));
     } else {
       printf("  %s\n    %s\n", path, reason);
     }
   }
-  if (json) fputs("]}\n", stdout);
-  return CLI_OK;
+
+  if (rc != CLI_OK || !ok) {
+    json_decref(doc);
+    if (rc == CLI_OK) cli_error("out of memory while writing JSON");
+    return CLI_FAILED;
+  }
+  return json && !cli_json_print(doc) ? CLI_FAILED : CLI_OK;
 }
 
 int cmd_devices(int argc, char** argv) {

@@ -13,7 +13,7 @@ static const char kHelp[] =
     "  bench     measure a model's latency and throughput\n"
     "  partition show how a HETERO device splits a model across devices\n"
     "  compile   precompile a model into a blob that run, bench and the C ABI import\n"
-    "  blob      describe a compiled blob (blob info BLOB)\n"
+    "  blob      describe a compiled blob (blob info [--json] BLOB)\n"
     "\n"
     "With --connect SOCKET, devices, run and bench go through the heterod daemon\n"
     "listening there (run and bench then take a served model's name), and these\n"

@@ -10,8 +10,8 @@
 #include "capi/backend.h"
 #include "capi/remote/remote_connection.h"
 #include "core/error.h"
-#include "daemon/protocol/socket_io.h"
-#include "daemon/protocol/tensor_codec.h"
+#include "protocol/socket_io.h"
+#include "protocol/tensor_codec.h"
 
 namespace hetero::capi {
 

@@ -8,7 +8,7 @@
 #include <future>
 
 #include "core/error.h"
-#include "daemon/protocol/socket_io.h"
+#include "protocol/socket_io.h"
 
 namespace hetero::capi {
 

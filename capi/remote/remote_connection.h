@@ -18,8 +18,8 @@
 
 #include "core/worker_thread.h"
 #include "hetero/status.h"
-#include "daemon/protocol/frame.h"
-#include "daemon/protocol/heterod.pb.h"
+#include "protocol/frame.h"
+#include "protocol/heterod.pb.h"
 
 namespace hetero::capi {
 

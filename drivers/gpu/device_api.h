@@ -1,7 +1,7 @@
 // The small device interface the API-neutral GPU parts (topology, program,
 // network, memory pool) are written against. drivers/opencl implements it
-// over OpenCL; a Level Zero driver implements the same over its loader, so
-// everything above this header is shared between them.
+// over OpenCL and drivers/level_zero over Level Zero, so everything above
+// this header is shared between them.
 //
 // Objects are used from one thread at a time except where a comment says
 // otherwise; a Device may build programs from several threads at once.

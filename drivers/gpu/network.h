@@ -1,5 +1,5 @@
-// Network: one per stream (infer request) — the third level of
-// shared/reference/gpu-plugin-graph-structures.md. Primitive instances are
+// Network: one per stream (infer request), the third of the three levels in
+// drivers/gpu/README.md. Primitive instances are
 // the plan's steps with their kernels' arguments bound once to this
 // network's buffers (pooled intermediates, inputs) and the program's shared
 // constants. execute() enqueues the input writes, every kernel and the

@@ -1,8 +1,8 @@
 // Program: program nodes made from the topology's primitives, the passes that
 // transform them (fusion, weight reorders, layouts), the kernel selected for
-// each, and the kernels compiled in batches (the second level of
-// shared/reference/gpu-plugin-graph-structures.md). A program is built once
-// per compiled model and shared by every network (stream) made from it.
+// each, and the kernels compiled in batches (the second of the three levels
+// in drivers/gpu/README.md). A program is built once per compiled model and
+// shared by every network (stream) made from it.
 #pragma once
 
 #include <cstdint>

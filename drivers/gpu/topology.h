@@ -1,5 +1,5 @@
 // Topology: the model as primitives and their connections (the first of the
-// three levels of shared/reference/gpu-plugin-graph-structures.md). Built
+// three levels in drivers/gpu/README.md). Built
 // from a submodel's main graph: every node becomes a primitive, except what
 // is known at compile time (Constant, Shape of a static shape and the integer
 // arithmetic on shapes that follows), which is folded into constants here.

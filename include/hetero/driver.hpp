@@ -66,7 +66,10 @@ class InferRequest {
   // Binds input i (in the compiled model's input order). The tensor's memory
   // must stay valid until the inference that uses it has finished.
   virtual void set_input(size_t index, const core::Tensor& tensor) = 0;
-  // Output i of the last finished inference.
+  // Output i of the last finished inference. The caller may keep the tensor:
+  // its memory must not be written again while anyone but the driver holds
+  // it (reuse a buffer only once its owner is the driver's alone), because
+  // the C ABI promises held outputs stay as they are.
   virtual core::Tensor output(size_t index) const = 0;
   // Runs one inference on the bound inputs.
   virtual void infer() = 0;

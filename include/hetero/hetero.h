@@ -49,7 +49,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------ */
 
 #define HETERO_API_VERSION_MAJOR 0
-#define HETERO_API_VERSION_MINOR 3
+#define HETERO_API_VERSION_MINOR 4
 /* (major << 16) | minor, comparable with hetero_api_version(). */
 #define HETERO_API_VERSION ((HETERO_API_VERSION_MAJOR << 16) | HETERO_API_VERSION_MINOR)
 
@@ -258,6 +258,47 @@ HETERO_API hetero_status hetero_compiled_model_import_file(hetero_compiled_model
  * HETERO_BLOB_CORRUPT naming the field. Caller frees *out_text with
  * hetero_free(). (API 0.2) */
 HETERO_API hetero_status hetero_blob_describe(char** out_text, const void* data, size_t size);
+/* The same as one JSON object, for programs: "format_version", "size",
+ * "library_version", "this_library" (bool), "driver", "driver_version",
+ * "device", "config" [{"key", "value"}], "model_sha256" (hex), "sections"
+ * [{"name", "device", "size"}]. Caller frees *out_json with hetero_free().
+ * (API 0.4) */
+HETERO_API hetero_status hetero_blob_describe_json(char** out_json, const void* data, size_t size);
+/* What a model file holds, told by its first bytes: a blob starts with the
+ * blob magic; anything else is taken for ONNX. (API 0.4) */
+typedef enum hetero_model_format {
+  HETERO_MODEL_FORMAT_ONNX = 0,
+  HETERO_MODEL_FORMAT_BLOB = 1
+} hetero_model_format;
+/* The format of the file at `path`. Fails with HETERO_NOT_FOUND / IO_ERROR
+ * for the file. (API 0.4) */
+HETERO_API hetero_status hetero_model_file_format(hetero_model_format* out_format, const char* path);
+/* Opens the model at `path`, whichever format it is: an ONNX model is
+ * compiled for `device` as by hetero_compile_file() (shapes, config and the
+ * core's cache as there); a blob is imported as by
+ * hetero_compiled_model_import_file(), its config being the import's. For a
+ * blob, `device` may be NULL (the blob's own device) or must name the blob's
+ * device, each given shape must agree with that input's in the blob (a
+ * dynamic dim agrees with any), else HETERO_BLOB_MISMATCH; a "policy" key is
+ * ignored (the blob holds its plan). What a service that is given "a model"
+ * calls. Caller releases *out with hetero_compiled_model_release().
+ * (API 0.4) */
+HETERO_API hetero_status hetero_compiled_model_open_file(hetero_compiled_model_t** out, hetero_core_t* core,
+                                                         const char* path, const char* const* shape_names,
+                                                         const int64_t* const* shape_dims, const size_t* shape_ranks,
+                                                         size_t shape_count, const char* device,
+                                                         const char* const* config_keys,
+                                                         const char* const* config_values, size_t config_count);
+/* The same from `size` bytes at `data` (an ONNX model read as by
+ * hetero_model_read_memory(), never cached). Bytes are copied as needed.
+ * (API 0.4) */
+HETERO_API hetero_status hetero_compiled_model_open_memory(hetero_compiled_model_t** out, hetero_core_t* core,
+                                                           const void* data, size_t size,
+                                                           const char* const* shape_names,
+                                                           const int64_t* const* shape_dims,
+                                                           const size_t* shape_ranks, size_t shape_count,
+                                                           const char* device, const char* const* config_keys,
+                                                           const char* const* config_values, size_t config_count);
 /* The blob as bytes. Caller frees *out_data with hetero_free(). */
 HETERO_API hetero_status hetero_compiled_model_export(const hetero_compiled_model_t* compiled, void** out_data,
                                                       size_t* out_size);
@@ -393,9 +434,12 @@ HETERO_API hetero_status hetero_infer_request_set_input(hetero_infer_request_t* 
 HETERO_API hetero_status hetero_infer_request_set_input_by_name(hetero_infer_request_t* request, const char* name,
                                                                 hetero_tensor_t* tensor);
 /* Output `index` (or named `name`) of the last finished inference, as a new
- * handle sharing the result memory (no copy). Its data may be overwritten by
- * the next inference on this request; copy it to keep it. Caller releases
- * *out with hetero_tensor_release() (any time, also after the request). */
+ * handle sharing the result memory (no copy). The handle keeps that memory
+ * as it is: while it is held, later inferences on this request write their
+ * results elsewhere. An output that is a graph input passed through is that
+ * input's memory, and one that is a model constant must not be written.
+ * Caller releases *out with hetero_tensor_release() (any time, also after
+ * the request). */
 HETERO_API hetero_status hetero_infer_request_get_output(hetero_infer_request_t* request, hetero_tensor_t** out,
                                                          size_t index);
 HETERO_API hetero_status hetero_infer_request_get_output_by_name(hetero_infer_request_t* request,

@@ -2,6 +2,9 @@
 //   tiny.onnx          y = Relu(x·W + b), x float[1,4], y float[1,3]
 //   tiny_dynamic.onnx  the same with x float[N,4] (a dynamic batch)
 //   tiny_input.pb      x = [[1, 2, 3, 4]] as an ONNX TensorProto
+//   odd_names.onnx     tiny.onnx with node and tensor names that JSON must
+//                      escape (quotes, backslashes, a tab) or repair (a byte
+//                      that is not UTF-8)
 //   stream_lstm.onnx   a streaming LSTM: x float[T,1,2] and state h, c
 //                      float[1,1,3] in; y float[T,1,1,3] and state hn, cn out
 // The C tests cannot build models themselves (the C ABI reads models, it does
@@ -98,6 +101,22 @@ bool write_model(const std::string& path, const char* text) {
   return write(path, model);
 }
 
+// The names odd_names.onnx gives its nodes and its MatMul's output.
+const char* const kOddNodes[] = {"MatMul \"quoted\" C:\\dir\\", "Add\tafter a tab", "Relu \xff not UTF-8"};
+const char* const kOddTensor = "x\"w\\";
+
+bool write_odd_names(const std::string& path) {
+  onnx::ModelProto model;
+  if (!onnx::OnnxParser::Parse(model, kStatic).IsOK()) return false;
+  auto* graph = model.mutable_graph();
+  fill(*graph->add_initializer(), "W", {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, -1});
+  fill(*graph->add_initializer(), "b", {3}, {0.5f, -1.0f, 0.5f});
+  for (int k = 0; k < graph->node_size(); ++k) graph->mutable_node(k)->set_name(kOddNodes[k]);
+  graph->mutable_node(0)->set_output(0, kOddTensor);
+  graph->mutable_node(1)->set_input(0, kOddTensor);
+  return write(path, model);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,7 +128,8 @@ int main(int argc, char** argv) {
   onnx::TensorProto input;
   fill(input, "x", {1, 4}, {1, 2, 3, 4});
   const bool ok = write_model(dir + "/tiny.onnx", kStatic) && write_model(dir + "/tiny_dynamic.onnx", kDynamic) &&
-                  write(dir + "/tiny_input.pb", input) && write_stream_model(dir + "/stream_lstm.onnx");
+                  write(dir + "/tiny_input.pb", input) && write_odd_names(dir + "/odd_names.onnx") &&
+                  write_stream_model(dir + "/stream_lstm.onnx");
   if (!ok) std::fprintf(stderr, "make_test_model: cannot write the fixtures to %s\n", dir.c_str());
   return ok ? 0 : 1;
 }

@@ -56,6 +56,21 @@ static int output_matches(hetero_tensor_t* y, const float* expected, size_t coun
   return 1;
 }
 
+/* One inference of a compiled tiny model on tiny_input.pb, output checked. */
+static void check_runs_tiny(hetero_compiled_model_t* compiled) {
+  hetero_infer_request_t* request = NULL;
+  hetero_tensor_t *x = NULL, *y = NULL;
+  CHECK_OK(hetero_tensor_read_file(&x, fixture("tiny_input.pb")));
+  CHECK_OK(hetero_infer_request_create(&request, compiled));
+  CHECK_OK(hetero_infer_request_set_input(request, 0, x));
+  CHECK_OK(hetero_infer_request_infer(request));
+  CHECK_OK(hetero_infer_request_get_output(request, &y, 0));
+  if (y) CHECK(output_matches(y, kExpected, 3));
+  hetero_tensor_release(y);
+  hetero_tensor_release(x);
+  hetero_infer_request_release(request);
+}
+
 static void test_versions_and_names(void) {
   CHECK(hetero_api_version() == HETERO_API_VERSION);
   CHECK(hetero_api_version() >> 16 == HETERO_API_VERSION_MAJOR);
@@ -389,24 +404,23 @@ static void test_blobs(hetero_core_t* core, hetero_compiled_model_t* compiled) {
   CHECK(blob && size > 8 && memcmp(blob, "HETEROBL", 8) == 0);
   if (!blob) return;
 
+  /* What it says of itself, for programs (tests/capi/test_cli_json.py parses it). */
+  char* json = SENTINEL;
+  CHECK_OK(hetero_blob_describe_json(&json, blob, size));
+  CHECK(json != SENTINEL && json[0] == '{' && strstr(json, "\"device\": \"CPU\"") &&
+        strstr(json, "\"sections\": [{\"name\": \"driver\""));
+  if (json != SENTINEL) hetero_free(json);
+  json = SENTINEL;
+  CHECK_STATUS(hetero_blob_describe_json(&json, "nonsense", 8), HETERO_BLOB_CORRUPT);
+  CHECK(json == SENTINEL && last_error_mentions("magic"));
+
   hetero_compiled_model_t* imported = NULL;
   CHECK_OK(hetero_compiled_model_import(&imported, core, blob, size, NULL, NULL, 0));
   const char* device = NULL;
   if (imported) {
     CHECK_OK(hetero_compiled_model_get_device(imported, &device));
     CHECK(device && strcmp(device, "CPU") == 0);
-    hetero_tensor_t* x = NULL;
-    hetero_infer_request_t* request = NULL;
-    CHECK_OK(hetero_tensor_read_file(&x, fixture("tiny_input.pb")));
-    CHECK_OK(hetero_infer_request_create(&request, imported));
-    CHECK_OK(hetero_infer_request_set_input(request, 0, x));
-    CHECK_OK(hetero_infer_request_infer(request));
-    hetero_tensor_t* y = NULL;
-    CHECK_OK(hetero_infer_request_get_output(request, &y, 0));
-    if (y) CHECK(output_matches(y, kExpected, 3));
-    hetero_tensor_release(y);
-    hetero_infer_request_release(request);
-    hetero_tensor_release(x);
+    check_runs_tiny(imported);
     hetero_compiled_model_release(imported);
   }
 
@@ -441,6 +455,74 @@ static void test_blobs(hetero_core_t* core, hetero_compiled_model_t* compiled) {
   CHECK(imported == SENTINEL && last_error_mentions("tiny.onnx"));
 }
 
+/* An ONNX file or a blob, told apart by the library (test_blobs wrote the
+ * blob). */
+static void test_open_either(hetero_core_t* core) {
+  char blob_path[4096], onnx_path[4096];
+  snprintf(blob_path, sizeof blob_path, "%s", fixture("capi_tiny.blob"));
+  snprintf(onnx_path, sizeof onnx_path, "%s", fixture("tiny.onnx"));
+  hetero_model_format format = (hetero_model_format)-1;
+  CHECK_OK(hetero_model_file_format(&format, blob_path));
+  CHECK(format == HETERO_MODEL_FORMAT_BLOB);
+  CHECK_OK(hetero_model_file_format(&format, onnx_path));
+  CHECK(format == HETERO_MODEL_FORMAT_ONNX);
+  CHECK_STATUS(hetero_model_file_format(&format, fixture("missing.onnx")), HETERO_NOT_FOUND);
+  CHECK(format == HETERO_MODEL_FORMAT_ONNX && last_error_mentions("missing.onnx"));
+
+  /* Both open with one call and run alike; a blob may leave the device to itself. */
+  const char* const paths[] = {blob_path, onnx_path, blob_path};
+  const char* const devices[] = {NULL, "CPU", "CPU"};
+  for (size_t k = 0; k < 3; ++k) {
+    hetero_compiled_model_t* compiled = NULL;
+    CHECK_OK(hetero_compiled_model_open_file(&compiled, core, paths[k], NULL, NULL, NULL, 0, devices[k], NULL, NULL, 0));
+    if (compiled) check_runs_tiny(compiled);
+    hetero_compiled_model_release(compiled);
+  }
+
+  /* A blob that is not what was asked for, and an ONNX model without a device. */
+  hetero_compiled_model_t* compiled = SENTINEL;
+  CHECK_STATUS(hetero_compiled_model_open_file(&compiled, core, blob_path, NULL, NULL, NULL, 0, "CPU.1", NULL, NULL, 0),
+               HETERO_BLOB_MISMATCH);
+  CHECK(compiled == SENTINEL && last_error_mentions("compiled for CPU, not CPU.1") &&
+        last_error_mentions("capi_tiny.blob"));
+  const char* shape_names[] = {"x"};
+  const int64_t batch_of_two[] = {2, 4};
+  const int64_t* shape_dims[] = {batch_of_two};
+  const size_t shape_ranks[] = {2};
+  CHECK_STATUS(hetero_compiled_model_open_file(&compiled, core, blob_path, shape_names, shape_dims, shape_ranks, 1,
+                                               NULL, NULL, NULL, 0),
+               HETERO_BLOB_MISMATCH);
+  CHECK(compiled == SENTINEL && last_error_mentions("input 'x' of the blob is 1x4, not 2x4"));
+  CHECK_STATUS(hetero_compiled_model_open_file(&compiled, core, onnx_path, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0),
+               HETERO_INVALID_ARGUMENT);
+  CHECK(compiled == SENTINEL && last_error_mentions("device is NULL"));
+  CHECK_STATUS(hetero_compiled_model_open_file(&compiled, core, fixture("missing.onnx"), NULL, NULL, NULL, 0, "CPU",
+                                               NULL, NULL, 0),
+               HETERO_NOT_FOUND);
+  CHECK(compiled == SENTINEL);
+
+  /* From memory: the blob's bytes, then the ONNX model's. */
+  void* blob = NULL;
+  size_t size = 0;
+  hetero_compiled_model_t* from_file = NULL;
+  CHECK_OK(hetero_compiled_model_open_file(&from_file, core, onnx_path, NULL, NULL, NULL, 0, "CPU", NULL, NULL, 0));
+  if (from_file) CHECK_OK(hetero_compiled_model_export(from_file, &blob, &size));
+  hetero_compiled_model_release(from_file);
+  if (!blob) return;
+  compiled = NULL;
+  CHECK_OK(hetero_compiled_model_open_memory(&compiled, core, blob, size, NULL, NULL, NULL, 0, NULL, NULL, NULL, 0));
+  const char* device = NULL;
+  if (compiled) CHECK_OK(hetero_compiled_model_get_device(compiled, &device));
+  CHECK(device && strcmp(device, "CPU") == 0);
+  hetero_compiled_model_release(compiled);
+  hetero_free(blob);
+  compiled = SENTINEL;
+  CHECK_STATUS(hetero_compiled_model_open_memory(&compiled, core, "not a model", 11, NULL, NULL, NULL, 0, "CPU", NULL,
+                                                 NULL, 0),
+               HETERO_INVALID_MODEL);
+  CHECK(compiled == SENTINEL);
+}
+
 static void test_compile(hetero_core_t* core) {
   hetero_model_t* model = read_model(core, "tiny.onnx");
   if (!model) return;
@@ -473,6 +555,7 @@ static void test_compile(hetero_core_t* core) {
 
   test_infer(core, compiled);
   test_blobs(core, compiled);
+  test_open_either(core);
   hetero_compiled_model_release(compiled);
 }
 

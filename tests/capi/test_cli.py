@@ -137,6 +137,12 @@ def main(lib_path, fixtures):
         check(r[0] == 0 and "imported" in r[1], "run a blob", show(r))
         if r[0] == 0:
             check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "blob output")
+        # The library tells the blob from ONNX; it is refused for another device or shape.
+        r = hetero("run", blob, "--device", "CPU.1")
+        check(r[0] == 1 and "compiled for CPU, not CPU.1" in r[2] and "tiny.blob" in r[2], "a blob for another device",
+              show(r))
+        r = hetero("run", blob, "--shape", "x=2x4")
+        check(r[0] == 1 and "input 'x' of the blob is 1x4, not 2x4" in r[2], "a blob with other shapes", show(r))
     else:
         check(False, "writing a blob through libhetero")
 

@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "daemon/protocol/socket_io.h"
+#include "protocol/socket_io.h"
 
 namespace hetero::test {
 

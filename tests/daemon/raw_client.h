@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/protocol/frame.h"
-#include "daemon/protocol/heterod.pb.h"
+#include "protocol/frame.h"
+#include "protocol/heterod.pb.h"
 
 namespace hetero::test {
 

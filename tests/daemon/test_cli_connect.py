@@ -6,6 +6,7 @@ of the CLI, their output and their errors.
 
 Prints "N passed, N failed"."""
 
+import json
 import os
 import subprocess
 import sys
@@ -34,7 +35,7 @@ def main():
         socket = os.path.join(tmp, "heterod.sock")
         config = os.path.join(tmp, "heterod.yaml")
         with open(config, "w") as f:
-            f.write(f"socket: {{path: {socket}}}\nmodel_dirs: [{fixtures}]\nmodels:\n"
+            f.write(f"socket: {{path: {socket}}}\nmodel_dirs: [{fixtures}, {tmp}]\nmodels:\n"
                     f"  - {{name: demo, path: {demo}, shapes: {{image: [1, 3, 32, 32]}}}}\n")
         log = open(os.path.join(tmp, "log"), "w+")
         daemon = subprocess.Popen([heterod, "--config", config], stderr=log)
@@ -48,6 +49,12 @@ def main():
             check(r.returncode == 0 and "CPU" in r.stdout and "Drivers:" in r.stdout, "devices", r.stdout + r.stderr)
             if "LEVEL_ZERO" in r.stdout:  # its loader is here, no GPU driver: the daemon passes the reason on
                 check("no device: no Level Zero driver" in r.stdout, "devices says why LEVEL_ZERO has none", r.stdout)
+            r = cli(socket, "devices", "--json")
+            try:
+                check(r.returncode == 0 and "CPU" in [d["name"] for d in json.loads(r.stdout)["devices"]],
+                      "devices --json", r.stdout + r.stderr)
+            except (ValueError, KeyError) as e:
+                check(False, f"devices --json parses: {e}", r.stdout + r.stderr)
             r = cli(socket, "models")
             check(r.returncode == 0 and "demo" in r.stdout and "ready" in r.stdout, "models", r.stdout + r.stderr)
             out = os.path.join(tmp, "out")
@@ -66,13 +73,32 @@ def main():
             check(r.returncode == 1 and "model_dirs" in r.stderr, "load outside model_dirs", r.stderr)
             r = cli(socket, "unload", "slow")
             check(r.returncode == 0, "unload", r.stderr)
+            # A compiled blob loads as an ONNX file does; for another device it is refused.
+            blob = os.path.join(tmp, "demo.blob")
+            r = subprocess.run([hetero, "compile", demo, "--shape", "image=1x3x32x32", "-o", blob], capture_output=True,
+                               text=True, timeout=120)
+            check(r.returncode == 0, "compile the demo model", r.stderr)
+            r = cli(socket, "load", "demo-blob", blob)
+            check(r.returncode == 0 and "ready" in r.stdout, "load a blob", r.stdout + r.stderr)
+            r = cli(socket, "run", "demo-blob")
+            check(r.returncode == 0 and "output 0" in r.stdout, "run the blob's model", r.stdout + r.stderr)
+            r = cli(socket, "load", "demo-blob-elsewhere", blob, "--device", "CPU.1")
+            check(r.returncode == 1 and "compiled for CPU, not CPU.1" in r.stderr, "a blob for another device",
+                  r.stderr)
             r = cli(socket, "unload", "slow")
             check(r.returncode == 1 and "not loaded" in r.stderr, "unload twice", r.stderr)
 
             r = cli(socket, "stats")
             check(r.returncode == 0 and "demo" in r.stdout and "p50 us" in r.stdout, "stats", r.stdout + r.stderr)
             r = cli(socket, "stats", "--json")
-            check(r.returncode == 0 and '"name": "demo"' in r.stdout, "stats --json", r.stdout)
+            try:
+                stats = json.loads(r.stdout)
+                demo_stats = [m for m in stats["models"] if m["name"] == "demo"]
+                check(r.returncode == 0 and len(demo_stats) == 1 and demo_stats[0]["requests"] >= 1
+                      and stats["uptime_ms"] >= 0 and stats["connections"] >= 1
+                      and isinstance(demo_stats[0]["latency_p99_us"], float), "stats --json", r.stdout)
+            except (ValueError, KeyError) as e:
+                check(False, f"stats --json parses: {e}", r.stdout)
             r = cli(socket, "stats", "--prometheus")
             check(r.returncode == 0 and "# TYPE heterod_requests_total counter" in r.stdout
                   and 'heterod_requests_total{model="demo"} ' in r.stdout

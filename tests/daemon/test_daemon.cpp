@@ -16,7 +16,7 @@
 #include <fstream>
 #include <thread>
 
-#include "daemon/protocol/socket_io.h"
+#include "protocol/socket_io.h"
 #include "tests/daemon/daemon_client.h"
 #include "tests/daemon/daemon_process.h"
 #include "tests/daemon/raw_client.h"
@@ -578,6 +578,7 @@ class NotifyListener {
 };
 
 TEST_F(Daemon, TellsSystemdReadyReloadingStoppingAndWatchdog) {
+  if (!HETEROD_WITH_SYSTEMD) GTEST_SKIP() << "heterod is built without systemd (-Dsystemd=disabled)";
   NotifyListener systemd(dir_.path() + "/notify");
   start({}, {.env = {"NOTIFY_SOCKET=" + dir_.path() + "/notify", "WATCHDOG_USEC=100000"}});
   EXPECT_TRUE(systemd.wait_for("READY=1")) << systemd.received;
@@ -603,6 +604,7 @@ TEST_F(Daemon, DriverWithoutDevicesIsLoggedOnce) {
 }
 
 TEST_F(Daemon, SocketActivation) {
+  if (!HETEROD_WITH_SYSTEMD) GTEST_SKIP() << "heterod is built without systemd (-Dsystemd=disabled)";
   // What systemd does for heterod.socket: bind and listen, then pass fd 3.
   const std::string path = dir_.path() + "/activated.sock";
   const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);

@@ -10,9 +10,9 @@
 
 #include "core/error.h"
 #include "daemon/config.h"
-#include "daemon/protocol/frame.h"
-#include "daemon/protocol/socket_io.h"
-#include "daemon/protocol/tensor_codec.h"
+#include "protocol/frame.h"
+#include "protocol/socket_io.h"
+#include "protocol/tensor_codec.h"
 #include "tests/daemon/daemon_process.h"
 
 namespace hetero::test {

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""The README's Python ctypes client, run as written against a real heterod:
-the code block is taken from README.md, the daemon started on a temporary
-socket, and the probabilities it prints must equal the in-process result.
+"""The README's Python client (the heterod package), run as written against a
+real heterod: the code block is taken from README.md, the daemon started on a
+temporary socket, and the probabilities it prints must equal the in-process
+result, computed here with nothing but ctypes.
 
-    test_readme_client.py README LIBHETERO HETEROD DEMO_MODEL
+    test_readme_client.py README LIBHETERO HETEROD DEMO_MODEL PYTHON_PACKAGE_DIR
 
+Needs Debian's python3 (python3-numpy). 
 Prints "N passed, N failed"."""
 
 import ctypes as C
@@ -15,7 +17,7 @@ import sys
 import tempfile
 import time
 
-readme, libhetero, heterod, demo = sys.argv[1:5]
+readme, libhetero, heterod, demo, package_dir = sys.argv[1:6]
 passed = failed = 0
 
 
@@ -76,10 +78,12 @@ def main():
             time.sleep(0.1)
             os.environ["HETERO_LIB"] = libhetero
             os.environ["HETEROD_SOCKET"] = socket
+            sys.path.insert(0, package_dir)
             namespace = {}
             exec(compile(blocks[0], "README.md (python block)", "exec"), namespace)
             expected = local_probabilities()
-            check(namespace["probs"] == expected, f"daemon {namespace['probs']} == in process {expected}")
+            got = [float(p) for p in namespace["probs"]]
+            check(got == expected, f"daemon {got} == in process {expected}")
         finally:
             daemon.terminate()
             check(daemon.wait(timeout=60) == 0, "heterod exits 0 on SIGTERM")

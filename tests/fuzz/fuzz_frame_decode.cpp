@@ -10,9 +10,9 @@
 #include <span>
 
 #include "core/error.h"
-#include "daemon/protocol/frame.h"
-#include "daemon/protocol/heterod.pb.h"
-#include "daemon/protocol/tensor_codec.h"
+#include "protocol/frame.h"
+#include "protocol/heterod.pb.h"
+#include "protocol/tensor_codec.h"
 
 namespace {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/protocol/frame.h"
-#include "daemon/protocol/heterod.pb.h"
+#include "protocol/frame.h"
+#include "protocol/heterod.pb.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
-// The design doc's subgraph selection, written as literally as possible and
-// with no regard for speed: the reference the fast implementation is tested
-// against. Self-references are found as the doc's "Subgraphs self reference
-// detection" section says: transitive closure, path nodes per pair of
-// subgraph nodes (cached), intersection with the rejected list. The next node
+// The subgraph selection of docs/partitioning.md, written as literally as
+// possible and with no regard for speed: the reference the fast
+// implementation is tested against. Self-references are found the literal
+// way: transitive closure, path nodes per pair of subgraph nodes (cached),
+// intersection with the rejected list. The next node
 // to examine is found by scanning the subgraph from its most recent merge
 // down, rather than with cursors as partition/subgraph_growth.cpp does.
 #pragma once

@@ -29,8 +29,8 @@ TEST(Policy, DocumentedExampleParses) {
   EXPECT_TRUE(p.fallback);
   ASSERT_EQ(p.rules.size(), 2u);
   EXPECT_EQ(p.rules[0].device, "CPU");
-  EXPECT_EQ(p.rules[0].nodes, (std::vector<std::string>{"4", "head/*"}));
-  EXPECT_EQ(p.rules[1].ops, (std::vector<std::string>{"Conv", "Relu"}));
+  EXPECT_EQ(p.rules[0].nodes.listed(), (std::vector<std::string>{"4", "head/*"}));
+  EXPECT_EQ(p.rules[1].ops.listed(), (std::vector<std::string>{"Conv", "Relu"}));
   EXPECT_GT(p.rules[1].line, p.rules[0].line);
 }
 
@@ -56,6 +56,36 @@ g (float[2] x) => (float[2] y) {
   const auto warnings = p.unused_rule_warnings(model->graph);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0], "p.yaml:5: rule for CPU.1 matches no node of the model");
+}
+
+// Names are looked up in a hash set and plain "prefix*" globs by prefix;
+// what matches is what fnmatch(3) (flags 0) or equality would say.
+TEST(Policy, NodeNamesMatchExactlyOrAsGlobs) {
+  const NamePatterns nodes({"conv1", "head/*", "*_bias", "block[0-2]/relu", "a[1]", "esc\\*", "x?"},
+                           NamePatterns::Globs::Allowed);
+  EXPECT_TRUE(nodes.matches("conv1"));
+  EXPECT_FALSE(nodes.matches("conv10"));
+  EXPECT_FALSE(nodes.matches("conv"));
+  EXPECT_TRUE(nodes.matches("head/"));
+  EXPECT_TRUE(nodes.matches("head/fc/MatMul"));  // '*' crosses '/'
+  EXPECT_FALSE(nodes.matches("head"));
+  EXPECT_FALSE(nodes.matches("body/head/x"));
+  EXPECT_TRUE(nodes.matches("fc_bias"));
+  EXPECT_TRUE(nodes.matches("block1/relu"));
+  EXPECT_FALSE(nodes.matches("block3/relu"));
+  EXPECT_TRUE(nodes.matches("a1"));
+  EXPECT_TRUE(nodes.matches("a[1]"));  // listed literally, though as a glob it means "a1"
+  EXPECT_TRUE(nodes.matches("esc*"));
+  EXPECT_FALSE(nodes.matches("escape"));
+  EXPECT_TRUE(nodes.matches("xy"));
+  EXPECT_FALSE(nodes.matches("xyz"));
+  EXPECT_TRUE(NamePatterns({"*"}, NamePatterns::Globs::Allowed).matches(""));
+
+  // Op types are exact: a '*' in an op list is no glob.
+  const NamePatterns ops({"Relu", "Conv*"}, NamePatterns::Globs::None);
+  EXPECT_TRUE(ops.matches("Relu"));
+  EXPECT_FALSE(ops.matches("ConvTranspose"));
+  EXPECT_TRUE(ops.matches("Conv*"));
 }
 
 TEST(Policy, MistakesNameFileAndLine) {

@@ -1,6 +1,6 @@
-// Subgraph selection: the design doc's worked example step by step, graphs
-// written by hand, and the fast selection against the literal one (oracle)
-// on random DAGs.
+// Subgraph selection: the worked example of docs/partitioning.md step by
+// step, graphs written by hand, and the fast selection against the literal
+// one (oracle) on random DAGs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -141,7 +141,7 @@ Case make(uint32_t n, std::vector<Dag::Edge> edges, std::vector<int> affinity, i
   return {Dag(n, edges), std::move(affinity), devices};
 }
 
-// The doc numbers nodes from 1.
+// docs/partitioning.md numbers the example's nodes from 1.
 Nodes doc(std::initializer_list<uint32_t> nodes) {
   Nodes out;
   for (uint32_t v : nodes) out.push_back(v - 1);
@@ -167,8 +167,8 @@ TEST(SubgraphSelection, DocExampleResult) {
 TEST(SubgraphSelection, DocExampleSteps) {
   using enum StepKind;
   const Case c = doc_example();
-  // The doc's list, line for line, then what it summarises as "repeat with
-  // the remaining nodes [1,2]" and the second device.
+  // docs/partitioning.md's walk through the example, step by step: device
+  // A's two rounds, then device B.
   const std::vector<Step> expected{
       step(SelectRoot, 0, 1, doc({1}), {}, true, doc({1, 2, 3, 5, 6, 7})),
       step(Merge, 0, 2, doc({1, 2}), {}, true),
@@ -262,7 +262,7 @@ TEST(SubgraphSelection, ThreeDevicesInPriorityOrder) {
 }
 
 TEST(SubgraphSelection, CycleBetweenSubgraphsIsRepaired) {
-  // The smallest plan the doc's algorithm leaves cyclic (see
+  // The smallest plan the selection leaves cyclic (see
   // subgraph_cycles.h): a1=0 b2=1 a2=2 a3=3 b1=4 b3=5.
   bool acyclic = true;
   const Case c = make(6, {{0, 3}, {2, 3}, {0, 4}, {4, 5}, {1, 5}, {1, 2}}, {0, 1, 0, 0, 1, 1});
@@ -345,7 +345,7 @@ TEST(SubgraphSelection, MatchesOracleOnRandomDags) {
       break;
     }
   }
-  // How often the doc's algorithm alone leaves a cycle between subgraphs.
+  // How often the selection alone leaves a cycle between subgraphs.
   RecordProperty("random_dags", static_cast<int>(cases));
   RecordProperty("cyclic_before_repair", static_cast<int>(cyclic));
   std::cout << "[ info ] " << cases << " random DAGs, " << cyclic

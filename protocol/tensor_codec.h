@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "daemon/protocol/heterod.pb.h"
-#include "daemon/protocol/socket_io.h"
+#include "protocol/heterod.pb.h"
+#include "protocol/socket_io.h"
 
 namespace hetero::wire {
 

@@ -1,4 +1,4 @@
-#include "daemon/protocol/tensor_codec.h"
+#include "protocol/tensor_codec.h"
 
 #include "core/error.h"
 

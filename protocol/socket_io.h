@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "daemon/protocol/unique_fd.h"
+#include "protocol/unique_fd.h"
 
 namespace hetero::wire {
 

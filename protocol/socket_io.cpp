@@ -1,4 +1,4 @@
-#include "daemon/protocol/socket_io.h"
+#include "protocol/socket_io.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "daemon/protocol/frame.h"
+#include "protocol/frame.h"
 
 namespace hetero::wire {
 

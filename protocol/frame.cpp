@@ -1,4 +1,4 @@
-#include "daemon/protocol/frame.h"
+#include "protocol/frame.h"
 
 #include <google/protobuf/message_lite.h>
 

@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "daemon/protocol/unique_fd.h"
+#include "protocol/unique_fd.h"
 
 namespace google::protobuf {
 class MessageLite;

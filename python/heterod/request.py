@@ -1,0 +1,251 @@
+"""Infer requests: NumPy arrays in, NumPy arrays out, synchronously or awaited
+with asyncio.
+
+A request runs one inference at a time. infer() holds the request's lock from
+binding the inputs to reading the outputs, so threads sharing a request take
+turns; infer_async() holds it until its inference has finished and raises
+BUSY instead of waiting when another inference holds it (an event loop must
+not block). To run inferences in parallel, use one request each (or
+CompiledModel.infer/infer_async, which pool them).
+
+Async inferences use hetero_infer_request_start_async(): its callback runs on
+a library worker thread, records the status and message there (the message is
+that thread's hetero_last_error) and hands the completion to the awaiting
+event loop with call_soon_threadsafe; the outputs are read on the loop's
+thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes as C
+import itertools
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+
+from . import _tensors
+from ._handle import Handle, new_handle
+from ._lib import CALLBACK, lib
+from .dtypes import Array
+from .errors import HeteroError, Status, check, last_error, to_status
+
+if TYPE_CHECKING:
+    from .model import CompiledModel
+
+#: What infer() takes: arrays by input name or index, arrays in input order,
+#: one array for a model of one input, or None for the inputs already bound.
+Inputs = Union[None, Array, Sequence[Any], Mapping[Union[str, int], Any]]
+
+
+class InferRequest(Handle):
+    """One inference at a time on a compiled model; see the module's
+    docstring. Create with CompiledModel.create_infer_request()."""
+
+    _release = lib.hetero_infer_request_release
+    _what = "infer request"
+
+    def __init__(self, compiled: CompiledModel) -> None:
+        super().__init__(new_handle(lib.hetero_infer_request_create, compiled._handle))
+        self._input_ports = compiled.inputs
+        self._output_ports = compiled.outputs
+        self._input_index = {p.name: i for i, p in enumerate(self._input_ports)}
+        # The arrays lent to the library, by input: they must stay alive while bound.
+        self._bound: list[Array | None] = [None] * len(self._input_ports)
+        self._lock = threading.Lock()
+        self._async_in_flight = False
+
+    @property
+    def busy(self) -> bool:
+        """Whether an inference holds the request."""
+        return self._lock.locked()
+
+    def set_input(self, key: str | int, value: Any) -> None:
+        """Binds `value` to the input named or numbered `key`. A C-contiguous
+        array of the input's dtype is read in place by every later inference
+        until another is bound (write new data into it between inferences to
+        stream without copies); other values are converted into one."""
+        with self._lock:
+            self._bind(key, value)
+
+    def infer(self, inputs: Inputs = None) -> dict[str, Array]:
+        """Binds `inputs` (see Inputs), runs one inference and returns the
+        outputs by name, in the model's order, as read-only arrays sharing
+        the result memory (no copy; each keeps its memory alive)."""
+        with self._lock:
+            self._bind_all(inputs)
+            check(lib.hetero_infer_request_infer(self._handle))
+            return self._outputs()
+
+    async def infer_async(self, inputs: Inputs = None) -> dict[str, Array]:
+        """infer(), awaited: the event loop runs on while the inference does.
+        Raises HeteroError(BUSY) when another inference holds the request.
+        Cancelling the awaiting task does not stop the inference; the request
+        stays busy until it has finished."""
+        loop = asyncio.get_running_loop()
+        if not self._lock.acquire(blocking=False):
+            raise HeteroError(Status.BUSY, "an inference is running on this infer request; use one request "
+                                           "per concurrent inference (CompiledModel.infer_async pools them)")
+        try:
+            self._bind_all(inputs)
+            pending = _Pending(self, loop, loop.create_future())
+            token = _in_flight.add(pending)
+            self._async_in_flight = True
+            code = lib.hetero_infer_request_start_async(self._handle, _ON_DONE, C.c_void_p(token))
+            if code != Status.OK:
+                _in_flight.pop(token)
+                self._async_in_flight = False
+                check(code)
+        except BaseException:
+            self._lock.release()
+            raise
+        return await pending.future
+
+    def close(self) -> None:
+        """Releases the request, after the inference running on it (if any)."""
+        if self._async_in_flight:
+            # The C release waits for the inference; its completion then
+            # finds the request closed and says so to the awaiting task.
+            super().close()
+            return
+        with self._lock:
+            super().close()
+            self._bound = []
+
+    def _bind_all(self, inputs: Inputs) -> None:
+        if inputs is None:
+            return
+        if isinstance(inputs, Mapping):
+            for key, value in inputs.items():
+                self._bind(key, value)
+        elif isinstance(inputs, np.ndarray):
+            if len(self._input_ports) != 1:
+                raise TypeError(f"one array given for a model of {len(self._input_ports)} inputs "
+                                f"({', '.join(p.name for p in self._input_ports)}): pass a dict by name")
+            self._bind(0, inputs)
+        elif isinstance(inputs, Sequence) and not isinstance(inputs, (str, bytes)):
+            if len(inputs) != len(self._input_ports):
+                raise TypeError(f"{len(inputs)} arrays given for a model of {len(self._input_ports)} inputs")
+            for i, value in enumerate(inputs):
+                self._bind(i, value)
+        else:
+            raise TypeError(f"inputs must be a dict, a list of arrays or an array, not {type(inputs).__name__}")
+
+    def _bind(self, key: str | int, value: Any) -> None:
+        index = self._index_of(key)
+        array = _tensors.as_input_array(value, self._input_ports[index].dtype)
+        with _tensors.wrap(array, self._input_ports[index].dtype) as tensor:
+            check(lib.hetero_infer_request_set_input(self._handle, index, tensor._handle))
+        self._bound[index] = array
+
+    def _index_of(self, key: str | int) -> int:
+        if isinstance(key, str):
+            if key not in self._input_index:
+                names = ", ".join(f"'{p.name}'" for p in self._input_ports) or "none"
+                raise HeteroError(Status.NOT_FOUND, f"the model has no input named '{key}' (inputs: {names})")
+            return self._input_index[key]
+        if not 0 <= key < len(self._input_ports):
+            raise HeteroError(Status.INVALID_ARGUMENT,
+                              f"input index {key} is out of range (the model has {len(self._input_ports)} inputs)")
+        return key
+
+    def _outputs(self) -> dict[str, Array]:
+        inputs = tuple(a for a in self._bound if a is not None)
+        outputs = {}
+        for i, port in enumerate(self._output_ports):
+            handle = C.c_void_p()
+            check(lib.hetero_infer_request_get_output(self._handle, C.byref(handle), i))
+            outputs[port.name] = _tensors.output_array(_tensors.Tensor(handle), inputs)
+        return outputs
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "busy" if self.busy else "idle"
+        return f"<heterod.InferRequest {state}>"
+
+
+@dataclass
+class _Pending:
+    """An async inference between start_async and its completion on the loop."""
+
+    request: InferRequest
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[dict[str, Array]]
+    status: int = 0
+    message: str = ""
+
+
+@dataclass
+class _InFlight:
+    """Async inferences by the token passed to the C callback as user_data.
+    The registry keeps each request (and so its bound arrays) alive until its
+    completion, so that the last reference never drops on a library thread
+    (releasing a request from its own callback is refused). A completion
+    handed to a loop that then closes without running it stays here and its
+    request busy: close a loop only after its inferences are awaited."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    entries: dict[int, _Pending] = field(default_factory=dict)
+    tokens: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    # Completions whose loop had closed: kept until the next start, then dropped on its thread.
+    orphans: list[_Pending] = field(default_factory=list)
+
+    def add(self, pending: _Pending) -> int:
+        with self.lock:
+            self.orphans.clear()
+            token: int = next(self.tokens)
+            self.entries[token] = pending
+            return token
+
+    def get(self, token: int) -> _Pending:
+        with self.lock:
+            return self.entries[token]
+
+    def pop(self, token: int) -> _Pending:
+        with self.lock:
+            return self.entries.pop(token)
+
+    def orphan(self, token: int) -> None:
+        with self.lock:
+            self.orphans.append(self.entries.pop(token))
+
+
+_in_flight = _InFlight()
+
+
+def _on_done(user_data: int | None, status: int) -> None:
+    """The C completion callback, on a library worker thread."""
+    token = user_data or 0
+    pending = _in_flight.get(token)
+    pending.status = status
+    pending.message = last_error() if status != Status.OK else ""
+    try:
+        pending.loop.call_soon_threadsafe(_finish, token)
+    except RuntimeError:  # the loop has closed: nobody awaits the result
+        pending.request._async_in_flight = False
+        pending.request._lock.release()
+        _in_flight.orphan(token)
+
+
+_ON_DONE = CALLBACK(_on_done)
+
+
+def _finish(token: int) -> None:
+    """An async inference's completion, on its event loop's thread."""
+    pending = _in_flight.pop(token)
+    request, future = pending.request, pending.future
+    try:
+        if future.cancelled():
+            return
+        if pending.status != Status.OK:
+            future.set_exception(HeteroError(to_status(pending.status), pending.message))
+        else:
+            future.set_result(request._outputs())
+    except Exception as e:  # noqa: BLE001 - e.g. the request was closed meanwhile
+        if not future.done():
+            future.set_exception(e)
+    finally:
+        request._async_in_flight = False
+        request._lock.release()
