@@ -10,8 +10,8 @@
 //   daemon       the same through heterod (hetero_core_connect), 100 calls
 //   cli          `hetero run` once per chunk, the state carried in .npy files
 //                that each call reads and then replaces (--output NAME=FILE);
-//                the first 20 calls (each process starts afresh)
-//   cli-connect  the same through heterod (`hetero --connect`), 100 calls
+//                the first 20 calls (each is a process of its own)
+//   cli-connect  the same through heterod (`hetero --connect`), 20 calls
 // Every output of every call must match ONNX Runtime's within rtol 1e-3 and
 // atol 1e-4 (|got - ref| <= atol + rtol * |ref|); the report gives the
 // largest error over all calls.
@@ -94,18 +94,34 @@ async function reference(model, file, chunks, ctx) {
   return { refs, outputNames: session.outputNames };
 }
 
-// Compares the outputs a run wrote as DIR/NAME.K.npy with the reference.
+// Output `name` of call k as a run wrote it: DIR/NAME.npy of all calls
+// (stream_model) or DIR/NAME.K.npy (the CLI loops).
+function readOutput(dir, name, k, cache) {
+  const stacked = path.join(dir, `${name}.npy`);
+  if (fs.existsSync(stacked)) {
+    if (!cache[name]) cache[name] = readNpy(stacked);
+    const all = cache[name];
+    const shape = all.shape.slice(1);
+    const n = shape.reduce((a, b) => a * b, 1);
+    if (k >= all.shape[0]) return null;
+    return { dtype: all.dtype, shape, data: all.data.subarray(k * n, (k + 1) * n) };
+  }
+  const file = path.join(dir, `${name}.${k}.npy`);
+  return fs.existsSync(file) ? readNpy(file) : null;
+}
+
+// Compares the outputs of a run's calls with the reference.
 function compareRun(dir, ref, calls) {
   let maxAbs = 0;
   let bad = 0;
   let total = 0;
   let first = '';
+  const cache = {};
   for (let k = 0; k < calls; ++k) {
     for (const name of ref.outputNames) {
       const want = ref.refs[k][name];
-      const file = path.join(dir, `${name}.${k}.npy`);
-      if (!fs.existsSync(file)) return { ok: false, text: `call ${k}: no output ${name}` };
-      const got = readNpy(file);
+      const got = readOutput(dir, name, k, cache);
+      if (!got) return { ok: false, text: `call ${k}: no output ${name}` };
       if (got.dtype !== 'float32' || got.shape.join('x') !== want.dims.join('x'))
         return { ok: false, text: `call ${k}: ${name} is ${got.dtype} [${got.shape}], expected float32 [${want.dims}]` };
       for (let i = 0; i < want.data.length; ++i) {
@@ -264,7 +280,11 @@ async function checkModel(model, o, ctx, work) {
       calls: o.calls,
       go: (out) => void run(o.stream, [model.name, out, '--connect', d.socket, ...streamArgs], 'daemon'),
     });
-    await attempt({ name: 'cli-connect', calls: o.calls, go: (out) => cliLoop(o, model, model.name, io, out, o.calls, d.socket) });
+    await attempt({
+      name: 'cli-connect',
+      calls: o.cliCalls,
+      go: (out) => cliLoop(o, model, model.name, io, out, o.cliCalls, d.socket),
+    });
   } finally {
     const status = await stopDaemon(d);
     if (status !== 0) {

@@ -17,7 +17,8 @@
  *     --calls N           number of calls (default 1)
  *     --feed OUT=IN       output OUT of call k is input IN of call k + 1
  *
- * Writes output NAME of call k as OUT_DIR/NAME.k.npy; prints the device.
+ * Writes output NAME of every call as OUT_DIR/NAME.npy, shaped [calls, ...];
+ * prints the device.
  * Exit status 0 on success, 1 on failure (with the reason), 2 on misuse. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -66,12 +67,59 @@ static int bind_file(hetero_infer_request_t* request, const char* name, const ch
   return status ? failed(what) : 0;
 }
 
+/* One output over all calls: each call's tensor appended, then written once
+ * as NAME.npy of shape [calls, ...] (one file, not one per call: writes are
+ * synced to disk, and 100 of them cost more than the calls). */
+typedef struct {
+  hetero_dtype dtype;
+  int64_t dims[9]; /* [calls, the output's dims...] */
+  size_t rank, bytes;
+  char* data;
+} stacked;
+
+static int append(stacked* st, hetero_tensor_t* t, long k, long calls) {
+  hetero_dtype dtype = HETERO_DTYPE_UNDEFINED;
+  const int64_t* dims = NULL;
+  size_t rank = 0, count = 0;
+  void* data = NULL;
+  if (hetero_tensor_get_dtype(t, &dtype) || hetero_tensor_get_shape(t, &dims, &rank) ||
+      hetero_tensor_get_element_count(t, &count) || hetero_tensor_get_data(t, &data))
+    return failed("cannot read an output");
+  const size_t bytes = count * hetero_dtype_size(dtype);
+  if (k == 0) {
+    if (rank + 1 > sizeof st->dims / sizeof st->dims[0] || !(st->data = malloc(bytes * (size_t)calls + 1)))
+      return failed("cannot keep an output");
+    st->dtype = dtype, st->rank = rank + 1, st->bytes = bytes;
+    st->dims[0] = calls;
+    memcpy(st->dims + 1, dims, rank * sizeof *dims);
+  } else if (dtype != st->dtype || rank + 1 != st->rank || memcmp(dims, st->dims + 1, rank * sizeof *dims) != 0) {
+    fprintf(stderr, "stream_model: an output changed its type or shape at call %ld\n", k);
+    return 1;
+  }
+  if (bytes) memcpy(st->data + st->bytes * (size_t)k, data, bytes);
+  return 0;
+}
+
+static int write_stacked(const stacked* st, const char* out_dir, const char* name) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.npy", out_dir, name);
+  hetero_tensor_t* t = NULL;
+  int rc = hetero_tensor_wrap(&t, st->dtype, st->dims, st->rank, st->data, st->bytes * (size_t)st->dims[0]) ||
+                   hetero_tensor_write_npy(t, path)
+               ? failed("cannot write an output")
+               : 0;
+  hetero_tensor_release(t);
+  return rc;
+}
+
 static int run(hetero_compiled_model_t* compiled, const char* out_dir, const pair* inputs, size_t input_count,
                const pair* chunk, long calls, const pair* feeds, size_t feed_count) {
   hetero_infer_request_t* request = NULL;
   if (hetero_infer_request_create(&request, compiled)) return failed("cannot create an infer request");
   size_t outputs = 0;
   int rc = hetero_compiled_model_get_output_count(compiled, &outputs) ? failed("cannot list outputs") : 0;
+  stacked* results = calloc(outputs ? outputs : 1, sizeof *results);
+  if (!results) rc = failed("out of memory");
   for (size_t i = 0; rc == 0 && i < input_count; ++i) rc = bind_file(request, inputs[i].key, inputs[i].value);
   for (long k = 0; rc == 0 && k < calls; ++k) {
     if (chunk) {
@@ -91,15 +139,20 @@ static int run(hetero_compiled_model_t* compiled, const char* out_dir, const pai
         rc = failed("cannot get an output");
         break;
       }
-      char path[4096];
-      snprintf(path, sizeof path, "%s/%s.%ld.npy", out_dir, name, k);
-      if (hetero_tensor_write_npy(t, path)) rc = failed("cannot write an output");
+      rc = append(&results[o], t, k, calls);
       for (size_t f = 0; rc == 0 && f < feed_count; ++f)
         if (strcmp(feeds[f].key, name) == 0 && hetero_infer_request_set_input_by_name(request, feeds[f].value, t))
           rc = failed("cannot feed a state output back");
       hetero_tensor_release(t);
     }
   }
+  for (size_t o = 0; rc == 0 && o < outputs; ++o) {
+    const char* name = NULL;
+    rc = hetero_compiled_model_get_output_name(compiled, &name, o) ? failed("cannot list outputs")
+                                                                    : write_stacked(&results[o], out_dir, name);
+  }
+  for (size_t o = 0; results && o < outputs; ++o) free(results[o].data);
+  free(results);
   hetero_infer_request_release(request);
   return rc;
 }
