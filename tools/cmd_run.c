@@ -28,9 +28,24 @@ static const char kHelp[] =
     "  --shape NAME=DIMS      the shape of an input with dynamic dims, as in\n"
     "                         data=1x3x224x224\n"
     "  --output-dir DIR       write output k as DIR/output_k.npy (graph order)\n"
+    "  --output NAME=FILE     write output NAME as the .npy FILE (repeatable). The\n"
+    "                         file is replaced whole, after the inputs were read,\n"
+    "                         so it may be the file an --input of this run names\n"
     "  --cache-dir DIR        import the compiled model from DIR when it is there,\n"
     "                         else compile it and keep it there for next time\n"
-    "  --driver-path DIRS     colon-separated directories searched for drivers\n";
+    "  --driver-path DIRS     colon-separated directories searched for drivers\n"
+    "\n"
+    "A streaming model (a recurrent state output fed back as the next call's\n"
+    "state input) runs chunk by chunk from a shell loop, its state carried in\n"
+    ".npy files that start as zeros, as for Silero VAD (h, c -> hn, cn):\n"
+    "\n"
+    "  for chunk in chunks/*.npy; do\n"
+    "    hetero run vad.onnx --input input=$chunk --input sr=sr.npy \\\n"
+    "        --input h=h.npy --input c=c.npy --output hn=h.npy --output cn=c.npy \\\n"
+    "        --output output=\"prob-${chunk##*/}\"\n"
+    "  done\n"
+    "\n"
+    "With --cache-dir, only the first call compiles the model.\n";
 
 /* The first few values, so that a run without --output-dir shows something. */
 static void print_preview(hetero_tensor_t* t, hetero_dtype dtype) {
@@ -54,7 +69,66 @@ static void print_preview(hetero_tensor_t* t, hetero_dtype dtype) {
   puts(count > shown ? " ..." : "");
 }
 
-static int report_outputs(const cli_session* s, hetero_infer_request_t* request, const char* dir) {
+/* The files of --output NAME=FILE: NULL when output `name` has none. */
+static const char* output_file(const cli_strings* outputs, const char* name) {
+  const size_t len = strlen(name);
+  for (size_t k = 0; k < outputs->count; ++k) {
+    const char* eq = strchr(outputs->items[k], '=');
+    if ((size_t)(eq - outputs->items[k]) == len && strncmp(outputs->items[k], name, len) == 0) return eq + 1;
+  }
+  return NULL;
+}
+
+/* Every --output names an output of the model, once. */
+static int check_output_names(const cli_session* s, const cli_strings* outputs) {
+  size_t count = 0;
+  if (hetero_compiled_model_get_output_count(s->compiled, &count))
+    return cli_call_failed("cannot list the model's outputs");
+  for (size_t k = 0; k < outputs->count; ++k) {
+    const char* arg = outputs->items[k];
+    const char* eq = strchr(arg, '=');
+    bool found = false;
+    for (size_t j = 0; j < count && !found; ++j) {
+      const char* name = NULL;
+      if (hetero_compiled_model_get_output_name(s->compiled, &name, j)) return cli_call_failed("cannot list outputs");
+      found = strlen(name) == (size_t)(eq - arg) && strncmp(name, arg, (size_t)(eq - arg)) == 0;
+    }
+    if (!found) {
+      cli_error("--output '%s': the model has no output '%.*s'", arg, (int)(eq - arg), arg);
+      fputs("the model's outputs are:", stderr);
+      for (size_t j = 0; j < count; ++j) {
+        const char* name = "?";
+        hetero_compiled_model_get_output_name(s->compiled, &name, j);
+        fprintf(stderr, " %s", name);
+      }
+      fputc('\n', stderr);
+      return CLI_FAILED;
+    }
+    for (size_t j = 0; j < k; ++j) {
+      const char* other = outputs->items[j];
+      if (strchr(other, '=') - other == eq - arg && strncmp(other, arg, (size_t)(eq - arg)) == 0) {
+        cli_error("--output '%s': output '%.*s' is given twice", arg, (int)(eq - arg), arg);
+        return CLI_FAILED;
+      }
+    }
+  }
+  return CLI_OK;
+}
+
+/* Writes `t` (output `name`) to `path`, printing " -> path". */
+static int write_output(hetero_tensor_t* t, const char* name, const char* path) {
+  if (hetero_tensor_write_npy(t, path)) {
+    putchar('\n');
+    char what[4200];
+    snprintf(what, sizeof what, "cannot write output '%s' to %s", name, path);
+    return cli_call_failed(what);
+  }
+  printf(" -> %s", path);
+  return CLI_OK;
+}
+
+static int report_outputs(const cli_session* s, hetero_infer_request_t* request, const char* dir,
+                          const cli_strings* outputs) {
   size_t count = 0;
   if (hetero_compiled_model_get_output_count(s->compiled, &count))
     return cli_call_failed("cannot list the model's outputs");
@@ -74,17 +148,17 @@ static int report_outputs(const cli_session* s, hetero_infer_request_t* request,
     }
     printf("output %zu '%s': %s %s", k, name, hetero_dtype_name(dtype),
            cli_format_dims(dims, (int64_t)rank, shape, sizeof shape));
+    int rc = CLI_OK;
     if (dir) {
       char path[4096];
       snprintf(path, sizeof path, "%s/output_%zu.npy", dir, k);
-      if (hetero_tensor_write_npy(t, path)) {
-        putchar('\n');
-        hetero_tensor_release(t);
-        char what[4200];
-        snprintf(what, sizeof what, "cannot write output '%s' to %s", name, path);
-        return cli_call_failed(what);
-      }
-      printf(" -> %s", path);
+      rc = write_output(t, name, path);
+    }
+    const char* file = output_file(outputs, name);
+    if (rc == CLI_OK && file) rc = write_output(t, name, file);
+    if (rc != CLI_OK) {
+      hetero_tensor_release(t);
+      return rc;
     }
     putchar('\n');
     print_preview(t, dtype);
@@ -108,7 +182,7 @@ static void print_inputs(const cli_session* s) {
   }
 }
 
-static int run(const cli_model_options* o, const char* dir) {
+static int run(const cli_model_options* o, const char* dir, const cli_strings* outputs) {
   if (dir && mkdir(dir, 0777) != 0 && errno != EEXIST) {
     cli_error("cannot create the output directory %s: %s", dir, strerror(errno));
     return CLI_FAILED;
@@ -116,6 +190,10 @@ static int run(const cli_model_options* o, const char* dir) {
   cli_session s;
   int rc = cli_session_open(&s, o, "run");
   if (rc != CLI_OK) return rc;
+  if ((rc = check_output_names(&s, outputs)) != CLI_OK) {
+    cli_session_close(&s);
+    return rc;
+  }
   char device[512];
   printf("model %s: %s for %s in %.1f ms\n", o->model, cli_session_verb(&s),
          cli_describe_device(s.compiled, device, sizeof device), s.load_seconds * 1e3);
@@ -130,7 +208,7 @@ static int run(const cli_model_options* o, const char* dir) {
       rc = cli_call_failed("inference failed");
     } else {
       printf("inference: %.3f ms\n", (cli_now() - start) * 1e3);
-      rc = report_outputs(&s, request, dir);
+      rc = report_outputs(&s, request, dir, outputs);
     }
   }
   hetero_infer_request_release(request);
@@ -143,17 +221,25 @@ int cmd_run(int argc, char** argv) {
   memset(&o, 0, sizeof o);
   o.device = "CPU";
   const char* dir = NULL;
+  cli_strings outputs = {0};
   int rc = CLI_OK;
   for (int i = 1; i < argc && rc == CLI_OK; ++i) {
     int r;
+    const char* v = NULL;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(kHelp, stdout);
       cli_model_options_free(&o);
+      cli_strings_free(&outputs);
       return CLI_OK;
     } else if ((r = cli_model_option(argc, argv, &i, "run", &o)) != 0) {
       if (r < 0) rc = CLI_USAGE;
     } else if ((r = cli_option(argc, argv, &i, "run", "--output-dir", &dir)) != 0) {
       if (r < 0) rc = CLI_USAGE;
+    } else if ((r = cli_option(argc, argv, &i, "run", "--output", &v)) != 0) {
+      const char* eq = r > 0 ? strchr(v, '=') : NULL;
+      if (r < 0) rc = CLI_USAGE;
+      else if (!eq || eq == v || !eq[1]) rc = cli_usage_error("run", "--output '%s' is not NAME=FILE", v);
+      else if (!cli_strings_push(&outputs, v)) rc = CLI_FAILED;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       rc = cli_usage_error("run", "unknown option '%s'", argv[i]);
     } else if (o.model) {
@@ -163,7 +249,8 @@ int cmd_run(int argc, char** argv) {
     }
   }
   if (rc == CLI_OK && !o.model) rc = cli_usage_error("run", "no MODEL given");
-  if (rc == CLI_OK) rc = run(&o, dir);
+  if (rc == CLI_OK) rc = run(&o, dir, &outputs);
   cli_model_options_free(&o);
+  cli_strings_free(&outputs);
   return rc;
 }

@@ -4,7 +4,10 @@
 //   hetero bench MODEL --device CPU --shape NAME=DIMS --warmup W --iterations N --json
 // and ONNX Runtime (onnxruntime-node, intraOpNumThreads 2, interOpNumThreads 1)
 // doing the same warm-up and iterations on the same input shape, each run()
-// timed with process.hrtime. Alternating spreads drift of a shared machine
+// timed with process.hrtime. A streaming model (STREAMING: Silero VAD) is
+// timed on one call, one 32 ms chunk of speech with the state inputs and
+// sample rate it takes, given to both sides as the same .npy files
+// (hetero bench --input NAME=FILE). Alternating spreads drift of a shared machine
 // (other load, thermal state) over both sides instead of one.
 //
 //   node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W]
@@ -16,7 +19,11 @@
 
 const fs = require('fs');
 const { spawnSync } = require('child_process');
-const { MODELS, cacheDir, loadOrt, modelPath, makeInputs, shapeText } = require('../models/model_set.js');
+const os = require('os');
+const path = require('path');
+const { writeNpy } = require('../models/npy.js');
+const { MODELS, STREAMING, cacheDir, loadOrt, modelPath, makeInputs, shapeText, audioChunks, zeroStates } =
+  require('../models/model_set.js');
 
 function usage(why) {
   console.error(`bench_models: ${why}\n` +
@@ -58,9 +65,8 @@ function median(values) {
 }
 
 // One `hetero bench` run; its median latency in ms.
-function heteroRound(model, file, o) {
-  const args = ['bench', file, '--device', o.device];
-  for (const input of model.inputs) args.push('--shape', `${input.name}=${shapeText(input.shape)}`);
+function heteroRound(inputArgs, file, o) {
+  const args = ['bench', file, '--device', o.device, ...inputArgs];
   args.push('--warmup', String(o.warmup), '--iterations', String(o.iterations), '--json');
   const r = spawnSync(o.hetero, args, { encoding: 'utf8', timeout: 600e3 });
   if (r.error) throw new Error(`cannot run ${o.hetero}: ${r.error.message}`);
@@ -93,12 +99,34 @@ function summary(rounds) {
   return { median_ms: median(rounds), min_ms: Math.min(...rounds), max_ms: Math.max(...rounds), rounds };
 }
 
-async function benchModel(model, o, ctx) {
+// A model's inputs both ways: ONNX Runtime's feeds and hetero bench's
+// arguments (shapes for random data, or .npy files under `dir`).
+async function benchInputs(model, ctx, dir) {
+  const feeds = {};
+  if (!model.chunk) {
+    const inputs = await makeInputs(model, ctx);
+    for (const input of inputs) feeds[input.name] = new ctx.ort.Tensor('float32', input.data, input.shape);
+    return {
+      feeds,
+      args: model.inputs.flatMap((i) => ['--shape', `${i.name}=${shapeText(i.shape)}`]),
+      label: inputs.map((i) => `${i.name}=${shapeText(i.shape)}`).join(' '),
+    };
+  }
+  const chunk = audioChunks(model, 100, 4000 + STREAMING.indexOf(model))[50];
+  const args = [];
+  for (const t of [chunk, ...model.fixed, ...zeroStates(model)]) {
+    feeds[t.name] = new ctx.ort.Tensor(t.dtype, t.data, t.shape);
+    const file = path.join(dir, `${model.name}.${t.name}.npy`);
+    writeNpy(file, t);
+    args.push('--input', `${t.name}=${file}`);
+  }
+  return { feeds, args, label: `${chunk.name}=${shapeText(chunk.shape)} + state, one call` };
+}
+
+async function benchModel(model, o, ctx, dir) {
   const file = modelPath(ctx.cache, model);
   if (!fs.existsSync(file)) throw new Error(`${file} is missing (run scripts/setup.sh --test-data)`);
-  const inputs = await makeInputs(model, ctx);
-  const feeds = {};
-  for (const input of inputs) feeds[input.name] = new ctx.ort.Tensor('float32', input.data, input.shape);
+  const { feeds, args, label } = await benchInputs(model, ctx, dir);
   // Session creation (ORT's compile) is outside the timing, as hetero bench
   // keeps compilation out of its figures.
   const session = await ctx.ort.InferenceSession.create(file, {
@@ -110,7 +138,7 @@ async function benchModel(model, o, ctx) {
   const hetero = [];
   const ort = [];
   for (let r = 0; r < o.rounds; ++r) {
-    hetero.push(heteroRound(model, file, o));
+    hetero.push(heteroRound(args, file, o));
     ort.push(await ortRound(session, feeds, o));
     if (!o.json) process.stderr.write(`  ${model.name} round ${r + 1}/${o.rounds}: heterod ${hetero[r].toFixed(2)} ms, ORT ${ort[r].toFixed(2)} ms\n`);
   }
@@ -118,7 +146,7 @@ async function benchModel(model, o, ctx) {
   const t = summary(ort);
   return {
     model: model.name,
-    input: inputs.map((i) => `${i.name}=${shapeText(i.shape)}`).join(' '),
+    input: label,
     heterod: h,
     onnxruntime: t,
     ratio: h.median_ms / t.median_ms,
@@ -152,13 +180,18 @@ async function main() {
   if (!ort) usage(`${why}; run scripts/setup.sh --test-data`);
   const ctx = { ort, cache };
   const results = [];
-  for (const model of MODELS) {
-    if (o.only && model.name !== o.only) continue;
-    try {
-      results.push(await benchModel(model, o, ctx));
-    } catch (e) {
-      results.push({ model: model.name, error: e.message });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hetero-bench-'));
+  try {
+    for (const model of [...MODELS, ...STREAMING]) {
+      if (o.only && model.name !== o.only) continue;
+      try {
+        results.push(await benchModel(model, o, ctx, dir));
+      } catch (e) {
+        results.push({ model: model.name, error: e.message });
+      }
     }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
   if (o.json) console.log(JSON.stringify({ rounds: o.rounds, iterations: o.iterations, warmup: o.warmup, device: o.device, results }, null, 2));
   else printTable(results, o);

@@ -5,6 +5,8 @@
 //   odd_names.onnx     tiny.onnx with node and tensor names that JSON must
 //                      escape (quotes, backslashes, a tab) or repair (a byte
 //                      that is not UTF-8)
+//   stream_lstm.onnx   a streaming LSTM: x float[T,1,2] and state h, c
+//                      float[1,1,3] in; y float[T,1,1,3] and state hn, cn out
 // The C tests cannot build models themselves (the C ABI reads models, it does
 // not write them), so this small generator runs at build time.
 //
@@ -13,6 +15,7 @@
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -38,6 +41,14 @@ tiny_dynamic (float[N, 4] x) => (float[N, 3] y) {
 }
 )ONNX";
 
+const char* const kStreamLstm = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-capi-tests">
+stream_lstm (float[T, 1, 2] x, float[1, 1, 3] h, float[1, 1, 3] c) => (float[T, 1, 1, 3] y, float[1, 1, 3] hn,
+                                                                       float[1, 1, 3] cn) {
+  y, hn, cn = LSTM <hidden_size = 3> (x, W, R, B, , h, c)
+}
+)ONNX";
+
 void fill(onnx::TensorProto& t, const std::string& name, std::vector<int64_t> dims, const std::vector<float>& values) {
   t.set_name(name);
   t.set_data_type(onnx::TensorProto::FLOAT);
@@ -54,13 +65,36 @@ bool write(const std::string& path, const google::protobuf::MessageLite& message
   return static_cast<bool>(out);
 }
 
-bool write_model(const std::string& path, const char* text) {
+onnx::ModelProto parse(const std::string& path, const char* text, bool& ok) {
   onnx::ModelProto model;
   const auto status = onnx::OnnxParser::Parse(model, text);
-  if (!status.IsOK()) {
-    std::fprintf(stderr, "make_test_model: %s: %s\n", path.c_str(), status.ErrorMessage().c_str());
-    return false;
-  }
+  if (!status.IsOK()) std::fprintf(stderr, "make_test_model: %s: %s\n", path.c_str(), status.ErrorMessage().c_str());
+  ok = status.IsOK();
+  return model;
+}
+
+// Weights of no particular meaning, in (-0.5, 0.5).
+std::vector<float> weights(size_t n, float phase) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = 0.5f * std::sin(static_cast<float>(i) * 1.7f + phase);
+  return v;
+}
+
+bool write_stream_model(const std::string& path) {
+  bool ok = false;
+  onnx::ModelProto model = parse(path, kStreamLstm, ok);
+  if (!ok) return false;
+  auto* graph = model.mutable_graph();
+  fill(*graph->add_initializer(), "W", {1, 12, 2}, weights(24, 0.1f));
+  fill(*graph->add_initializer(), "R", {1, 12, 3}, weights(36, 0.7f));
+  fill(*graph->add_initializer(), "B", {1, 24}, weights(24, 1.3f));
+  return write(path, model);
+}
+
+bool write_model(const std::string& path, const char* text) {
+  bool ok = false;
+  onnx::ModelProto model = parse(path, text, ok);
+  if (!ok) return false;
   auto* graph = model.mutable_graph();
   fill(*graph->add_initializer(), "W", {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, -1});
   fill(*graph->add_initializer(), "b", {3}, {0.5f, -1.0f, 0.5f});
@@ -94,7 +128,8 @@ int main(int argc, char** argv) {
   onnx::TensorProto input;
   fill(input, "x", {1, 4}, {1, 2, 3, 4});
   const bool ok = write_model(dir + "/tiny.onnx", kStatic) && write_model(dir + "/tiny_dynamic.onnx", kDynamic) &&
-                  write(dir + "/tiny_input.pb", input) && write_odd_names(dir + "/odd_names.onnx");
+                  write(dir + "/tiny_input.pb", input) && write_odd_names(dir + "/odd_names.onnx") &&
+                  write_stream_model(dir + "/stream_lstm.onnx");
   if (!ok) std::fprintf(stderr, "make_test_model: cannot write the fixtures to %s\n", dir.c_str());
   return ok ? 0 : 1;
 }

@@ -590,6 +590,97 @@ static void test_hetero(void) {
   hetero_core_release(core);
 }
 
+/* Runs stream_lstm.onnx on `steps` steps of x from `first`, with the state
+ * tensors bound as they are; returns the request (outputs y, hn, cn). */
+static hetero_infer_request_t* stream_call(hetero_compiled_model_t* compiled, hetero_infer_request_t* request,
+                                           const float* x, int64_t steps, hetero_tensor_t* h, hetero_tensor_t* c) {
+  hetero_tensor_t* xt = NULL;
+  const int64_t dims[3] = {steps, 1, 2};
+  CHECK_OK(hetero_tensor_wrap(&xt, HETERO_DTYPE_FLOAT32, dims, 3, (void*)x, (size_t)steps * 2 * sizeof(float)));
+  if (!request) CHECK_OK(hetero_infer_request_create(&request, compiled));
+  CHECK_OK(hetero_infer_request_set_input_by_name(request, "x", xt));
+  CHECK_OK(hetero_infer_request_set_input_by_name(request, "h", h));
+  CHECK_OK(hetero_infer_request_set_input_by_name(request, "c", c));
+  CHECK_OK(hetero_infer_request_infer(request));
+  hetero_tensor_release(xt);
+  return request;
+}
+
+static int close_to(hetero_tensor_t* t, const float* want, size_t count) {
+  void* data = NULL;
+  size_t n = 0;
+  if (hetero_tensor_get_data(t, &data) || hetero_tensor_get_element_count(t, &n) || n != count) return 0;
+  for (size_t i = 0; i < count; ++i) {
+    const float d = ((const float*)data)[i] - want[i];
+    if (d > 1e-5f || d < -1e-5f) return 0;
+  }
+  return 1;
+}
+
+/* A streaming model as an application runs one: each call's state outputs
+ * (hn, cn) are bound, as they are, as the next call's state inputs (h, c).
+ * Three calls of two steps give what one call of six steps gives. */
+static void test_streaming(hetero_core_t* core) {
+  hetero_compiled_model_t* compiled = NULL;
+  CHECK_OK(hetero_compile_file(&compiled, core, fixture("stream_lstm.onnx"), NULL, NULL, NULL, 0, "CPU", NULL, NULL,
+                               0));
+  if (!compiled) return;
+  float x[12];
+  for (int i = 0; i < 12; ++i) x[i] = (float)(i % 5) * 0.4f - 0.8f;
+  const int64_t state_dims[3] = {1, 1, 3};
+  hetero_tensor_t *h0 = NULL, *c0 = NULL;
+  CHECK_OK(hetero_tensor_create(&h0, HETERO_DTYPE_FLOAT32, state_dims, 3));
+  CHECK_OK(hetero_tensor_create(&c0, HETERO_DTYPE_FLOAT32, state_dims, 3));
+  void* zero = NULL;
+  if (h0 && !hetero_tensor_get_data(h0, &zero)) memset(zero, 0, 3 * sizeof(float));
+  if (c0 && !hetero_tensor_get_data(c0, &zero)) memset(zero, 0, 3 * sizeof(float));
+
+  /* The whole sequence at once: y for 6 steps, the final state. */
+  float y_whole[18], h_whole[3], c_whole[3];
+  hetero_infer_request_t* whole = stream_call(compiled, NULL, x, 6, h0, c0);
+  hetero_tensor_t *y = NULL, *hn = NULL, *cn = NULL;
+  void* data = NULL;
+  CHECK_OK(hetero_infer_request_get_output_by_name(whole, &y, "y"));
+  CHECK_OK(hetero_infer_request_get_output_by_name(whole, &hn, "hn"));
+  CHECK_OK(hetero_infer_request_get_output_by_name(whole, &cn, "cn"));
+  if (!y || !hn || !cn) return;
+  CHECK_OK(hetero_tensor_get_data(y, &data));
+  memcpy(y_whole, data, sizeof y_whole);
+  CHECK_OK(hetero_tensor_get_data(hn, &data));
+  memcpy(h_whole, data, sizeof h_whole);
+  CHECK_OK(hetero_tensor_get_data(cn, &data));
+  memcpy(c_whole, data, sizeof c_whole);
+  hetero_tensor_release(y);
+  hetero_tensor_release(hn);
+  hetero_tensor_release(cn);
+  hetero_infer_request_release(whole);
+
+  /* Chunk by chunk, each state output fed back without a copy. */
+  hetero_infer_request_t* request = NULL;
+  hetero_tensor_t* h = h0;
+  hetero_tensor_t* c = c0;
+  for (int chunk = 0; chunk < 3; ++chunk) {
+    request = stream_call(compiled, request, x + chunk * 4, 2, h, c);
+    if (h != h0) hetero_tensor_release(h);
+    if (c != c0) hetero_tensor_release(c);
+    y = h = c = NULL;
+    CHECK_OK(hetero_infer_request_get_output_by_name(request, &y, "y"));
+    CHECK_OK(hetero_infer_request_get_output_by_name(request, &h, "hn"));
+    CHECK_OK(hetero_infer_request_get_output_by_name(request, &c, "cn"));
+    CHECK(y && close_to(y, y_whole + chunk * 6, 6));
+    hetero_tensor_release(y);
+    if (!h || !c) break;
+  }
+  CHECK(h && close_to(h, h_whole, 3));
+  CHECK(c && close_to(c, c_whole, 3));
+  if (h != h0) hetero_tensor_release(h);
+  if (c != c0) hetero_tensor_release(c);
+  hetero_tensor_release(h0);
+  hetero_tensor_release(c0);
+  hetero_infer_request_release(request);
+  hetero_compiled_model_release(compiled);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: test_capi FIXTURE_DIR BAD_DRIVER_MODULE\n");
@@ -605,6 +696,7 @@ int main(int argc, char** argv) {
   if (core) {
     test_model(core);
     test_compile(core);
+    test_streaming(core);
     hetero_core_release(core);
   }
   test_hetero();

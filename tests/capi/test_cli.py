@@ -113,6 +113,15 @@ def main(lib_path, fixtures):
     if r[0] == 0:
         check(read_npy_f32(os.path.join(out, "output_0.npy")) == ((2, 3), [5.5, 5, 0, 1.5, 1, 3.5]), "batch of 2")
 
+    # --output NAME=FILE writes one output by name, also over the file an
+    # --input of the same run read (how a shell loop carries a state).
+    carried = os.path.join(work, "carried.npy")
+    write_npy_f32(carried, (1, 4), [1, 2, 3, 4])
+    r = hetero("run", tiny, "--input", "x=" + carried, "--output", "y=" + carried)
+    check(r[0] == 0 and "-> " + carried in r[1], "run with --output over its own input", show(r))
+    if r[0] == 0:
+        check(read_npy_f32(carried) == ((1, 3), [5.5, 5.0, 0.0]), "--output replaced the input file")
+
     # Random inputs: static works; dynamic needs --shape, and the error names the input.
     r = hetero("run", tiny)
     check(r[0] == 0 and "(random)" in r[1], "run with random inputs", show(r))
@@ -293,6 +302,9 @@ def main(lib_path, fixtures):
         (("run", tiny, "--input", x_pb, "--input", x_pb), 1, "only 1 input"),
         (("run", tiny, "--input", x_npy), 1, "dimension 0"),  # 2x4 into the static 1x4 model
         (("run", tiny, "--shape", "x=1xq"), 2, "NAME=DIMS"),
+        (("run", tiny, "--output", "y"), 2, "NAME=FILE"),
+        (("run", tiny, "--output", "nope=" + x_npy), 1, "no output 'nope'"),
+        (("run", tiny, "--output", "y=" + x_npy, "--output", "y=" + x_npy), 1, "given twice"),
         (("run", tiny, "--config", "no_such_option=1"), 1, "no_such_option"),
         (("bench", tiny, "--iterations", "0"), 2, "at least 1"),
         (("bench", tiny, "--iterations", "5", "--time", "1"), 2, "not both"),

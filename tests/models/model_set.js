@@ -132,6 +132,68 @@ const MODELS = [
   },
 ];
 
+// Streaming models: one call per 32 ms chunk of 16 kHz audio, each state
+// output fed back as the state input of the next call. Silero VAD, as
+// @ricky0123/vad-web ships and runs it: v4 ("legacy", LSTM state h/c) on
+// 512-sample chunks; v5 (one stacked state) on 512 samples after the last 64
+// of the previous chunk. Both branch (If) on the sample rate `sr`.
+// chunk: the streamed input; fixed: inputs bound once; states: input, output
+// and shape (zeros at the start).
+const SR_16K = { name: 'sr', dtype: 'int64', shape: [], data: BigInt64Array.from([16000n]) };
+const STREAMING = [
+  {
+    name: 'silero-vad-v4',
+    file: '@ricky0123/vad-web/dist/silero_vad_legacy.onnx',
+    chunk: { name: 'input', samples: 512, context: 0 },
+    fixed: [SR_16K],
+    states: [
+      { input: 'h', output: 'hn', shape: [2, 1, 64] },
+      { input: 'c', output: 'cn', shape: [2, 1, 64] },
+    ],
+  },
+  {
+    name: 'silero-vad-v5',
+    file: '@ricky0123/vad-web/dist/silero_vad_v5.onnx',
+    chunk: { name: 'input', samples: 512, context: 64 },
+    fixed: [SR_16K],
+    states: [{ input: 'state', output: 'stateN', shape: [2, 1, 128] }],
+  },
+];
+
+// `count` consecutive chunks of a streaming model's input ([1, context +
+// samples] float32 each): audio in [-1, 1] that is quiet background for the
+// first and last quarter and speech-band tones in between, so that the VAD's
+// output swings both ways; each chunk starts with the previous one's last
+// `context` samples (zeros before the first).
+function audioChunks(model, count, seed) {
+  const { samples, context } = model.chunk;
+  const wave = audio([1, samples * count], seed);
+  const rand = rng(seed + 1);
+  for (let i = 0; i < wave.length; ++i) {
+    const speech = i >= wave.length / 4 && i < (wave.length * 3) / 4;
+    wave[i] = speech ? wave[i] / 32768 : 0.003 * (rand() - 0.5);
+  }
+  const chunks = [];
+  for (let k = 0; k < count; ++k) {
+    const chunk = new Float32Array(context + samples);
+    const start = k * samples;
+    if (k > 0) chunk.set(wave.subarray(start - context, start), 0);
+    chunk.set(wave.subarray(start, start + samples), context);
+    chunks.push({ name: model.chunk.name, dtype: 'float32', shape: [1, context + samples], data: chunk });
+  }
+  return chunks;
+}
+
+// A streaming model's state inputs as zeros.
+function zeroStates(model) {
+  return model.states.map((s) => ({
+    name: s.input,
+    dtype: 'float32',
+    shape: s.shape,
+    data: new Float32Array(s.shape.reduce((a, b) => a * b, 1)),
+  }));
+}
+
 function modelPath(cache, model) {
   return path.join(cache, 'node_modules', model.file);
 }
@@ -150,4 +212,4 @@ function shapeText(shape) {
   return shape.join('x');
 }
 
-module.exports = { MODELS, cacheDir, loadOrt, modelPath, makeInputs, shapeText };
+module.exports = { MODELS, STREAMING, cacheDir, loadOrt, modelPath, makeInputs, shapeText, audioChunks, zeroStates };
