@@ -28,17 +28,42 @@ grpc::Status to_grpc(hetero_status status, const std::string& message) {
   return grpc::Status(code, message);
 }
 
-Call::Call(grpc::CallbackServerContext* context, std::shared_ptr<CallRegister> calls)
-    : context_(context), reactor_(context->DefaultReactor()), calls_(std::move(calls)) {}
+Call::Call(std::shared_ptr<CallRegister> calls) : calls_(std::move(calls)) {}
 
-Call::~Call() {
-  calls_->remove(this);
-  finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "heterod is stopping"));
+Call::~Call() { calls_->remove(this); }
+
+void Call::start(grpc::ServerCompletionQueue* queue) {
+  // Before the call is awaited, as gRPC requires; delivered once the call
+  // has arrived and then ended, answered or cancelled.
+  done_tag_ = new Tag{shared_from_this(), Event::Done};
+  context_.AsyncNotifyWhenDone(done_tag_);
+  await(queue, new Tag{shared_from_this(), Event::Arrived});
+}
+
+void Call::on_event(Event event, bool ok) {
+  switch (event) {
+    case Event::Arrived:
+      if (!ok) {  // the server is shutting down: no call, and no Done event
+        delete done_tag_;
+        return;
+      }
+      done_tag_ = nullptr;
+      calls_->add(shared_from_this());
+      arrived();
+      return;
+    case Event::Done:
+      // Only now may an asynchronous call ask IsCancelled().
+      cancelled_.store(context_.IsCancelled(), std::memory_order_release);
+      return;
+    case Event::Finished:
+      return;
+  }
 }
 
 void Call::finish(const grpc::Status& status) {
   if (finished_.exchange(true, std::memory_order_acq_rel)) return;
-  reactor_->Finish(status);
+  calls_->remove(this);
+  send(status, new Tag{shared_from_this(), Event::Finished});
 }
 
 void CallRegister::add(const std::shared_ptr<Call>& call) {
@@ -59,7 +84,16 @@ void CallRegister::finish_all(const grpc::Status& status) {
       if (auto call = weak.lock()) open.push_back(std::move(call));
   }
   for (auto& call : open) call->finish(status);
-  // The last references may go here, or in the tasks that hold them.
+}
+
+void run_completion_queue(grpc::ServerCompletionQueue& queue) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue.Next(&tag, &ok)) {
+    auto* t = static_cast<Call::Tag*>(tag);
+    t->call->on_event(t->event, ok);
+    delete t;
+  }
 }
 
 }  // namespace hetero::daemon::kserve

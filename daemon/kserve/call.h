@@ -1,16 +1,19 @@
-// One v2 call under way, from its handler (a gRPC thread) to its answer
-// (the loop thread, a driver thread, or the daemon stopping), and the
-// register of those not answered yet.
+// One v2 call, from its arrival on a completion-queue thread to its answer
+// from whichever thread has it (the loop thread, or a front end stopping),
+// on gRPC's asynchronous API: no thread waits for an answer, and no thread
+// hop separates reading a call from handling it (the callback API adds one).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 
+#include "daemon/kserve/grpc_predict_v2.grpc.pb.h"
 #include "hetero/hetero.h"
 
 namespace hetero::daemon::kserve {
@@ -21,11 +24,17 @@ grpc::Status to_grpc(hetero_status status, const std::string& message);
 
 class CallRegister;
 
-class Call {
+class Call : public std::enable_shared_from_this<Call> {
  public:
-  Call(grpc::CallbackServerContext* context, std::shared_ptr<CallRegister> calls);
-  // A call dropped unanswered (its task never ran: the daemon is stopping)
-  // is answered UNAVAILABLE.
+  enum class Event { Arrived, Done, Finished };
+  // What a completion queue hands back: one event of a call, which it keeps
+  // alive until the event is delivered (run_completion_queue()).
+  struct Tag {
+    std::shared_ptr<Call> call;
+    Event event;
+  };
+
+  explicit Call(std::shared_ptr<CallRegister> calls);
   virtual ~Call();
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
@@ -34,23 +43,80 @@ class Call {
   void finish(const grpc::Status& status);
   void finish(hetero_status status, const std::string& message) { finish(to_grpc(status, message)); }
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
-  // The client gave up on it, or its deadline passed.
-  bool cancelled() const { return context_->IsCancelled(); }
+  // The client gave up on it, its deadline passed or its connection went.
+  bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   // The client's deadline; time_point::max() when it set none.
-  std::chrono::system_clock::time_point deadline() const { return context_->deadline(); }
-  // What the handler returns to gRPC.
-  grpc::ServerUnaryReactor* reactor() const noexcept { return reactor_; }
+  std::chrono::system_clock::time_point deadline() const { return context_.deadline(); }
+
+  // Completion-queue thread.
+  void on_event(Event event, bool ok);
+
+ protected:
+  // Asks gRPC for the next call of this call's method, arriving as `tag`.
+  virtual void await(grpc::ServerCompletionQueue* queue, void* tag) = 0;
+  // The call has arrived: a new one is awaited, and this one handled.
+  virtual void arrived() = 0;
+  virtual void send(const grpc::Status& status, void* tag) = 0;
+  // Registers the Done event and awaits the call.
+  void start(grpc::ServerCompletionQueue* queue);
+
+  grpc::ServerContext context_;
 
  private:
-  grpc::CallbackServerContext* context_;
-  grpc::ServerUnaryReactor* reactor_;
   std::shared_ptr<CallRegister> calls_;
-  std::atomic<bool> finished_{false};
+  Tag* done_tag_ = nullptr;  // ours until the call arrives
+  std::atomic<bool> finished_{false}, cancelled_{false};
 };
 
-// Every call not answered yet, so that the daemon's teardown can answer
-// them: gRPC's shutdown waits for every call to end, and a call whose job
-// was stranded by a hard stop would otherwise never end. Any thread.
+// A unary method of the service: how its calls are awaited and handled.
+template <typename Request, typename Response>
+class UnaryCall final : public Call {
+ public:
+  using Service = inference::GRPCInferenceService::AsyncService;
+  using AwaitMethod = void (Service::*)(grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
+                                        grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
+  using Handler = std::function<void(const std::shared_ptr<UnaryCall>&)>;
+  struct Method {
+    Service* service;
+    grpc::ServerCompletionQueue* queue;
+    AwaitMethod await;
+    Handler handle;
+    std::shared_ptr<CallRegister> calls;
+  };
+
+  // Awaits the method's next call.
+  static void listen(const std::shared_ptr<const Method>& method) {
+    auto call = std::make_shared<UnaryCall>(method);
+    call->start(method->queue);
+  }
+
+  explicit UnaryCall(std::shared_ptr<const Method> method) : Call(method->calls), method_(std::move(method)) {}
+
+  Request request;
+  Response response;  // sent when the call finishes OK
+
+ private:
+  void await(grpc::ServerCompletionQueue* queue, void* tag) override {
+    (method_->service->*method_->await)(&context_, &request, &responder_, queue, queue, tag);
+  }
+  void arrived() override {
+    listen(method_);
+    method_->handle(std::static_pointer_cast<UnaryCall>(shared_from_this()));
+  }
+  void send(const grpc::Status& status, void* tag) override {
+    if (status.ok())
+      responder_.Finish(response, status, tag);
+    else
+      responder_.FinishWithError(status, tag);
+  }
+
+  std::shared_ptr<const Method> method_;
+  grpc::ServerAsyncResponseWriter<Response> responder_{&context_};
+};
+
+// Every call not answered yet, so that a stopping daemon can answer them:
+// gRPC's shutdown waits for every call to end, and a call whose job a hard
+// stop stranded would otherwise never end. Any thread.
 class CallRegister {
  public:
   void add(const std::shared_ptr<Call>& call);
@@ -63,13 +129,7 @@ class CallRegister {
   std::unordered_map<const Call*, std::weak_ptr<Call>> calls_;
 };
 
-// A new call of type T (a Call), registered.
-template <typename T, typename... Args>
-std::shared_ptr<T> start_call(const std::shared_ptr<CallRegister>& calls, grpc::CallbackServerContext* context,
-                              Args&&... args) {
-  auto call = std::make_shared<T>(context, calls, std::forward<Args>(args)...);
-  calls->add(call);
-  return call;
-}
+// Delivers the events of `queue` until it is shut down and drained.
+void run_completion_queue(grpc::ServerCompletionQueue& queue);
 
 }  // namespace hetero::daemon::kserve

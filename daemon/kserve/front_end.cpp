@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -75,6 +76,9 @@ struct HandedOver {
 
 // Connections refused by the access lists get this long to read their answer.
 constexpr int kRefusedConnectionMs = 2000;
+// Threads that read calls, check them and hand them to the loop: two, so
+// that a large message being parsed does not hold up every other call.
+constexpr int kQueueThreads = 2;
 // After accept() fails for want of descriptors, this long before it is tried again.
 constexpr uint64_t kAcceptBackoffMs = 250;
 
@@ -98,6 +102,8 @@ class KServeFrontEnd final : public FrontEnd {
   Service service_;
   RefusingService refusing_;
   std::unique_ptr<grpc::Server> grpc_, refusal_server_;
+  std::unique_ptr<grpc::ServerCompletionQueue> queue_;
+  std::vector<std::thread> queue_threads_;
   std::unique_ptr<Listener> listener_;
   uv_poll_t poll_{};
   uv_timer_t backoff_{};
@@ -124,7 +130,8 @@ KServeFrontEnd::~KServeFrontEnd() { shutdown(); }
 void KServeFrontEnd::build_servers() {
   const Limits& limits = server_.config().limits;
   grpc::ServerBuilder builder;
-  builder.RegisterService(&service_);
+  builder.RegisterService(service_.grpc_service());
+  queue_ = builder.AddCompletionQueue();
   // A message larger than this is refused (RESOURCE_EXHAUSTED) before the
   // service sees it: its tensors travel inside it.
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
@@ -157,6 +164,8 @@ void KServeFrontEnd::build_servers() {
     fail(HETERO_IO_ERROR, "v2: cannot serve gRPC" +
                               (config_.tcp_address.empty() ? std::string() : " on kserve.tcp " + config_.tcp_address +
                                                                                  " (in use, or not an address here?)"));
+  service_.listen(queue_.get());
+  for (int k = 0; k < kQueueThreads; ++k) queue_threads_.emplace_back([this] { run_completion_queue(*queue_); });
   if (listener_) core::log(core::LogLevel::Info, "v2 (KServe gRPC) listening on unix:" + listener_->path());
   if (tcp_port) {
     const std::string host = config_.tcp_address.substr(0, config_.tcp_address.rfind(':'));
@@ -267,6 +276,11 @@ void KServeFrontEnd::shutdown() {
   const auto now = std::chrono::system_clock::now();
   if (grpc_) grpc_->Shutdown(now + std::chrono::milliseconds(100));
   if (refusal_server_) refusal_server_->Shutdown(now);
+  // After the server's shutdown, as gRPC requires; the threads end once the
+  // queue is drained.
+  if (queue_) queue_->Shutdown();
+  for (std::thread& t : queue_threads_) t.join();
+  queue_threads_.clear();
   listener_.reset();
 }
 

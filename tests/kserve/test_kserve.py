@@ -30,6 +30,7 @@ models:
   - {{name: dtypes, path: {MODELS / "dtypes.onnx"}}}
   - {{name: passthrough, path: {MODELS / "passthrough.onnx"}}}
   - {{name: slow, path: {DAEMON_MODELS / "slow.onnx"}, parallel: 1, queue: 1}}
+  - {{name: slow-queue, path: {DAEMON_MODELS / "slow.onnx"}, parallel: 1, queue: 64}}
 """
 
 # numpy dtype -> v2 datatype
@@ -293,12 +294,13 @@ def test_busy_and_deadlines(stub: Any, v2: Stubs) -> None:
     assert any(e is None for e in errors)
     assert busy and all(e.code() == grpc.StatusCode.UNAVAILABLE and "is busy" in e.details() for e in busy)
     # The v2 "timeout" parameter (us): a request that waits in the queue past it
-    # is answered DEADLINE_EXCEEDED without running.
-    hurried = request(v2.pb, "slow", {"x": ("FP32", x)}, parameters={"timeout": v2.pb.InferParameter(int64_param=1)})
-    first = stub.ModelInfer.future(slow)
-    second = stub.ModelInfer.future(hurried)
-    first.result()
-    e = second.exception()
+    # (behind four others) is answered DEADLINE_EXCEEDED without running.
+    ahead = [stub.ModelInfer.future(request(v2.pb, "slow-queue", {"x": ("FP32", x)})) for _ in range(4)]
+    hurried = stub.ModelInfer.future(request(v2.pb, "slow-queue", {"x": ("FP32", x)},
+                                             parameters={"timeout": v2.pb.InferParameter(int64_param=1)}))
+    for f in ahead:
+        f.result()
+    e = hurried.exception()
     assert e is not None and e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and "deadline" in e.details()
 
 
@@ -332,7 +334,7 @@ def test_statistics(stub: Any, v2: Stubs, native: Any) -> None:
     stats = {m["name"]: m for m in json.loads(native.stats("json"))["models"]}
     assert stats["demo"]["requests"] == s1.success.count + s1.fail.count
     every = stub.ModelStatistics(pb.ModelStatisticsRequest())
-    assert {m.name for m in every.model_stats} >= {"demo", "typed", "dtypes", "passthrough", "slow"}
+    assert {m.name for m in every.model_stats} >= {"demo", "typed", "dtypes", "passthrough", "slow", "slow-queue"}
     e = error_of(stub.ModelStatistics, pb.ModelStatisticsRequest(name="nope"))
     assert e.code() == grpc.StatusCode.NOT_FOUND
 
