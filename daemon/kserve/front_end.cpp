@@ -76,9 +76,10 @@ struct HandedOver {
 
 // Connections refused by the access lists get this long to read their answer.
 constexpr int kRefusedConnectionMs = 2000;
-// Threads that read calls, check them and hand them to the loop: two, so
-// that a large message being parsed does not hold up every other call.
-constexpr int kQueueThreads = 2;
+// Threads that read calls, check them and hand them to the loop. One: a
+// second doubled the CPU time gRPC spends per call (its pollers wake each
+// other), and the loop it hands to is one thread anyway.
+constexpr int kQueueThreads = 1;
 // After accept() fails for want of descriptors, this long before it is tried again.
 constexpr uint64_t kAcceptBackoffMs = 250;
 

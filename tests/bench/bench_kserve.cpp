@@ -14,10 +14,13 @@
 //                             ~/.cache/heterod-test, and is skipped without it)
 #include <grpcpp/grpcpp.h>
 
+#include <time.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -91,6 +94,33 @@ class V2Client {
   inference::ModelInferRequest request_;
 };
 
+// CPU time so far, in us: this process's (every thread: the client, gRPC's
+// threads, an in-process inference's), and the daemon's (every thread, from
+// the scheduler's per-thread run time, which counts in ns).
+double own_cpu_us() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+}
+
+double daemon_cpu_us(pid_t pid) {
+  double ns = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "schedstat");
+    double run = 0;
+    if (in >> run) ns += run;
+  }
+  return ns / 1e3;
+}
+
+// The times of each way to run a model: round trips (us), and CPU per round
+// trip (us, client and daemon together: what a busy machine hardly changes).
+struct Measured {
+  std::vector<std::vector<double>> us;
+  std::vector<double> cpu_us;
+};
+
 // The three ways to run one model, ready to go.
 struct Ways {
   hetero_core_t* local_core = nullptr;
@@ -115,38 +145,46 @@ struct Ways {
     hetero_core_release(local_core);
   }
 
-  // Round-trip times (us) of each way, alternating in batches; after a
-  // warm-up of one batch each.
-  std::vector<std::vector<double>> measure(int n, int batch) {
+  // Each way, alternating in batches, after a warm-up of one batch each.
+  Measured measure(pid_t daemon, int n, int batch) {
     const std::vector<std::function<void()>> run = {[&] { in_process->infer(); }, [&] { native->infer(); },
                                                     [&] { v2->infer(); }};
-    std::vector<std::vector<double>> us(run.size());
+    Measured m{std::vector<std::vector<double>>(run.size()), std::vector<double>(run.size())};
     for (const auto& r : run)
       for (int k = 0; k < batch; ++k) r();
     for (int done = 0; done < n; done += batch)
-      for (size_t w = 0; w < run.size(); ++w)
+      for (size_t w = 0; w < run.size(); ++w) {
+        const double cpu0 = own_cpu_us() + daemon_cpu_us(daemon);
         for (int k = 0; k < batch; ++k) {
           const auto t0 = Clock::now();
           run[w]();
-          us[w].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+          m.us[w].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
         }
-    return us;
+        m.cpu_us[w] += own_cpu_us() + daemon_cpu_us(daemon) - cpu0;
+      }
+    for (double& cpu : m.cpu_us) cpu /= static_cast<double>(m.us[0].size());
+    return m;
   }
 };
 
 // One row: medians of the three ways, what each protocol adds to the
 // in-process time, and the ratio of those; the ratio again at the 10th
 // percentile, which a busy machine disturbs least.
-void print_row(const std::string& label, const std::vector<std::vector<double>>& us) {
+// Then the same for CPU time per round trip.
+void print_row(const std::string& label, const Measured& m) {
+  const auto& us = m.us;
   const double local = percentile(us[0], .5), native = percentile(us[1], .5), v2 = percentile(us[2], .5);
   const double quiet = (percentile(us[2], .1) - percentile(us[0], .1)) / (percentile(us[1], .1) - percentile(us[0], .1));
-  std::printf("   %-10s %10.1f %10.1f %10.1f %12.1f %12.1f %9.2fx %9.2fx\n", label.c_str(), local, native, v2,
-              native - local, v2 - local, (v2 - local) / (native - local), quiet);
+  const auto& cpu = m.cpu_us;
+  std::printf("   %-10s %9.1f %9.1f %9.1f %8.1f %8.1f %6.2fx %6.2fx | %8.1f %8.1f %6.2fx\n", label.c_str(), local, native,
+              v2, native - local, v2 - local, (v2 - local) / (native - local), quiet, cpu[1] - cpu[0], cpu[2] - cpu[0],
+              (cpu[2] - cpu[0]) / (cpu[1] - cpu[0]));
 }
 
 void print_header(const char* first) {
-  std::printf("   %-10s %10s %10s %10s %12s %12s %10s %10s\n", first, "in proc", "native", "v2", "native adds",
-              "v2 adds", "v2/native", "(at p10)");
+  std::printf("   %-10s %29s %26s | %24s\n", "", "round trip, median", "what each adds", "CPU each adds");
+  std::printf("   %-10s %9s %9s %9s %8s %8s %7s %7s | %8s %8s %7s\n", first, "in proc", "native", "v2", "native",
+              "v2", "ratio", "at p10", "native", "v2", "ratio");
 }
 
 std::string size_text(size_t bytes) {
@@ -184,12 +222,13 @@ int main(int argc, char** argv) {
   hetero_core_t* remote = nullptr;
   require(hetero_core_connect(&remote, socket.c_str()), "connect");
 
-  std::printf("\n1. Round trip, one client, one request at a time (us; 'adds': over in process)\n");
+  std::printf("\n1. Round trip, one client, one request at a time (us; 'adds': over in process; CPU: client and\n"
+              "   daemon together, per round trip)\n");
   print_header("model");
   for (const Served& m : overhead) {
     Ways ways(remote, v2_socket, m);
     const int n = m.name == "ppocr-cls" ? (quick ? 100 : 600) : (quick ? 300 : 3000);
-    print_row(m.name, ways.measure(n, m.name == "ppocr-cls" ? 10 : 20));
+    print_row(m.name, ways.measure(daemon->pid(), n, m.name == "ppocr-cls" ? 10 : 20));
   }
 
   {
@@ -216,7 +255,7 @@ int main(int argc, char** argv) {
     Ways ways(remote, v2_socket, m);
     const size_t bytes = static_cast<size_t>(m.dims[0]) * sizeof(float);
     const int n = static_cast<int>(std::max<size_t>(quick ? 10 : 40, (quick ? 100 : 1000) * (64u << 10) / std::max<size_t>(bytes, 64u << 10)));
-    print_row(size_text(bytes), ways.measure(n, std::max(1, n / 10)));
+    print_row(size_text(bytes), ways.measure(daemon->pid(), n, std::max(1, n / 10)));
   }
   hetero_core_release(remote);
   stop_daemon(*daemon);
