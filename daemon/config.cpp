@@ -1,6 +1,7 @@
 #include "daemon/config.h"
 
 #include <sys/un.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -95,21 +96,87 @@ std::string env_dir(const char* name) {
   return s.substr(0, s.find(':'));
 }
 
+mode_t socket_mode(const Reader& r, const YAML::Node& node, const std::string& field) {
+  const std::string s = r.text(node, field);
+  unsigned mode = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), mode, 8);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || mode > 0777)
+    r.fail_at(node, "'" + field + "' must be octal permissions such as \"0660\"");
+  return static_cast<mode_t>(mode);
+}
+
+void check_socket_path(const Reader& r, const YAML::Node& node, const std::string& field, const std::string& path) {
+  if (path.size() >= sizeof(sockaddr_un{}.sun_path))
+    r.fail_at(node, "'" + field + "' '" + path + "' is longer than a Unix socket path may be");
+}
+
 void read_socket(const Reader& r, const YAML::Node& node, Config& c) {
   r.each(node, "socket", {"path", "mode", "group"}, [&](const std::string& key, const YAML::Node& v) {
     if (key == "path") {
       c.socket_path = r.path(v, "socket.path");
     } else if (key == "mode") {
-      const std::string s = r.text(v, "socket.mode");
-      unsigned mode = 0;
-      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), mode, 8);
-      if (s.empty() || ec != std::errc() || end != s.data() + s.size() || mode > 0777)
-        r.fail_at(v, "'socket.mode' must be octal permissions such as \"0660\"");
-      c.socket_mode = static_cast<mode_t>(mode);
+      c.socket_mode = socket_mode(r, v, "socket.mode");
     } else {
       c.socket_group = r.text(v, "socket.group");
     }
   });
+}
+
+// A PEM file the daemon will read at start: there and readable now, so that
+// --check catches a wrong path.
+std::string pem_file(const Reader& r, const YAML::Node& node, const std::string& field) {
+  const std::string p = r.path(node, field);
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec) || ::access(p.c_str(), R_OK) != 0)
+    r.fail_at(node, "'" + field + "': " + p + " is not a readable file");
+  return p;
+}
+
+void read_kserve(const Reader& r, const YAML::Node& node, KServeConfig& k) {
+  const std::set<std::string> keys = {"socket",  "mode",          "group",   "tcp", "tls_cert", "tls_key", "tls_client_ca",
+                                      "allow_insecure_tcp", "max_message_bytes", "idle_timeout_ms"};
+  r.each(node, "kserve", keys, [&](const std::string& key, const YAML::Node& v) {
+    const std::string field = "kserve." + key;
+    if (key == "socket") {
+      k.socket_path = r.path(v, field);
+      check_socket_path(r, v, field, k.socket_path);
+    } else if (key == "mode") {
+      k.socket_mode = socket_mode(r, v, field);
+    } else if (key == "group") {
+      k.socket_group = r.text(v, field);
+    } else if (key == "tcp") {
+      k.tcp_address = r.text(v, field);
+      const size_t colon = k.tcp_address.rfind(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == k.tcp_address.size())
+        r.fail_at(v, "'" + field + "' must be HOST:PORT, such as 127.0.0.1:8001");
+    } else if (key == "tls_cert") {
+      k.tls_cert = pem_file(r, v, field);
+    } else if (key == "tls_key") {
+      k.tls_key = pem_file(r, v, field);
+    } else if (key == "tls_client_ca") {
+      k.tls_client_ca = pem_file(r, v, field);
+    } else if (key == "allow_insecure_tcp") {
+      const std::string b = r.text(v, field);
+      if (b != "true" && b != "false") r.fail_at(v, "'" + field + "' must be true or false");
+      k.allow_insecure_tcp = b == "true";
+    } else if (key == "max_message_bytes") {
+      k.max_message_bytes = static_cast<uint32_t>(r.number(v, field, 4096, 1u << 30));
+    } else {
+      k.idle_timeout_ms = static_cast<uint32_t>(r.number(v, field, 100, 24u * 3600 * 1000));
+    }
+  });
+  if (k.tls_cert.empty() != k.tls_key.empty())
+    r.fail_at(node, "'kserve.tls_cert' and 'kserve.tls_key' go together");
+  if (!k.tls_client_ca.empty() && k.tls_cert.empty())
+    r.fail_at(node, "'kserve.tls_client_ca' needs kserve.tls_cert and kserve.tls_key");
+  if (!k.tls_cert.empty() && k.tcp_address.empty())
+    r.fail_at(node, "'kserve.tls_cert' is for kserve.tcp, which is not set (the Unix socket needs no TLS)");
+  if (!k.tcp_address.empty() && k.tls_cert.empty() && !k.allow_insecure_tcp)
+    r.fail_at(node, "'kserve.tcp' without TLS would let anyone on the network run models: set kserve.tls_cert and "
+                    "kserve.tls_key, or allow_insecure_tcp: true");
+#if !HETEROD_KSERVE
+  if (k.enabled()) r.fail_at(node, "'kserve': this heterod was built without gRPC (meson -Dkserve=enabled)");
+#endif
 }
 
 void read_access(const Reader& r, const YAML::Node& node, Config& c) {
@@ -207,8 +274,8 @@ Config read_config(const std::string& path) {
   Config c;
   c.file = path;
   if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-  const std::set<std::string> keys = {"socket", "access", "driver_path", "driver_config", "cache_dir",
-                                      "cache_max_mb", "model_dirs", "limits", "models"};
+  const std::set<std::string> keys = {"socket",     "access", "driver_path", "driver_config", "cache_dir",
+                                      "cache_max_mb", "model_dirs", "limits", "models",        "kserve"};
   r.each(root, "the config", keys, [&](const std::string& key, const YAML::Node& v) {
     if (key == "socket") {
       read_socket(r, v, c);
@@ -229,6 +296,8 @@ Config read_config(const std::string& path) {
       for (const std::string& dir : r.strings(v, "model_dirs")) c.model_dirs.push_back((r.dir / dir).lexically_normal().string());
     } else if (key == "limits") {
       read_limits(r, v, c.limits);
+    } else if (key == "kserve") {
+      read_kserve(r, v, c.kserve);
     } else {
       if (!v.IsSequence()) r.fail_at(v, "'models' must be a list");
       std::set<std::string> names;

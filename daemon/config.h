@@ -37,6 +37,23 @@ struct ModelSpec {
   bool same_model(const ModelSpec& other) const;
 };
 
+// The Open Inference Protocol (KServe v2) over gRPC (daemon/kserve/): off
+// unless a socket or a TCP address is set.
+struct KServeConfig {
+  std::string socket_path;   // a Unix socket, access checked as the native one's
+  mode_t socket_mode = 0660;
+  std::string socket_group;  // empty: the daemon's own group
+  std::string tcp_address;   // "127.0.0.1:8001"; TLS unless allow_insecure_tcp
+  std::string tls_cert, tls_key;  // PEM files, the server's
+  std::string tls_client_ca;      // PEM: clients must present a certificate it signed
+  bool allow_insecure_tcp = false;
+  uint32_t max_message_bytes = 64u << 20;  // one request (its tensors travel inside it)
+  uint32_t idle_timeout_ms = 300000;       // a connection with no call this long is closed
+
+  bool enabled() const { return !socket_path.empty() || !tcp_address.empty(); }
+  bool operator==(const KServeConfig&) const = default;
+};
+
 struct Config {
   std::string file;  // where it was read from
 
@@ -54,6 +71,7 @@ struct Config {
   std::vector<std::string> model_dirs;  // where LoadModel may read paths from
   Limits limits;
   std::vector<ModelSpec> models;
+  KServeConfig kserve;
 };
 
 // Reads and checks `path`. Relative paths in it are relative to the file's

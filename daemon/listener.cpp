@@ -53,25 +53,34 @@ Listener::Listener(const Config& config) : path_(config.socket_path) {
     path_ = "(socket activation)";
     return;
   }
+  bind_path(config.socket_mode, config.socket_group, config.file);
+}
+
+Listener::Listener(const std::string& path, mode_t mode, const std::string& group, const std::string& file)
+    : path_(path) {
+  bind_path(mode, group, file);
+}
+
+void Listener::bind_path(mode_t mode, const std::string& group, const std::string& file) {
   remove_stale_socket(path_);
   fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd_) fail(HETERO_IO_ERROR, "socket: " + errno_text());
   const sockaddr_un addr = address_of(path_);
   // Bind under a umask that leaves no window in which the socket is wider open
   // than its configured mode.
-  const mode_t old_mask = ::umask(0777 & ~config.socket_mode);
+  const mode_t old_mask = ::umask(0777 & ~mode);
   const int bound = ::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
   const int bind_errno = errno;
   ::umask(old_mask);
   if (bound != 0) fail(HETERO_IO_ERROR, "cannot bind " + path_ + ": " + std::strerror(bind_errno));
   owns_path_ = true;
   try {
-    if (::chmod(path_.c_str(), config.socket_mode) != 0) fail(HETERO_IO_ERROR, "chmod " + path_ + ": " + errno_text());
-    if (!config.socket_group.empty()) {
-      const group* g = ::getgrnam(config.socket_group.c_str());
-      if (!g) fail(HETERO_INVALID_ARGUMENT, config.file + ": socket.group '" + config.socket_group + "' does not exist");
+    if (::chmod(path_.c_str(), mode) != 0) fail(HETERO_IO_ERROR, "chmod " + path_ + ": " + errno_text());
+    if (!group.empty()) {
+      const struct group* g = ::getgrnam(group.c_str());
+      if (!g) fail(HETERO_INVALID_ARGUMENT, file + ": the socket group '" + group + "' of " + path_ + " does not exist");
       if (::chown(path_.c_str(), static_cast<uid_t>(-1), g->gr_gid) != 0)
-        fail(HETERO_IO_ERROR, "chown " + path_ + " to group " + config.socket_group + ": " + errno_text());
+        fail(HETERO_IO_ERROR, "chown " + path_ + " to group " + group + ": " + errno_text());
     }
     if (::listen(fd_.get(), SOMAXCONN) != 0) fail(HETERO_IO_ERROR, "listen on " + path_ + ": " + errno_text());
   } catch (...) {

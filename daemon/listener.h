@@ -2,6 +2,8 @@
 // by the daemon itself, with the config's mode and group.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "daemon/config.h"
@@ -15,6 +17,9 @@ class Listener {
   // config.socket_path. A socket file already there is removed only when no
   // daemon answers on it (a stale one from a crash); a live one is an error.
   explicit Listener(const Config& config);
+  // A socket the daemon binds itself, never an activated one (the v2
+  // protocol's, daemon/kserve/). `file` is the config, for errors.
+  Listener(const std::string& path, mode_t mode, const std::string& group, const std::string& file);
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
   // Removes the socket file when this daemon created it.
@@ -27,6 +32,8 @@ class Listener {
   void close();
 
  private:
+  void bind_path(mode_t mode, const std::string& group, const std::string& file);
+
   wire::UniqueFd fd_;
   std::string path_;
   bool owns_path_ = false;

@@ -146,15 +146,9 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
   std::span<const uint8_t> bytes;
   switch (message.source_case()) {
     case wire::LoadModel::kPath: {
-      const std::string path = real_path(message.path());
-      bool allowed = false;
-      for (const std::string& dir : config_.model_dirs) allowed = allowed || (!path.empty() && under(path, real_path(dir)));
-      if (path.empty())
-        return reply_error(connection, id, HETERO_NOT_FOUND, "model '" + spec.name + "': " + message.path() + " does not exist");
-      if (!allowed)
-        return reply_error(connection, id, HETERO_PERMISSION_DENIED,
-                           "model '" + spec.name + "': " + message.path() + " is outside the config's model_dirs");
-      spec.path = path;
+      std::string why;
+      if (const hetero_status status = check_model_path(spec.name, message.path(), spec.path, why); status != HETERO_OK)
+        return reply_error(connection, id, status, why);
       break;
     }
     case wire::LoadModel::kModelBytes:
@@ -184,52 +178,32 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
       return reply_error(connection, id, HETERO_INVALID_ARGUMENT, "model '" + spec.name + "': no path or bytes");
   }
   owned->first = std::move(request);
-  models_[spec.name] = ModelEntry{spec, false, wire::ModelInfo::LOADING, {}, nullptr};
   std::weak_ptr<Connection> who = connection.shared_from_this();
-  loader_->post([this, spec, owned, bytes, who, id] {
+  auto compile = [this, spec, owned, bytes] {
+    if (!spec.path.empty()) return load(spec);
     LoadResult result{spec, nullptr, {}};
-    if (!spec.path.empty()) {
-      result = load(spec);
-    } else {
-      try {
-        result.model = ServedModel::load_bytes(core_.get(), spec, bytes, post_);
-      } catch (const std::exception& e) {
-        result.error = e.what();
-      }
+    try {
+      result.model = ServedModel::load_bytes(core_.get(), spec, bytes, post_);
+    } catch (const std::exception& e) {
+      result.error = e.what();
     }
-    auto shared = std::make_shared<LoadResult>(std::move(result));
-    post_->post([this, shared, who, id] {
-      auto it = models_.find(shared->spec.name);
-      auto c = who.lock();
-      if (it == models_.end() || it->second.from_config) {  // unloaded or replaced by a reload meanwhile
-        if (c && c->open()) reply_error(*c, id, HETERO_NOT_FOUND, "model '" + shared->spec.name + "' was unloaded while loading");
-        return;
-      }
-      if (!shared->model) {
-        models_.erase(it);
-        if (c && c->open()) reply_error(*c, id, HETERO_INVALID_MODEL, shared->error);
-        return;
-      }
-      it->second.model = shared->model;
-      it->second.state = wire::ModelInfo::READY;
-      core::log(core::LogLevel::Info, "model '" + shared->spec.name + "' loaded by a client");
-      if (!c || !c->open()) return;
-      wire::Response response;
-      response.set_id(id);
-      describe(it->second, *response.mutable_load_model()->mutable_model());
-      reply(*c, response);
-    });
+    return result;
+  };
+  start_load(spec, false, compile, [this, who, id, name = spec.name](hetero_status status, const std::string& error) {
+    auto c = who.lock();
+    if (!c || !c->open()) return;
+    if (status != HETERO_OK) return reply_error(*c, id, status, error);
+    wire::Response response;
+    response.set_id(id);
+    describe(models_.at(name), *response.mutable_load_model()->mutable_model());
+    reply(*c, response);
   });
 }
 
 void Server::handle_unload(Connection& connection, const wire::Request& request) {
   const std::string& name = request.unload_model().name();
-  auto it = models_.find(name);
-  if (it == models_.end())
+  if (!unload_model(name))
     return reply_error(connection, request.id(), HETERO_NOT_FOUND, "model '" + name + "' is not loaded");
-  // Requests already queued or running are answered: they hold the model.
-  models_.erase(it);
-  core::log(core::LogLevel::Info, "model '" + name + "' unloaded by a client");
   wire::Response response;
   response.set_id(request.id());
   reply(connection, response);
@@ -239,19 +213,14 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
                           std::vector<wire::UniqueFd> fds) {
   const uint64_t id = request->id();
   const wire::Infer& infer = request->infer();
-  auto it = models_.find(infer.model());
-  if (it == models_.end())
-    return reply_error(connection, id, HETERO_NOT_FOUND, "model '" + infer.model() + "' is not loaded");
-  if (!it->second.model) {
-    const bool loading = it->second.state == wire::ModelInfo::LOADING;
-    return reply_error(connection, id, loading ? HETERO_BUSY : HETERO_NOT_FOUND,
-                       "model '" + infer.model() + "' is " + (loading ? "still loading" : "failed: " + it->second.error));
-  }
+  hetero_status status = HETERO_OK;
+  std::string why;
+  const std::shared_ptr<ServedModel> model = ready_model(infer.model(), status, why);
+  if (!model) return reply_error(connection, id, status, why);
   if (connection.in_flight >= config_.limits.max_in_flight_per_client)
     return reply_error(connection, id, HETERO_BUSY,
                        "this client has " + std::to_string(connection.in_flight) +
                            " requests in flight (limits.max_in_flight_per_client)");
-  const std::shared_ptr<ServedModel>& model = it->second.model;
   const std::vector<std::string>& names = model->input_names();
   if (static_cast<size_t>(infer.inputs_size()) != names.size())
     return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
@@ -313,13 +282,11 @@ void Server::handle_health(Connection& connection, const wire::Request& request)
   response.set_id(request.id());
   wire::HealthReply* health = response.mutable_health();
   uint32_t ready = 0, failed = 0;
-  bool ok = true;
   for (const auto& [name, entry] : models_) {
     ready += entry.state == wire::ModelInfo::READY;
     failed += entry.state == wire::ModelInfo::FAILED;
-    ok = ok && (!entry.from_config || entry.state == wire::ModelInfo::READY);
   }
-  health->set_ok(ok && !stopping_);
+  health->set_ok(healthy());
   health->set_status(stopping_ ? "stopping" : status_line());
   health->set_models_ready(ready);
   health->set_models_failed(failed);
@@ -333,6 +300,82 @@ void Server::handle_reload(Connection& connection, const wire::Request& request)
                        "only root and the daemon's own user may reload it");
   const Waiter waiter{connection.shared_from_this(), request.id()};
   start_reload(&waiter);
+}
+
+// ---- The model registry ------------------------------------------------------
+
+bool Server::healthy() const {
+  if (stopping_) return false;
+  for (const auto& [name, entry] : models_)
+    if (entry.from_config && entry.state != wire::ModelInfo::READY) return false;
+  return true;
+}
+
+std::shared_ptr<ServedModel> Server::ready_model(const std::string& name, hetero_status& status,
+                                               std::string& why) const {
+  auto it = models_.find(name);
+  if (it == models_.end()) {
+    status = HETERO_NOT_FOUND;
+    why = "model '" + name + "' is not loaded";
+    return nullptr;
+  }
+  if (!it->second.model) {
+    const bool loading = it->second.state == wire::ModelInfo::LOADING;
+    status = loading ? HETERO_BUSY : HETERO_NOT_FOUND;
+    why = "model '" + name + "' is " + (loading ? "still loading" : "failed: " + it->second.error);
+  }
+  return it->second.model;
+}
+
+hetero_status Server::check_model_path(const std::string& model, const std::string& path, std::string& real,
+                                       std::string& why) const {
+  real = real_path(path);
+  if (real.empty()) {
+    why = "model '" + model + "': " + path + " does not exist";
+    return HETERO_NOT_FOUND;
+  }
+  for (const std::string& dir : config_.model_dirs)
+    if (under(real, real_path(dir))) return HETERO_OK;
+  why = "model '" + model + "': " + path + " is outside the config's model_dirs";
+  return HETERO_PERMISSION_DENIED;
+}
+
+void Server::load_model(const ModelSpec& spec, bool from_config, LoadDone done) {
+  start_load(spec, from_config, [this, spec] { return load(spec); }, std::move(done));
+}
+
+void Server::start_load(const ModelSpec& spec, bool from_config, std::function<LoadResult()> compile, LoadDone done) {
+  const uint64_t ticket = ++load_tickets_;
+  ModelEntry& entry = models_[spec.name];
+  if (!entry.model) entry = ModelEntry{spec, from_config, wire::ModelInfo::LOADING, {}, nullptr, 0};
+  entry.load_ticket = ticket;
+  loader_->post([this, compile = std::move(compile), done = std::move(done), ticket, from_config]() mutable {
+    auto result = std::make_shared<LoadResult>(compile());
+    post_->post([this, result, done = std::move(done), ticket, from_config] {
+      const std::string& name = result->spec.name;
+      auto it = models_.find(name);
+      // Unloaded, replaced by a reload or by a later load meanwhile.
+      if (it == models_.end() || it->second.load_ticket != ticket)
+        return done(HETERO_NOT_FOUND, "model '" + name + "' was unloaded or replaced while loading");
+      it->second.load_ticket = 0;
+      if (!result->model) {
+        if (!it->second.model) models_.erase(it);  // else it serves on as it was
+        return done(HETERO_INVALID_MODEL, result->error);
+      }
+      it->second = ModelEntry{result->spec, from_config, wire::ModelInfo::READY, {}, result->model, 0};
+      core::log(core::LogLevel::Info, "model '" + name + "' loaded by a client");
+      done(HETERO_OK, {});
+    });
+  });
+}
+
+bool Server::unload_model(const std::string& name) {
+  auto it = models_.find(name);
+  if (it == models_.end()) return false;
+  // Requests already queued or running are answered: they hold the model.
+  models_.erase(it);
+  core::log(core::LogLevel::Info, "model '" + name + "' unloaded by a client");
+  return true;
 }
 
 }  // namespace hetero::daemon

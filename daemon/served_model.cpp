@@ -56,6 +56,10 @@ wire::EncodedFrame error_frame(uint64_t id, hetero_status status, const std::str
   return {wire::encode_frame(response), {}};
 }
 
+void Replier::reply_infer_error(uint64_t id, hetero_status status, const std::string& message) {
+  reply_infer(error_frame(id, status, message));
+}
+
 ServedModel::ServedModel(const ModelSpec& spec, CompiledPtr compiled, std::shared_ptr<LoopPost> post)
     : spec_(spec), compiled_(std::move(compiled)), post_(std::move(post)) {
   size_t count = 0;
@@ -161,6 +165,12 @@ void ServedModel::fill_stats(wire::ModelStats& stats) const {
   stats.set_timeouts(timeouts_);
   stats.set_queue_depth(static_cast<uint32_t>(queue_.size()));
   stats.set_in_flight(static_cast<uint32_t>(running_));
+  stats.set_runs(runs_);
+  stats.set_success_ns(success_ns_);
+  stats.set_failure_ns(failure_ns_);
+  stats.set_queue_ns(queue_ns_);
+  stats.set_compute_ns(compute_ns_);
+  stats.set_last_request_ms(last_request_ms_);
   const size_t n = std::min(latency_count_, latencies_us_.size());
   if (n == 0) return;
   std::vector<float> sorted(latencies_us_.begin(), latencies_us_.begin() + static_cast<std::ptrdiff_t>(n));
@@ -171,16 +181,26 @@ void ServedModel::fill_stats(wire::ModelStats& stats) const {
   stats.set_latency_p99_us(at(0.99));
 }
 
-void ServedModel::record(Clock::time_point received, bool ok) {
+void ServedModel::record(const InferJob& job, bool ok) {
+  const Clock::time_point now = Clock::now();
   ++requests_;
   if (!ok) ++errors_;
-  const auto us = std::chrono::duration<float, std::micro>(Clock::now() - received).count();
-  latencies_us_[latency_count_++ % latencies_us_.size()] = us;
+  const auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - job.received).count());
+  (ok ? success_ns_ : failure_ns_) += ns;
+  latencies_us_[latency_count_++ % latencies_us_.size()] = static_cast<float>(ns) / 1e3f;
+  last_request_ms_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count());
 }
 
-void ServedModel::answer(InferJob& job, wire::EncodedFrame frame, bool ok) {
-  record(job.received, ok);
+void ServedModel::answer(InferJob& job, wire::EncodedFrame frame) {
+  record(job, true);
   if (auto replier = job.replier.lock(); replier && replier->open()) replier->reply_infer(std::move(frame));
+}
+
+void ServedModel::fail(InferJob& job, hetero_status status, const std::string& message) {
+  record(job, false);
+  if (auto replier = job.replier.lock(); replier && replier->open()) replier->reply_infer_error(job.id, status, message);
 }
 
 void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_ptr<InferJob> job) {
@@ -204,9 +224,9 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
     ++m.errors_;
     ++m.busy_;
     if (auto replier = job->replier.lock(); replier && replier->open())
-      replier->reply_infer(error_frame(job->id, HETERO_BUSY,
-                                       "model '" + m.spec_.name + "' is busy: its queue of " +
-                                           std::to_string(m.spec_.queue) + " requests is full"));
+      replier->reply_infer_error(job->id, HETERO_BUSY,
+                                 "model '" + m.spec_.name + "' is busy: its queue of " +
+                                     std::to_string(m.spec_.queue) + " requests is full");
     return;
   }
   m.queue_.push_back(std::move(job));
@@ -214,20 +234,23 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
 
 void ServedModel::time_out(InferJob& job) {
   ++timeouts_;
-  answer(job,
-         error_frame(job.id, HETERO_TIMEOUT,
-                     "model '" + spec_.name + "': the request waited longer than limits.request_timeout_ms"),
-         false);
+  fail(job, HETERO_TIMEOUT, "model '" + spec_.name + "': the request waited past its deadline (limits.request_timeout_ms, or the client's)");
 }
 
 void ServedModel::expire() {
   const auto now = Clock::now();
-  // The queue is in arrival order, and every job has the same timeout.
-  while (!queue_.empty() && queue_.front()->deadline < now) {
-    std::unique_ptr<InferJob> job = std::move(queue_.front());
-    queue_.pop_front();
-    time_out(*job);
+  // A client may ask for a deadline sooner than the config's timeout (v2's
+  // gRPC deadline): the whole queue is looked at, not only its front.
+  std::vector<std::unique_ptr<InferJob>> expired;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if ((*it)->deadline < now) {
+      expired.push_back(std::move(*it));
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
   }
+  for (auto& job : expired) time_out(*job);
 }
 
 void ServedModel::pump() {
@@ -259,29 +282,29 @@ void ServedModel::start(Slot& slot, std::unique_ptr<InferJob> job) {
       hetero_tensor_release(tensor);
     }
     if (status != HETERO_OK) {
-      const std::string message = "input '" + input.name + "': " + hetero_last_error();
-      answer(*job, error_frame(job->id, status, message), false);
+      fail(*job, status, "input '" + input.name + "': " + hetero_last_error());
       free_slots_.push_back(&slot);
       slot.keep_alive.reset();
       return;
     }
   }
+  job->started = Clock::now();
   slot.job = std::move(job);
   ++running_;
   const hetero_status status = hetero_infer_request_start_async(request, &ServedModel::on_done, &slot);
   if (status != HETERO_OK) {
     --running_;
     std::unique_ptr<InferJob> failed = std::move(slot.job);
-    answer(*failed, error_frame(failed->id, status, hetero_last_error()), false);
+    fail(*failed, status, hetero_last_error());
     free_slots_.push_back(&slot);
     slot.keep_alive.reset();
   }
 }
 
-wire::EncodedFrame ServedModel::encode_outputs(Slot& slot, hetero_status status) {
+wire::EncodedFrame InferJob::encode_outputs(hetero_infer_request_t* request,
+                                            std::span<const std::string> output_names) const {
   wire::Response response;
-  response.set_id(slot.job->id);
-  if (status != HETERO_OK) return error_frame(slot.job->id, status, hetero_last_error());
+  response.set_id(id);
 
   struct Output {
     TensorPtr tensor;
@@ -289,12 +312,12 @@ wire::EncodedFrame ServedModel::encode_outputs(Slot& slot, hetero_status status)
     size_t bytes = 0;
     size_t offset = 0;  // in the memfd
   };
-  std::vector<Output> outputs(output_names_.size());
+  std::vector<Output> outputs(output_names.size());
   size_t total = 0;
   wire::InferReply* reply = response.mutable_infer();
   for (size_t k = 0; k < outputs.size(); ++k) {
     hetero_tensor_t* tensor = nullptr;
-    check(hetero_infer_request_get_output(slot.request.get(), &tensor, k), "output '" + output_names_[k] + "'");
+    check(hetero_infer_request_get_output(request, &tensor, k), "output '" + output_names[k] + "'");
     outputs[k].tensor.reset(tensor);
     void* data = nullptr;
     hetero_dtype dtype{};
@@ -308,12 +331,11 @@ wire::EncodedFrame ServedModel::encode_outputs(Slot& slot, hetero_status status)
     outputs[k].offset = (total + 63) / 64 * 64;
     total = outputs[k].offset + outputs[k].bytes;
     wire::Tensor* out = reply->add_outputs();
-    out->set_name(output_names_[k]);
+    out->set_name(output_names[k]);
     out->set_dtype(dtype);
     for (size_t d = 0; d < rank; ++d) out->add_dims(dims[d]);
   }
-  const uint64_t threshold = slot.job->memfd_threshold;
-  if (threshold == 0 || total < threshold) {
+  if (memfd_threshold == 0 || total < memfd_threshold) {
     for (size_t k = 0; k < outputs.size(); ++k)
       reply->mutable_outputs(static_cast<int>(k))->set_inline_data(outputs[k].data, outputs[k].bytes);
     return {wire::encode_frame(response), {}};
@@ -339,28 +361,39 @@ wire::EncodedFrame ServedModel::encode_outputs(Slot& slot, hetero_status status)
 void ServedModel::on_done(void* user_data, hetero_status status) {
   Slot& slot = *static_cast<Slot*>(user_data);
   ServedModel& model = *slot.model;
-  auto frame = std::make_shared<wire::EncodedFrame>();
-  bool ok = status == HETERO_OK;
-  try {
-    *frame = model.encode_outputs(slot, status);
-  } catch (const Error& e) {
-    *frame = error_frame(slot.job->id, e.status(), e.what());
-    ok = false;
-  } catch (const std::exception& e) {
-    *frame = error_frame(slot.job->id, HETERO_INTERNAL, e.what());
-    ok = false;
+  auto outcome = std::make_shared<Outcome>();
+  outcome->status = status;
+  if (status != HETERO_OK) {
+    outcome->message = hetero_last_error();
+  } else {
+    try {
+      outcome->frame = slot.job->encode_outputs(slot.request.get(), model.output_names_);
+    } catch (const Error& e) {
+      outcome->status = e.status();
+      outcome->message = e.what();
+    } catch (const std::exception& e) {
+      outcome->status = HETERO_INTERNAL;
+      outcome->message = e.what();
+    }
   }
+  slot.done = Clock::now();
   // The slot's keep_alive holds the model until finish() has run.
-  model.post_->post([&slot, frame, ok] { slot.model->finish(slot, std::move(*frame), ok); });
+  model.post_->post([&slot, outcome] { slot.model->finish(slot, std::move(*outcome)); });
 }
 
-void ServedModel::finish(Slot& slot, wire::EncodedFrame frame, bool ok) {
+void ServedModel::finish(Slot& slot, Outcome outcome) {
   // The callback posted this before returning: let it return before the
   // request is used again.
   hetero_infer_request_wait(slot.request.get());
   std::unique_ptr<InferJob> job = std::move(slot.job);
   --running_;
-  answer(*job, std::move(frame), ok);
+  ++runs_;
+  queue_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(job->started - job->received).count());
+  compute_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(slot.done - job->started).count());
+  if (outcome.status == HETERO_OK)
+    answer(*job, std::move(outcome.frame));
+  else
+    fail(*job, outcome.status, outcome.message);
   std::shared_ptr<ServedModel> keep = std::move(slot.keep_alive);
   free_slots_.push_back(&slot);
   pump();

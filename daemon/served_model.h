@@ -29,18 +29,30 @@ namespace hetero::daemon {
 
 using Clock = std::chrono::steady_clock;
 
-// Where a job's reply goes: the connection that asked (see Connection).
+// Where a job's reply goes: the connection that asked (see Connection), or
+// a call of another protocol (daemon/kserve/).
 class Replier {
  public:
   virtual ~Replier() = default;
   // False once the client has gone: its queued jobs are dropped unrun.
   virtual bool open() const = 0;
-  // A reply to one of its infer requests (loop thread).
+  // A reply to one of its infer requests, as its job encoded it (loop thread).
   virtual void reply_infer(wire::EncodedFrame frame) = 0;
+  // One of its infer requests failed or was refused: busy, timed out, a bad
+  // input (loop thread). The native protocol's error frame by default.
+  virtual void reply_infer_error(uint64_t id, hetero_status status, const std::string& message);
 };
 
 // One Infer request, from receipt to reply. It owns what its inputs point into.
 struct InferJob {
+  virtual ~InferJob() = default;
+  // Driver thread, once the inference has run: the reply, read from the
+  // request's outputs (valid until the request runs again). The native
+  // protocol's frame here (inline, or one memfd from memfd_threshold bytes);
+  // another protocol encodes its own (daemon/kserve/). Throws Error.
+  virtual wire::EncodedFrame encode_outputs(hetero_infer_request_t* request,
+                                            std::span<const std::string> output_names) const;
+
   std::weak_ptr<Replier> replier;
   uint64_t id = 0;
   std::unique_ptr<wire::Request> request;  // inline input data
@@ -51,6 +63,7 @@ struct InferJob {
   uint64_t memfd_threshold = 0;
   Clock::time_point received;
   Clock::time_point deadline;  // still queued then: answered TIMEOUT, never run
+  Clock::time_point started;   // given to an infer request (statistics)
 };
 
 // An error reply for request `id`.
@@ -74,8 +87,9 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   bool file_changed() const;
   void describe(wire::ModelInfo& info) const;
   void fill_stats(wire::ModelStats& stats) const;
-  // Input names, in compiled-model order.
+  // Input and output names, in compiled-model order.
   const std::vector<std::string>& input_names() const noexcept { return input_names_; }
+  const std::vector<std::string>& output_names() const noexcept { return output_names_; }
 
   // Loop thread. Runs the job now if a request is free, queues it if the
   // queue has room, and otherwise replies "busy" at once. `self` is this
@@ -94,17 +108,24 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
     RequestPtr request;
     std::unique_ptr<InferJob> job;
     std::shared_ptr<ServedModel> keep_alive;  // while a job runs
+    Clock::time_point done;                   // outputs encoded (statistics)
+  };
+  // How a job that ran ended: its encoded reply, or why it failed.
+  struct Outcome {
+    hetero_status status = HETERO_OK;
+    std::string message;
+    wire::EncodedFrame frame;
   };
 
   ServedModel(const ModelSpec& spec, CompiledPtr compiled, std::shared_ptr<LoopPost> post);
   void pump();
   void start(Slot& slot, std::unique_ptr<InferJob> job);
   static void on_done(void* slot, hetero_status status);
-  wire::EncodedFrame encode_outputs(Slot& slot, hetero_status status);
-  void finish(Slot& slot, wire::EncodedFrame frame, bool ok);
-  void answer(InferJob& job, wire::EncodedFrame frame, bool ok);
+  void finish(Slot& slot, Outcome outcome);
+  void answer(InferJob& job, wire::EncodedFrame frame);
+  void fail(InferJob& job, hetero_status status, const std::string& message);
   void time_out(InferJob& job);
-  void record(Clock::time_point received, bool ok);
+  void record(const InferJob& job, bool ok);
 
   ModelSpec spec_;
   struct stat file_stat_ {};
@@ -117,7 +138,9 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   size_t running_ = 0;
 
   // Statistics (loop thread).
-  uint64_t requests_ = 0, errors_ = 0, busy_ = 0, timeouts_ = 0;
+  uint64_t requests_ = 0, errors_ = 0, busy_ = 0, timeouts_ = 0, runs_ = 0;
+  uint64_t success_ns_ = 0, failure_ns_ = 0, queue_ns_ = 0, compute_ns_ = 0;
+  uint64_t last_request_ms_ = 0;  // Unix time
   std::array<float, 1024> latencies_us_{};
   size_t latency_count_ = 0;
 };

@@ -261,6 +261,7 @@ void Server::begin_shutdown(const char* why) {
   systemd::notify_stopping("finishing requests in flight");
   uv_ok(uv_poll_stop(&listen_poll_), "uv_poll_stop on " + listener_->path());
   listener_->close();
+  for (auto& front_end : front_ends_) front_end->stop_accepting();
   for (auto& [ptr, connection] : connections_) connection->stop_reading();
   const int rc = uv_timer_start(
       &grace_timer_,
@@ -350,10 +351,12 @@ void Server::apply_reload(Config next, std::vector<LoadResult> results, std::vec
   }
   if (next.socket_path != config_.socket_path || next.socket_mode != config_.socket_mode ||
       next.socket_group != config_.socket_group || next.driver_path != config_.driver_path ||
-      next.cache_dir != config_.cache_dir || next.driver_config != config_.driver_config)
-    warn("reload: socket, driver and cache settings take effect at the next start");
-  // Limits and access lists apply from now on; the core keeps its settings.
+      next.cache_dir != config_.cache_dir || next.driver_config != config_.driver_config || next.kserve != config_.kserve)
+    warn("reload: socket, kserve, driver and cache settings take effect at the next start");
+  // Limits and access lists apply from now on; the core and the front ends
+  // keep their settings.
   next.socket_path = config_.socket_path;
+  next.kserve = config_.kserve;
   config_ = std::move(next);
   info("reloaded: " + std::to_string(counts.added()) + " added, " + std::to_string(counts.changed()) + " changed, " +
        std::to_string(counts.removed()) + " removed, " + std::to_string(counts.failed()) + " failed");
@@ -401,6 +404,7 @@ int Server::run() {
     load_configured_models();
     loader_ = std::make_unique<core::WorkerThread>();
     start_loop_handles();
+    start_front_ends(*this, &loop_, front_ends_);
   } catch (...) {
     close_handles();  // so that the loop closes cleanly on the way out
     throw;
@@ -420,6 +424,10 @@ int Server::run() {
   loader_.reset();
   for (auto& [name, entry] : models_)
     if (entry.model) entry.model->wait_idle();
+  // Calls of other protocols still unanswered (the grace period ran out)
+  // are answered now, while the models their jobs point into still exist.
+  for (auto& front_end : front_ends_) front_end->shutdown();
+  front_ends_.clear();
   models_.clear();
   listener_.reset();
   info("stopped");

@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "daemon/c_api.h"
 #include "daemon/config.h"
 #include "daemon/connection.h"
+#include "daemon/front_end.h"
 #include "daemon/listener.h"
 #include "daemon/loop_post.h"
 #include "daemon/served_model.h"
@@ -39,14 +41,42 @@ class Server {
   // A reply went out or a connection went idle: a shutdown may be complete.
   void connection_progress();
 
- private:
+  // ---- The model registry, for the native requests and the other
+  // protocols' front ends (daemon/kserve/). Loop thread only.
   struct ModelEntry {
     ModelSpec spec;
     bool from_config = false;
     wire::ModelInfo::State state = wire::ModelInfo::LOADING;
     std::string error;
     std::shared_ptr<ServedModel> model;  // null while loading or failed
+    uint64_t load_ticket = 0;            // the client load under way, if any
   };
+  const std::map<std::string, ModelEntry>& models() const noexcept { return models_; }
+  const Config& config() const noexcept { return config_; }
+  const std::shared_ptr<LoopPost>& loop_post() const noexcept { return post_; }
+  bool stopping() const noexcept { return stopping_; }
+  // Every model of the config ready and the daemon not stopping (Health's ok).
+  bool healthy() const;
+  // The model `name` when it serves; otherwise null, with NOT_FOUND (not
+  // loaded, or failed) or BUSY (still loading) and why in `why`.
+  std::shared_ptr<ServedModel> ready_model(const std::string& name, hetero_status& status, std::string& why) const;
+  // Fills `info` for a model whatever its state.
+  void describe(const ModelEntry& entry, wire::ModelInfo& info) const;
+  // The real path of a model file a client names, when it is under one of
+  // the config's model_dirs; otherwise NOT_FOUND or PERMISSION_DENIED, and
+  // `why` says which.
+  hetero_status check_model_path(const std::string& model, const std::string& path, std::string& real,
+                                 std::string& why) const;
+  // Loads spec.path (checked by the caller) on the loader thread; `done`
+  // runs on the loop thread with HETERO_OK once the model serves, or an
+  // error. A model already loaded goes on serving until its new version
+  // replaces it (a failed load keeps it).
+  using LoadDone = std::function<void(hetero_status status, const std::string& message)>;
+  void load_model(const ModelSpec& spec, bool from_config, LoadDone done);
+  // Requests already queued or running are answered. False: not loaded.
+  bool unload_model(const std::string& name);
+
+ private:
   struct LoadResult {
     ModelSpec spec;
     std::shared_ptr<ServedModel> model;
@@ -82,7 +112,8 @@ class Server {
   void handle_stats(Connection& connection, const wire::Request& request);
   void handle_health(Connection& connection, const wire::Request& request);
   void handle_reload(Connection& connection, const wire::Request& request);
-  void describe(const ModelEntry& entry, wire::ModelInfo& info) const;
+  // Registers the load of spec.name and runs `compile` on the loader thread.
+  void start_load(const ModelSpec& spec, bool from_config, std::function<LoadResult()> compile, LoadDone done);
 
   Config config_;
   uv_loop_t loop_{};
@@ -97,6 +128,9 @@ class Server {
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
   std::unique_ptr<core::WorkerThread> loader_;
   std::chrono::steady_clock::time_point started_;
+  uint64_t load_tickets_ = 0;
+  // The protocols served next to the native one (daemon/kserve/).
+  std::vector<std::unique_ptr<FrontEnd>> front_ends_;
 
   bool stopping_ = false;
   bool reloading_ = false;

@@ -25,61 +25,16 @@
 #include <vector>
 
 #include "hetero/hetero.h"
-#include "tests/daemon/daemon_process.h"
+#include "tests/bench/bench_util.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using hetero::test::DaemonProcess;
-using hetero::test::TempDir;
-
-struct Served {
-  std::string name, path, shape_yaml;  // shape_yaml: "{x: [1, 4]}" or ""
-  std::vector<int64_t> dims;
-};
-
-void require(hetero_status status, const char* what) {
-  if (status != HETERO_OK) {
-    std::fprintf(stderr, "bench_daemon: %s: %s\n", what, hetero_last_error());
-    std::exit(1);
-  }
-}
+using namespace hetero::bench;
 
 std::string config_for(const TempDir& dir, const std::vector<Served>& models, const std::string& cache,
                        uint32_t parallel) {
-  std::string c = "socket: {path: " + dir.path() + "/heterod.sock}\ncache_dir: " + cache +
-                  "\nlimits: {max_in_flight_per_client: 64}\nmodels:\n";
-  for (const Served& m : models) {
-    c += "  - name: " + m.name + "\n    path: " + m.path + "\n    parallel: " + std::to_string(parallel) +
-         "\n    queue: 4096\n";
-    if (!m.shape_yaml.empty()) c += "    shapes: " + m.shape_yaml + "\n";
-  }
-  return c;
-}
-
-// One request bound to a zero-filled input, in process or through a daemon.
-struct Runner {
-  hetero_compiled_model_t* compiled = nullptr;
-  hetero_infer_request_t* request = nullptr;
-  hetero_tensor_t* input = nullptr;
-
-  Runner(hetero_compiled_model_t* c, const std::vector<int64_t>& dims) : compiled(c) {
-    require(hetero_infer_request_create(&request, compiled), "infer request");
-    hetero_dtype dtype{};
-    hetero_compiled_model_get_input_dtype(compiled, &dtype, 0);
-    require(hetero_tensor_create(&input, dtype, dims.data(), dims.size()), "input tensor");
-    require(hetero_infer_request_set_input(request, 0, input), "set input");
-  }
-  ~Runner() {
-    hetero_tensor_release(input);
-    hetero_infer_request_release(request);
-  }
-  void infer() { require(hetero_infer_request_infer(request), "infer"); }
-};
-
-double percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+  return "socket: {path: " + dir.path() + "/heterod.sock}\ncache_dir: " + cache +
+         "\nlimits: {max_in_flight_per_client: 64}\n" + models_yaml(models, parallel);
 }
 
 std::vector<double> latencies_us(Runner& runner, int n) {
@@ -91,42 +46,6 @@ std::vector<double> latencies_us(Runner& runner, int n) {
     us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   return us;
-}
-
-hetero_compiled_model_t* compile_local(hetero_core_t* core, const Served& m) {
-  hetero_model_t* model = nullptr;
-  require(hetero_model_read_file(&model, core, m.path.c_str(), nullptr, nullptr, nullptr, 0), m.path.c_str());
-  const char* name = nullptr;
-  hetero_model_get_input_name(model, &name, 0);
-  const std::string input = name;
-  hetero_model_release(model);
-  const char* names[] = {input.c_str()};
-  const int64_t* dims[] = {m.dims.data()};
-  const size_t ranks[] = {m.dims.size()};
-  hetero_compiled_model_t* compiled = nullptr;
-  require(hetero_compile_file(&compiled, core, m.path.c_str(), names, dims, ranks, 1, "CPU", nullptr, nullptr, 0),
-          "compile");
-  return compiled;
-}
-
-hetero_compiled_model_t* open_served(hetero_core_t* core, const std::string& name) {
-  hetero_compiled_model_t* compiled = nullptr;
-  require(hetero_compiled_model_open(&compiled, core, name.c_str()), "open served model");
-  return compiled;
-}
-
-std::unique_ptr<DaemonProcess> start_daemon(const TempDir& dir, const std::string& config, const std::string& socket) {
-  auto daemon = std::make_unique<DaemonProcess>(dir.path(), config);
-  if (!daemon->wait_ready(socket, std::chrono::minutes(5))) {
-    std::fprintf(stderr, "bench_daemon: heterod did not start:\n%s", daemon->log().c_str());
-    std::exit(1);
-  }
-  return daemon;
-}
-
-void stop_daemon(DaemonProcess& daemon) {
-  daemon.signal(SIGTERM);
-  daemon.wait_exit();
 }
 
 // 1. Round-trip latency.
@@ -281,13 +200,6 @@ void real_models(const std::vector<Served>& models, int rounds) {
   std::printf("\n4. Start to READY (a client's Hello answered), the same models, median of %d\n", rounds);
   std::printf("   cold cache (compile, write blobs): %8.1f ms\n", percentile(cold, .5));
   std::printf("   warm cache (import blobs):         %8.1f ms\n", percentile(warm, .5));
-}
-
-std::string test_cache() {
-  if (const char* c = std::getenv("HETERO_TEST_CACHE")) return c;
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const std::string base = xdg ? xdg : std::string(std::getenv("HOME") ? std::getenv("HOME") : "/root") + "/.cache";
-  return base + "/heterod-test";
 }
 
 }  // namespace

@@ -1,0 +1,337 @@
+#include "daemon/kserve/service.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "daemon/c_api.h"
+#include "daemon/kserve/repository.h"
+#include "daemon/kserve/tensor_convert.h"
+#include "daemon/server.h"
+
+namespace hetero::daemon::kserve {
+
+namespace {
+
+using namespace inference;
+
+// heterod serves one version of each model, and calls it "1".
+constexpr const char* kVersion = "1";
+
+bool check_version(const std::string& model, const std::string& version, Call& call) {
+  if (version.empty() || version == kVersion) return true;
+  call.finish(HETERO_NOT_FOUND, "model '" + model + "' has no version '" + version + "' (heterod serves version " +
+                                    kVersion + " of each model)");
+  return false;
+}
+
+void set_tensor_metadata(ModelMetadataResponse::TensorMetadata& out, const wire::Port& port) {
+  out.set_name(port.name());
+  out.set_datatype(datatype_name(port.dtype()));
+  if (port.rank() >= 0)
+    for (int64_t d : port.dims()) out.add_shape(d);
+}
+
+void set_duration(StatisticDuration& out, uint64_t count, uint64_t ns) {
+  out.set_count(count);
+  out.set_ns(ns);
+}
+
+void set_statistics(inference::ModelStatistics& out, const wire::ModelStats& stats) {
+  const uint64_t successes = stats.requests() - stats.errors();
+  out.set_name(stats.name());
+  out.set_version(kVersion);
+  out.set_last_inference(stats.last_request_ms());
+  out.set_inference_count(successes);
+  out.set_execution_count(successes);
+  InferStatistics& s = *out.mutable_inference_stats();
+  set_duration(*s.mutable_success(), successes, stats.success_ns());
+  set_duration(*s.mutable_fail(), stats.errors(), stats.failure_ns());
+  set_duration(*s.mutable_queue(), stats.runs(), stats.queue_ns());
+  // heterod times an inference whole: its inputs' and outputs' handling is
+  // inside compute_infer.
+  set_duration(*s.mutable_compute_infer(), stats.runs(), stats.compute_ns());
+}
+
+}  // namespace
+
+// What an infer job answers through: its call.
+class InferReplier final : public Replier {
+ public:
+  InferReplier(std::shared_ptr<InferCall> call, Server* server) : call(std::move(call)), server_(server) {}
+
+  bool open() const override { return !call->finished() && !call->cancelled(); }
+  // The job has filled the response already (V2Job::encode_outputs).
+  void reply_infer(wire::EncodedFrame) override {
+    call->finish(grpc::Status::OK);
+    server_->connection_progress();
+  }
+  void reply_infer_error(uint64_t, hetero_status status, const std::string& message) override {
+    call->finish(status, message);
+    server_->connection_progress();
+  }
+
+  const std::shared_ptr<InferCall> call;
+
+ private:
+  Server* server_;
+};
+
+// An infer job of the v2 protocol: its reply is its call's response.
+class V2Job final : public InferJob {
+ public:
+  std::shared_ptr<InferReplier> answer;      // the job's replier, held
+  std::vector<size_t> outputs;               // output indices, in reply order
+  Clock::time_point client_deadline = Clock::time_point::max();
+
+  wire::EncodedFrame encode_outputs(hetero_infer_request_t* request,
+                                    std::span<const std::string> output_names) const override {
+    const ModelInferRequest& asked = answer->call->request;
+    ModelInferResponse& r = answer->call->response;
+    r.set_model_name(asked.model_name());
+    r.set_model_version(kVersion);
+    r.set_id(asked.id());
+    for (size_t k : outputs) {
+      hetero_tensor_t* tensor = nullptr;
+      check(hetero_infer_request_get_output(request, &tensor, k), "output '" + output_names[k] + "'");
+      const TensorPtr owned(tensor);
+      add_output(r, output_names[k], tensor);
+    }
+    return {};
+  }
+};
+
+Service::Service(Server& server, std::shared_ptr<CallRegister> calls)
+    : server_(server), post_(server.loop_post()), calls_(std::move(calls)) {}
+
+template <typename Request, typename Response>
+void Service::listen(grpc::ServerCompletionQueue* queue, typename UnaryCall<Request, Response>::AwaitMethod await,
+                     void (Service::*handle)(const CallPtr<Request, Response>&), int awaiting) {
+  using Call = UnaryCall<Request, Response>;
+  auto method = std::make_shared<const typename Call::Method>(typename Call::Method{
+      &async_, queue, await,
+      [this, handle](const CallPtr<Request, Response>& call) {
+        if (stopping_.load()) return call->finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "heterod is stopping"));
+        (this->*handle)(call);
+      },
+      calls_});
+  for (int k = 0; k < awaiting; ++k) Call::listen(method);
+}
+
+void Service::listen(grpc::ServerCompletionQueue* queue) {
+  using S = GRPCInferenceService::AsyncService;
+  // Calls awaited at once per method: inference is where clients overlap.
+  listen<ServerLiveRequest, ServerLiveResponse>(queue, &S::RequestServerLive, &Service::server_live, 1);
+  listen<ServerReadyRequest, ServerReadyResponse>(queue, &S::RequestServerReady, &Service::server_ready, 1);
+  listen<ModelReadyRequest, ModelReadyResponse>(queue, &S::RequestModelReady, &Service::model_ready, 1);
+  listen<ServerMetadataRequest, ServerMetadataResponse>(queue, &S::RequestServerMetadata, &Service::server_metadata, 1);
+  listen<ModelMetadataRequest, ModelMetadataResponse>(queue, &S::RequestModelMetadata, &Service::model_metadata, 1);
+  listen<ModelInferRequest, ModelInferResponse>(queue, &S::RequestModelInfer, &Service::model_infer, 8);
+  listen<ModelStatisticsRequest, ModelStatisticsResponse>(queue, &S::RequestModelStatistics,
+                                                          &Service::model_statistics, 1);
+  listen<RepositoryIndexRequest, RepositoryIndexResponse>(queue, &S::RequestRepositoryIndex,
+                                                          &Service::repository_index, 1);
+  listen<RepositoryModelLoadRequest, RepositoryModelLoadResponse>(queue, &S::RequestRepositoryModelLoad,
+                                                                  &Service::repository_load, 1);
+  listen<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>(queue, &S::RequestRepositoryModelUnload,
+                                                                      &Service::repository_unload, 1);
+}
+
+template <typename Request, typename Response, typename Task>
+void Service::on_loop(const CallPtr<Request, Response>& call, Task task) {
+  post_->post([call, task = std::move(task)] {
+    if (call->cancelled()) return call->finish(grpc::Status::CANCELLED);
+    task(*call);
+  });
+}
+
+void Service::server_live(const CallPtr<ServerLiveRequest, ServerLiveResponse>& call) {
+  // Answered by the loop thread: a daemon whose loop is stuck is not live.
+  on_loop(call, [](auto& c) {
+    c.response.set_live(true);
+    c.finish(grpc::Status::OK);
+  });
+}
+
+void Service::server_ready(const CallPtr<ServerReadyRequest, ServerReadyResponse>& call) {
+  on_loop(call, [this](auto& c) {
+    c.response.set_ready(server_.healthy());
+    c.finish(grpc::Status::OK);
+  });
+}
+
+void Service::model_ready(const CallPtr<ModelReadyRequest, ModelReadyResponse>& call) {
+  on_loop(call, [this](auto& c) {
+    const auto it = server_.models().find(c.request.name());
+    const std::string& version = c.request.version();
+    c.response.set_ready(it != server_.models().end() && it->second.state == wire::ModelInfo::READY &&
+                         (version.empty() || version == kVersion));
+    c.finish(grpc::Status::OK);
+  });
+}
+
+void Service::server_metadata(const CallPtr<ServerMetadataRequest, ServerMetadataResponse>& call) {
+  call->response.set_name("heterod");
+  call->response.set_version(hetero_library_version());
+  call->response.add_extensions("model_repository");
+  call->response.add_extensions("statistics");
+  call->finish(grpc::Status::OK);
+}
+
+void Service::model_metadata(const CallPtr<ModelMetadataRequest, ModelMetadataResponse>& call) {
+  on_loop(call, [this](auto& c) {
+    hetero_status status = HETERO_OK;
+    std::string why;
+    const auto model = server_.ready_model(c.request.name(), status, why);
+    if (!model) return c.finish(status, why);
+    if (!check_version(c.request.name(), c.request.version(), c)) return;
+    wire::ModelInfo info;
+    model->describe(info);
+    c.response.set_name(info.name());
+    c.response.add_versions(kVersion);
+    c.response.set_platform("heterod_" + info.device());
+    for (const wire::Port& port : info.inputs()) set_tensor_metadata(*c.response.add_inputs(), port);
+    for (const wire::Port& port : info.outputs()) set_tensor_metadata(*c.response.add_outputs(), port);
+    c.finish(grpc::Status::OK);
+  });
+}
+
+void Service::model_infer(const std::shared_ptr<InferCall>& call) {
+  const ModelInferRequest& request = call->request;
+  auto job = std::make_unique<V2Job>();
+  job->received = Clock::now();
+  // Everything that needs no model is checked here, off the loop thread.
+  try {
+    for (const auto& [key, value] : request.parameters()) {
+      if (key == "timeout" && value.parameter_choice_case() == InferParameter::kInt64Param && value.int64_param() >= 0) {
+        job->client_deadline = std::min(job->client_deadline, job->received + std::chrono::microseconds(value.int64_param()));
+        continue;
+      }
+      fail(HETERO_INVALID_ARGUMENT, "parameter '" + key + "' is not one heterod takes (timeout: an int64, in us)");
+    }
+    for (const auto& output : request.outputs())
+      for (const auto& [key, value] : output.parameters())
+        // Outputs are raw bytes over gRPC whatever this says.
+        if (key != "binary_data" || value.parameter_choice_case() != InferParameter::kBoolParam)
+          fail(HETERO_INVALID_ARGUMENT, "output '" + output.name() + "': parameter '" + key + "' is not one heterod takes");
+    job->inputs = decode_inputs(request, job->realigned);
+  } catch (const Error& e) {
+    return call->finish(e.status(), e.what());
+  }
+  const auto client = call->deadline();
+  if (client != std::chrono::system_clock::time_point::max()) {
+    const auto left = std::chrono::duration_cast<Clock::duration>(client - std::chrono::system_clock::now());
+    job->client_deadline = std::min(job->client_deadline, job->received + left);
+  }
+  job->answer = std::make_shared<InferReplier>(call, &server_);
+  auto holder = std::make_shared<std::unique_ptr<V2Job>>(std::move(job));
+  post_->post([this, holder] { submit_infer(std::move(*holder)); });
+}
+
+void Service::submit_infer(std::unique_ptr<V2Job> job) {
+  InferCall& call = *job->answer->call;
+  if (call.cancelled()) return call.finish(grpc::Status::CANCELLED);
+  const ModelInferRequest& request = call.request;
+  const std::string& name = request.model_name();
+  hetero_status status = HETERO_OK;
+  std::string why;
+  const std::shared_ptr<ServedModel> model = server_.ready_model(name, status, why);
+  if (!model) return call.finish(status, why);
+  if (!check_version(name, request.model_version(), call)) return;
+
+  const std::vector<std::string>& inputs = model->input_names();
+  if (job->inputs.size() != inputs.size())
+    return call.finish(HETERO_INVALID_ARGUMENT, "model '" + name + "' takes " + std::to_string(inputs.size()) +
+                                                    " inputs, the request has " + std::to_string(job->inputs.size()));
+  std::vector<bool> seen(inputs.size());
+  for (const wire::TensorView& view : job->inputs) {
+    const auto pos = std::find(inputs.begin(), inputs.end(), view.name);
+    if (pos == inputs.end())
+      return call.finish(HETERO_INVALID_ARGUMENT, "model '" + name + "' has no input '" + view.name + "'");
+    if (seen[static_cast<size_t>(pos - inputs.begin())])
+      return call.finish(HETERO_INVALID_ARGUMENT, "input '" + view.name + "' is given twice");
+    seen[static_cast<size_t>(pos - inputs.begin())] = true;
+  }
+  const std::vector<std::string>& outputs = model->output_names();
+  for (const auto& wanted : request.outputs()) {
+    const auto pos = std::find(outputs.begin(), outputs.end(), wanted.name());
+    if (pos == outputs.end())
+      return call.finish(HETERO_INVALID_ARGUMENT, "model '" + name + "' has no output '" + wanted.name() + "'");
+    const auto index = static_cast<size_t>(pos - outputs.begin());
+    if (std::find(job->outputs.begin(), job->outputs.end(), index) != job->outputs.end())
+      return call.finish(HETERO_INVALID_ARGUMENT, "output '" + wanted.name() + "' is requested twice");
+    job->outputs.push_back(index);
+  }
+  if (request.outputs().empty())
+    for (size_t k = 0; k < outputs.size(); ++k) job->outputs.push_back(k);
+
+  job->deadline = std::min(job->client_deadline,
+                           job->received + std::chrono::milliseconds(server_.config().limits.request_timeout_ms));
+  job->replier = job->answer;
+  ServedModel::submit(model, std::move(job));
+}
+
+void Service::model_statistics(const CallPtr<ModelStatisticsRequest, ModelStatisticsResponse>& call) {
+  on_loop(call, [this](auto& c) {
+    wire::ModelStats stats;
+    if (c.request.name().empty()) {
+      for (const auto& [name, entry] : server_.models()) {
+        if (!entry.model) continue;
+        entry.model->fill_stats(stats);
+        set_statistics(*c.response.add_model_stats(), stats);
+      }
+      return c.finish(grpc::Status::OK);
+    }
+    hetero_status status = HETERO_OK;
+    std::string why;
+    const auto model = server_.ready_model(c.request.name(), status, why);
+    if (!model) return c.finish(status, why);
+    if (!check_version(c.request.name(), c.request.version(), c)) return;
+    model->fill_stats(stats);
+    set_statistics(*c.response.add_model_stats(), stats);
+    c.finish(grpc::Status::OK);
+  });
+}
+
+void Service::repository_index(const CallPtr<RepositoryIndexRequest, RepositoryIndexResponse>& call) {
+  on_loop(call, [this](auto& c) {
+    const std::string& repository = c.request.repository_name();
+    if (!known_repository(server_.config(), repository))
+      return c.finish(HETERO_NOT_FOUND, "repository '" + repository + "' is not one of the config's model_dirs");
+    for (const IndexEntry& entry : kserve::repository_index(server_, repository, c.request.ready())) {
+      RepositoryIndexResponse::ModelIndex* model = c.response.add_models();
+      model->set_name(entry.name);
+      if (entry.state == "READY") model->set_version(kVersion);
+      model->set_state(entry.state);
+      model->set_reason(entry.reason);
+    }
+    c.finish(grpc::Status::OK);
+  });
+}
+
+void Service::repository_load(const CallPtr<RepositoryModelLoadRequest, RepositoryModelLoadResponse>& call) {
+  on_loop(call, [this, call](auto& c) {
+    LoadTarget target;
+    std::string why;
+    if (const hetero_status status = resolve_load(server_, c.request, target, why); status != HETERO_OK)
+      return c.finish(status, why);
+    server_.load_model(target.spec, target.from_config,
+                       [call](hetero_status status, const std::string& message) { call->finish(status, message); });
+  });
+}
+
+void Service::repository_unload(const CallPtr<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>& call) {
+  on_loop(call, [this](auto& c) {
+    const std::string& name = c.request.model_name();
+    for (const auto& [key, value] : c.request.parameters())
+      // heterod has no ensembles: nothing depends on a model.
+      if (key != "unload_dependents" || value.parameter_choice_case() != ModelRepositoryParameter::kBoolParam)
+        return c.finish(HETERO_INVALID_ARGUMENT, "parameter '" + key + "' is not one heterod takes");
+    if (!known_repository(server_.config(), c.request.repository_name()))
+      return c.finish(HETERO_NOT_FOUND,
+                      "repository '" + c.request.repository_name() + "' is not one of the config's model_dirs");
+    if (!server_.unload_model(name)) return c.finish(HETERO_NOT_FOUND, "model '" + name + "' is not loaded");
+    c.finish(grpc::Status::OK);
+  });
+}
+
+}  // namespace hetero::daemon::kserve
