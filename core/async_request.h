@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-#include "hetero/driver.hpp"
+#include "core/driver.h"
 
 namespace hetero::core {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hetero/driver.hpp"
+#include "core/driver.h"
 
 namespace hetero::core {
 

@@ -10,9 +10,9 @@
 
 #include "core/blob_container.h"
 #include "core/device_string.h"
+#include "core/driver.h"
 #include "core/driver_registry.h"
 #include "core/graph.h"
-#include "hetero/driver.hpp"
 
 namespace hetero::core {
 

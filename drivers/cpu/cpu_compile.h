@@ -10,8 +10,8 @@
 
 #include <dnnl.hpp>
 
+#include "core/driver.h"
 #include "drivers/cpu/plan.h"
-#include "hetero/driver.hpp"
 
 namespace hetero::cpu {
 

@@ -11,13 +11,13 @@
 #include <dnnl.hpp>
 
 #include "core/async_request.h"
+#include "core/driver.h"
 #include "core/error.h"
 #include "core/function_expand.h"
 #include "core/ports.h"
 #include "drivers/cpu/cpu_compile.h"
 #include "drivers/cpu/executor.h"
 #include "drivers/cpu/plan.h"
-#include "hetero/driver.hpp"
 #include "hetero_build_config.h"
 
 namespace hetero::cpu {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/driver.h"
 #include "drivers/gpu/device_api.h"
-#include "hetero/driver.hpp"
 
 namespace hetero::gpu {
 

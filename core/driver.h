@@ -1,4 +1,9 @@
-// heterod driver module interface.
+// The driver module interface: what a driver module (drivers/cpu,
+// drivers/opencl, drivers/level_zero) implements and the core calls. It is
+// an in-tree interface, not a public SDK: modules are built together with the
+// core and share its C++ types (core::Model, core::Tensor, hetero::Error), so
+// it lives in core/ and is not installed. The public, stable interface is the
+// C ABI of include/hetero/hetero.h.
 //
 // A driver is a shared object loaded with dlopen. It exports one C symbol,
 //
@@ -8,13 +13,12 @@
 // which returns a new driver when `host_abi_version` equals the module's
 // HETERO_DRIVER_ABI_VERSION, or null with a reason written to `error` (another
 // ABI version, no runtime, init failure). The host deletes the driver before
-// dlclose. Modules are built together with the core (they share its C++ types:
-// core::Model, core::Tensor), so the ABI version is bumped whenever anything
-// in this header or in those types changes layout.
+// dlclose. The ABI version is bumped whenever anything in this header or in
+// the core types it uses changes layout.
 //
-// The contract follows OpenVINO's plugin API (shared/reference/plugin-api.md):
-// device enumeration and metrics, get/set config rejecting unknown keys, query,
-// compile, infer requests, export/import. Errors are hetero::Error exceptions.
+// The contract follows OpenVINO's plugin API: device enumeration and metrics,
+// get/set config rejecting unknown keys, query, compile, infer requests,
+// export/import. Errors are hetero::Error exceptions.
 #pragma once
 
 #include <cstddef>
