@@ -5,16 +5,23 @@
 // it lives in core/ and is not installed. The public, stable interface is the
 // C ABI of include/hetero/hetero.h.
 //
-// A driver is a shared object loaded with dlopen. It exports one C symbol,
+// A driver is a shared object loaded with dlopen. It exports two C symbols
+// (core/driver_module.h's HETERO_DRIVER_MODULE defines both):
 //
-//   extern "C" hetero::driver::Driver* hetero_driver_open(uint32_t host_abi_version,
-//                                                         char* error, size_t error_size);
+//   extern "C" const char hetero_driver_abi_stamp[];
+//   extern "C" hetero::driver::Driver* hetero_driver_create(char* error, size_t error_size);
 //
-// which returns a new driver when `host_abi_version` equals the module's
-// HETERO_DRIVER_ABI_VERSION, or null with a reason written to `error` (another
-// ABI version, no runtime, init failure). The host deletes the driver before
-// dlclose. The ABI version is bumped whenever anything in this header or in
-// the core types it uses changes layout.
+// The stamp is the build's: "<version>+<hash>", where the hash covers this
+// header, the other headers a module builds on (the list is in
+// core/meson.build) and every header they include (graph.h, tensor.h,
+// dtype.h, error.h, ...), computed when the project is built
+// (core/driver_abi_stamp.py). The host reads a module's stamp before it calls
+// the module at all and refuses, with both stamps in the reason, a module
+// whose stamp is not its own: one built by another version, or against core
+// types that have changed since. Nobody bumps a number by hand.
+//
+// hetero_driver_create() returns a new driver, or null with the reason in
+// `error`. The host deletes the driver before dlclose.
 //
 // The contract follows OpenVINO's plugin API: device enumeration and metrics,
 // get/set config rejecting unknown keys, query, compile, infer requests,
@@ -23,7 +30,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <exception>
 #include <functional>
 #include <map>
@@ -32,11 +38,12 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/graph.h"
 #include "core/tensor.h"
 
-#define HETERO_DRIVER_ABI_VERSION 2u
-#define HETERO_DRIVER_ENTRY_SYMBOL "hetero_driver_open"
+#define HETERO_DRIVER_STAMP_SYMBOL "hetero_driver_abi_stamp"
+#define HETERO_DRIVER_ENTRY_SYMBOL "hetero_driver_create"
 
 namespace hetero::driver {
 
@@ -121,27 +128,8 @@ class Driver {
                                                      const Config& config) = 0;
 };
 
-// The body of a module's hetero_driver_open(): the ABI check, then the
-// driver `make()` returns, or null with the reason in `error` when it throws.
-// `what` names the driver in that reason ("OpenCL").
-template <typename Make>
-Driver* open_driver(uint32_t host_abi_version, char* error, size_t error_size, const char* what, Make&& make) {
-  if (host_abi_version != HETERO_DRIVER_ABI_VERSION) {
-    std::snprintf(error, error_size, "driver ABI version %u, host expects %u", HETERO_DRIVER_ABI_VERSION,
-                  host_abi_version);
-    return nullptr;
-  }
-  try {
-    return make().release();
-  } catch (const std::exception& e) {
-    std::snprintf(error, error_size, "%s driver initialisation failed: %s", what, e.what());
-    return nullptr;
-  }
-}
-
 }  // namespace hetero::driver
 
 extern "C" {
-typedef hetero::driver::Driver* (*hetero_driver_open_fn)(uint32_t host_abi_version, char* error,
-                                                         size_t error_size);
+typedef hetero::driver::Driver* (*hetero_driver_create_fn)(char* error, size_t error_size);
 }

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
+#include "core/driver_abi_stamp.h"
 #include "core/error.h"
 #include "hetero_build_config.h"
 
@@ -53,6 +55,24 @@ bool is_module_name(const std::string& file) {
          file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Why the module behind `handle` is not of this build, or "" when it is.
+std::string stamp_mismatch(void* handle) {
+  const char* stamp = static_cast<const char*>(dlsym(handle, HETERO_DRIVER_STAMP_SYMBOL));
+  if (!stamp) {
+    if (dlsym(handle, "hetero_driver_open"))
+      return "a driver module of an older heterod, from before driver ABI stamps (it exports hetero_driver_open); "
+             "rebuild it with this core (driver ABI stamp " HETERO_DRIVER_ABI_STAMP ")";
+    return "not a heterod driver: it does not export " HETERO_DRIVER_STAMP_SYMBOL;
+  }
+  // A stamp is short; a longer string is not one.
+  const size_t length = strnlen(stamp, 128);
+  const std::string mine(stamp, length);
+  if (length == 128) return "its " HETERO_DRIVER_STAMP_SYMBOL " is not a driver ABI stamp";
+  if (mine == HETERO_DRIVER_ABI_STAMP) return {};
+  return "built by another heterod build or against other core headers: its driver ABI stamp is " + mine +
+         ", this core's is " HETERO_DRIVER_ABI_STAMP "; rebuild it with this core";
+}
+
 }  // namespace
 
 std::vector<std::string> driver_search_path(const std::string& configured) {
@@ -97,8 +117,14 @@ void DriverRegistry::load(const std::string& path) {
     failures_.push_back({path, std::string("cannot load: ") + (err ? err : "unknown dlopen error")});
     return;
   }
-  auto open = reinterpret_cast<hetero_driver_open_fn>(dlsym(handle, HETERO_DRIVER_ENTRY_SYMBOL));
-  if (!open) {
+  // The stamp first: a module from another build is never called.
+  if (std::string why = stamp_mismatch(handle); !why.empty()) {
+    failures_.push_back({path, why});
+    dlclose(handle);
+    return;
+  }
+  auto create = reinterpret_cast<hetero_driver_create_fn>(dlsym(handle, HETERO_DRIVER_ENTRY_SYMBOL));
+  if (!create) {
     failures_.push_back({path, "not a heterod driver: it does not export " HETERO_DRIVER_ENTRY_SYMBOL});
     dlclose(handle);
     return;
@@ -106,7 +132,7 @@ void DriverRegistry::load(const std::string& path) {
   char error[512] = {0};
   driver::Driver* raw = nullptr;
   try {
-    raw = open(HETERO_DRIVER_ABI_VERSION, error, sizeof error);
+    raw = create(error, sizeof error);
   } catch (const std::exception& e) {
     std::snprintf(error, sizeof error, "%s", e.what());
   } catch (...) {

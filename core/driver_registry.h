@@ -1,6 +1,6 @@
 // Driver modules found on a search path and loaded with dlopen. A module that
-// cannot be used (another ABI version, no entry symbol, failed init) is kept
-// as a failure with its reason; the others work.
+// cannot be used (from another build: another driver ABI stamp; no entry
+// symbol; failed init) is kept as a failure with its reason; the others work.
 #pragma once
 
 #include <memory>

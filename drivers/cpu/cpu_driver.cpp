@@ -11,7 +11,7 @@
 #include <dnnl.hpp>
 
 #include "core/async_request.h"
-#include "core/driver.h"
+#include "core/driver_module.h"
 #include "core/error.h"
 #include "core/function_expand.h"
 #include "core/ports.h"
@@ -211,8 +211,4 @@ class CpuDriver final : public driver::Driver {
 
 }  // namespace hetero::cpu
 
-extern "C" __attribute__((visibility("default"))) hetero::driver::Driver* hetero_driver_open(
-    uint32_t host_abi_version, char* error, size_t error_size) {
-  return hetero::driver::open_driver(host_abi_version, error, error_size, "CPU",
-                                     [] { return std::make_unique<hetero::cpu::CpuDriver>(); });
-}
+HETERO_DRIVER_MODULE("CPU", [] { return std::make_unique<hetero::cpu::CpuDriver>(); })

@@ -2,6 +2,7 @@
 // finds (OPENCL, OPENCL.1, ...), programs built by the shared GPU parts
 // (drivers/gpu, whose gpu_driver.h is the driver itself) over cl_device.h.
 
+#include "core/driver_module.h"
 #include "drivers/gpu/gpu_driver.h"
 #include "drivers/opencl/cl_device.h"
 
@@ -35,8 +36,5 @@ class OpenClFamily final : public gpu::DeviceFamily {
 
 }  // namespace hetero::opencl
 
-extern "C" __attribute__((visibility("default"))) hetero::driver::Driver* hetero_driver_open(
-    uint32_t host_abi_version, char* error, size_t error_size) {
-  return hetero::driver::open_driver(host_abi_version, error, error_size, "OpenCL",
-                                     [] { return hetero::gpu::make_driver(std::make_unique<hetero::opencl::OpenClFamily>()); });
-}
+HETERO_DRIVER_MODULE("OpenCL",
+                     [] { return hetero::gpu::make_driver(std::make_unique<hetero::opencl::OpenClFamily>()); })

@@ -2,9 +2,11 @@
 // way, each failure reported for that module alone.
 #include <gtest/gtest.h>
 
+#include "core/driver_abi_stamp.h"
 #include "core/driver_registry.h"
 #include "core/error.h"
 #include "core/runtime.h"
+#include "hetero_build_config.h"
 
 using namespace hetero;
 using namespace hetero::core;
@@ -31,24 +33,48 @@ TEST(DriverRegistry, BuildTreeFindsCpuDriver) {
 }
 
 TEST(DriverRegistry, BadModulesAreReportedAloneWithReasons) {
-  std::vector<std::string> path = {BAD_DRIVER_WRONG_ABI, BAD_DRIVER_NO_SYMBOL, BAD_DRIVER_INIT_FAILS,
+  std::vector<std::string> path = {BAD_DRIVER_OLD_ABI, BAD_DRIVER_NO_SYMBOL, BAD_DRIVER_INIT_FAILS,
                                    BAD_DRIVER_INIT_THROWS};
   for (const auto& d : driver_search_path("")) path.push_back(d);
   DriverRegistry r(path);
   ASSERT_NE(r.find("CPU"), nullptr) << "the good driver must still load";
 
-  const DriverFailure* f = failure_for(r, "wrong_abi");
+  const DriverFailure* f = failure_for(r, "old_abi");
   ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->reason.find("ABI version"), std::string::npos) << f->reason;
+  EXPECT_NE(f->reason.find("from before driver ABI stamps"), std::string::npos) << f->reason;
+  EXPECT_NE(f->reason.find("rebuild it"), std::string::npos) << f->reason;
   f = failure_for(r, "no_symbol");
   ASSERT_NE(f, nullptr);
-  EXPECT_NE(f->reason.find("hetero_driver_open"), std::string::npos) << f->reason;
+  EXPECT_NE(f->reason.find("not a heterod driver"), std::string::npos) << f->reason;
+  EXPECT_NE(f->reason.find(HETERO_DRIVER_STAMP_SYMBOL), std::string::npos) << f->reason;
   f = failure_for(r, "init_fails");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->reason.find("no FAKE runtime"), std::string::npos) << f->reason;
   f = failure_for(r, "init_throws");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->reason.find("exploded during init"), std::string::npos) << f->reason;
+}
+
+// The same driver source built twice: with this core's headers, and against
+// a core/tensor.h with a field added, as a module of another build would be.
+// The second is refused by its stamp alone, naming both stamps.
+TEST(DriverRegistry, ModuleBuiltAgainstChangedCoreTypesIsRefused) {
+  DriverRegistry fresh({STAMP_DRIVER_FRESH});
+  EXPECT_TRUE(fresh.failures().empty());
+  ASSERT_NE(fresh.find("FIXTURE"), nullptr) << "built with this core's headers, the fixture loads";
+
+  DriverRegistry stale({STAMP_DRIVER_STALE});
+  EXPECT_EQ(stale.find("FIXTURE"), nullptr);
+  const DriverFailure* f = failure_for(stale, "stamp_stale");
+  ASSERT_NE(f, nullptr);
+  const std::string theirs = "its driver ABI stamp is ", ours = ", this core's is " HETERO_DRIVER_ABI_STAMP;
+  const size_t at = f->reason.find(theirs);
+  ASSERT_NE(at, std::string::npos) << f->reason;
+  EXPECT_NE(f->reason.find(ours), std::string::npos) << f->reason;
+  // Its stamp is of the same version, with another hash of the headers.
+  const std::string stamp = f->reason.substr(at + theirs.size(), f->reason.find(',', at) - at - theirs.size());
+  EXPECT_EQ(stamp.substr(0, stamp.find('+')), HETERO_VERSION) << f->reason;
+  EXPECT_NE(stamp, HETERO_DRIVER_ABI_STAMP) << f->reason;
 }
 
 TEST(DriverRegistry, MissingDirectoryIsNotAnError) {
