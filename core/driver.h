@@ -71,6 +71,9 @@ struct NodeSupport {
   std::string reason;  // empty when supported
 };
 
+// Drivers do not implement this themselves: core::make_infer_request()
+// (core/infer_request.h) makes one over the driver's run step, with the
+// checks and messages every driver shares.
 class InferRequest {
  public:
   virtual ~InferRequest() = default;
@@ -83,7 +86,7 @@ class InferRequest {
   virtual void infer() = 0;
   // Starts infer() without blocking; `done` is called once, from another
   // thread, with null on success or the failure. At most one in flight per
-  // request. Drivers may use core::AsyncInferRequest's default.
+  // request.
   virtual void start_async(std::function<void(std::exception_ptr)> done) = 0;
   // Blocks until the inference started by start_async() has finished.
   virtual void wait() = 0;

@@ -10,10 +10,10 @@
 
 #include <dnnl.hpp>
 
-#include "core/async_request.h"
 #include "core/driver_module.h"
 #include "core/error.h"
 #include "core/function_expand.h"
+#include "core/infer_request.h"
 #include "core/ports.h"
 #include "drivers/cpu/cpu_compile.h"
 #include "drivers/cpu/executor.h"
@@ -36,42 +36,24 @@ std::string cpu_model_name() {
   return "CPU";
 }
 
-class CpuInferRequest final : public core::AsyncInferRequest {
+class CpuInferStep final : public core::InferStep {
  public:
-  CpuInferRequest(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Executor> executor)
+  CpuInferStep(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Executor> executor)
       : program_(std::move(program)),
         executor_(std::move(executor)),
         stream_(program_->engine),
-        frame_(*program_->plan, nullptr, stream_, program_->threads),
-        inputs_(program_->inputs.size()),
-        outputs_(program_->outputs.size()) {}
-  ~CpuInferRequest() override { stop_worker(); }
+        frame_(*program_->plan, nullptr, stream_, program_->threads) {}
 
-  void set_input(size_t index, const core::Tensor& tensor) override {
-    if (index >= inputs_.size())
-      fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range (the model has " +
-                                        std::to_string(inputs_.size()) + " inputs)");
-    core::check_input(program_->inputs[index], tensor);
-    inputs_[index] = tensor;
-  }
-
-  core::Tensor output(size_t index) const override {
-    if (index >= outputs_.size())
-      fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range (the model has " +
-                                        std::to_string(outputs_.size()) + " outputs)");
-    if (outputs_[index].empty()) fail(HETERO_INVALID_ARGUMENT, "no inference has finished on this request yet");
-    return outputs_[index];
-  }
-
-  void infer() override {
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (inputs_[i].empty())
-        fail(HETERO_INVALID_ARGUMENT, "input '" + program_->inputs[i].name + "' is not set");
+  const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
+  const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
+  std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
+    std::vector<core::Tensor> outputs;
     executor_->run([&] {
       // OpenMP's thread count is per calling thread: set it for the executor's.
       omp_set_num_threads(program_->threads);
-      outputs_ = frame_.run(inputs_);
+      outputs = frame_.run(inputs);
     });
+    return outputs;
   }
 
  private:
@@ -79,8 +61,6 @@ class CpuInferRequest final : public core::AsyncInferRequest {
   std::shared_ptr<Executor> executor_;
   dnnl::stream stream_;
   Frame frame_;
-  std::vector<core::Tensor> inputs_;
-  std::vector<core::Tensor> outputs_;
 };
 
 class CpuCompiledModel final : public driver::CompiledModel {
@@ -90,7 +70,7 @@ class CpuCompiledModel final : public driver::CompiledModel {
   const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
   const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
   std::unique_ptr<driver::InferRequest> create_infer_request() override {
-    return std::make_unique<CpuInferRequest>(program_, executor_);
+    return core::make_infer_request(std::make_unique<CpuInferStep>(program_, executor_));
   }
   std::vector<uint8_t> export_blob() const override { return export_program(*program_); }
   std::string device() const override { return program_->device; }

@@ -4,9 +4,9 @@
 #include <charconv>
 #include <mutex>
 
-#include "core/async_request.h"
 #include "core/config_list.h"
 #include "core/error.h"
+#include "core/infer_request.h"
 #include "core/ports.h"
 #include "drivers/gpu/network.h"
 #include "drivers/gpu/program.h"
@@ -63,36 +63,19 @@ struct Options {
   }
 };
 
-class GpuInferRequest final : public core::AsyncInferRequest {
+class GpuInferStep final : public core::InferStep {
  public:
-  explicit GpuInferRequest(std::shared_ptr<const CompiledProgram> program)
-      : program_(program), network_(program), inputs_(program->inputs.size()), outputs_(program->outputs.size()) {}
-  ~GpuInferRequest() override { stop_worker(); }
+  explicit GpuInferStep(std::shared_ptr<const CompiledProgram> program) : program_(program), network_(program) {}
 
-  void set_input(size_t index, const core::Tensor& tensor) override {
-    if (index >= inputs_.size())
-      fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range (the model has " +
-                                        std::to_string(inputs_.size()) + " inputs)");
-    core::check_input(program_->inputs[index], tensor);
-    inputs_[index] = tensor;
-  }
-  core::Tensor output(size_t index) const override {
-    if (index >= outputs_.size())
-      fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range (the model has " +
-                                        std::to_string(outputs_.size()) + " outputs)");
-    if (outputs_[index].empty()) fail(HETERO_INVALID_ARGUMENT, "no inference has finished on this request yet");
-    return outputs_[index];
-  }
-  void infer() override {
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (inputs_[i].empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + program_->inputs[i].name + "' is not set");
-    outputs_ = network_.execute(inputs_);
+  const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
+  const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
+  std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
+    return network_.execute(inputs);
   }
 
  private:
   std::shared_ptr<const CompiledProgram> program_;
   Network network_;
-  std::vector<core::Tensor> inputs_, outputs_;
 };
 
 class GpuCompiledModel final : public driver::CompiledModel {
@@ -102,7 +85,7 @@ class GpuCompiledModel final : public driver::CompiledModel {
   const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
   const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
   std::unique_ptr<driver::InferRequest> create_infer_request() override {
-    return std::make_unique<GpuInferRequest>(program_);
+    return core::make_infer_request(std::make_unique<GpuInferStep>(program_));
   }
   std::vector<uint8_t> export_blob() const override {
     if (warm_up_before_export_) warm_up();
