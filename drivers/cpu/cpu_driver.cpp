@@ -14,7 +14,6 @@
 #include "core/error.h"
 #include "core/function_expand.h"
 #include "core/infer_request.h"
-#include "core/ports.h"
 #include "drivers/cpu/cpu_compile.h"
 #include "drivers/cpu/executor.h"
 #include "drivers/cpu/plan.h"
@@ -107,7 +106,7 @@ class CpuDriver final : public driver::Driver {
     if (name == driver::kMetricSupportedProperties)
       return std::string(driver::kMetricAvailableDevices) + " " + driver::kMetricFullDeviceName + " " +
              driver::kMetricSupportedProperties + " " + driver::kMetricOptimizationCapabilities + " " +
-             driver::kMetricRangeForAsyncInferRequests + " num_threads optimize ops device_count";
+             driver::kMetricRangeForAsyncInferRequests + " " + cpu_config().names();
     if (name == driver::kMetricOptimizationCapabilities) return "FP32 FP64 INT8 INT32 INT64 BOOL";
     if (name == driver::kMetricRangeForAsyncInferRequests)
       return "1 " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " 1";
@@ -116,13 +115,11 @@ class CpuDriver final : public driver::Driver {
 
   std::string get_config(const std::string& key) const override {
     std::lock_guard lock(mutex_);
-    return options_.get(key);
+    return cpu_config().get(options_, key);
   }
   void set_config(const driver::Config& config) override {
     std::lock_guard lock(mutex_);
-    CpuOptions next = options_;
-    next.apply(config);
-    options_ = next;
+    options_ = cpu_config().apply(options_, config, core::ConfigScope::Driver);
   }
 
   std::vector<driver::NodeSupport> query(const core::Model& model, const std::string& device_id,
@@ -169,13 +166,8 @@ class CpuDriver final : public driver::Driver {
     return device_id == "0" ? "CPU" : "CPU." + device_id;
   }
   CpuOptions options_with(const driver::Config& config) const {
-    if (config.count("device_count"))
-      fail(HETERO_INVALID_ARGUMENT, "CPU config device_count is a driver setting (CPU.device_count when the core "
-                                    "is created), not a compile setting");
     std::lock_guard lock(mutex_);
-    CpuOptions o = options_;
-    o.apply(config);
-    return o;
+    return cpu_config().apply(options_, config, core::ConfigScope::Any);
   }
 
   mutable dnnl::engine engine_;
@@ -184,7 +176,7 @@ class CpuDriver final : public driver::Driver {
   std::shared_ptr<Executor> executor_ = std::make_shared<Executor>();
   std::string full_name_;
   mutable std::mutex mutex_;
-  CpuOptions options_;
+  CpuOptions options_ = cpu_config().defaults();
 };
 
 }  // namespace
