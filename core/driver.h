@@ -21,7 +21,8 @@
 // types that have changed since. Nobody bumps a number by hand.
 //
 // hetero_driver_create() returns a new driver, or null with the reason in
-// `error`. The host deletes the driver before dlclose.
+// `error`; it must not set up the driver's runtime (Driver::initialize()).
+// The host deletes the driver before dlclose.
 //
 // The contract follows OpenVINO's plugin API: device enumeration and metrics,
 // get/set config rejecting unknown keys, query, compile, infer requests,
@@ -105,12 +106,21 @@ class CompiledModel {
   virtual std::string device() const = 0;
 };
 
+// A driver is made when its module loads, cheaply: a process lists every
+// module, but uses the devices of few. Its runtime (OpenCL platforms, zeInit,
+// a oneDNN engine) is set up by initialize(), which the host calls once, on
+// first use of the driver's devices, before any call but name(), version(),
+// get_config() and set_config().
 class Driver {
  public:
   virtual ~Driver() = default;
   // Device family name used in device strings: "CPU", "OPENCL", "LEVEL_ZERO".
   virtual std::string name() const = 0;
   virtual std::string version() const = 0;
+  // Sets up the runtime. A throw is reported as the module's failure, the way
+  // a module that fails to load is; a runtime that is there but has no device
+  // is no failure (devices() is empty and no_device_reason() says why).
+  virtual void initialize() {}
   // Device ids ("0", "1", ...); empty when the runtime has no device.
   virtual std::vector<std::string> devices() const = 0;
   // Why devices() is empty, when it is.

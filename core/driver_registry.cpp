@@ -89,6 +89,13 @@ std::vector<std::string> driver_search_path(const std::string& configured) {
   return path;
 }
 
+struct DriverRegistry::Init {
+  std::once_flag once;
+  bool ok = false;  // written once, inside `once`
+};
+
+DriverRegistry::~DriverRegistry() = default;
+
 DriverRegistry::DriverRegistry(const std::vector<std::string>& search_path) {
   for (const std::string& dir : search_path) {
     std::error_code ec;
@@ -114,18 +121,18 @@ void DriverRegistry::load(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* err = dlerror();
-    failures_.push_back({path, std::string("cannot load: ") + (err ? err : "unknown dlopen error")});
+    load_failures_.push_back({path, std::string("cannot load: ") + (err ? err : "unknown dlopen error")});
     return;
   }
   // The stamp first: a module from another build is never called.
   if (std::string why = stamp_mismatch(handle); !why.empty()) {
-    failures_.push_back({path, why});
+    load_failures_.push_back({path, why});
     dlclose(handle);
     return;
   }
   auto create = reinterpret_cast<hetero_driver_create_fn>(dlsym(handle, HETERO_DRIVER_ENTRY_SYMBOL));
   if (!create) {
-    failures_.push_back({path, "not a heterod driver: it does not export " HETERO_DRIVER_ENTRY_SYMBOL});
+    load_failures_.push_back({path, "not a heterod driver: it does not export " HETERO_DRIVER_ENTRY_SYMBOL});
     dlclose(handle);
     return;
   }
@@ -140,7 +147,7 @@ void DriverRegistry::load(const std::string& path) {
   }
   if (!raw) {
     error[sizeof error - 1] = 0;
-    failures_.push_back({path, error[0] ? error : "initialisation failed without a reason"});
+    load_failures_.push_back({path, error[0] ? error : "initialisation failed without a reason"});
     dlclose(handle);
     return;
   }
@@ -160,11 +167,43 @@ void DriverRegistry::load(const std::string& path) {
     }
   }
   drivers_.push_back({path, std::move(drv)});
+  init_.push_back(std::make_unique<Init>());
+}
+
+std::vector<DriverFailure> DriverRegistry::failures() const {
+  std::vector<DriverFailure> all = load_failures_;
+  std::lock_guard lock(init_failures_mutex_);
+  all.insert(all.end(), init_failures_.begin(), init_failures_.end());
+  return all;
+}
+
+driver::Driver* DriverRegistry::loaded(const std::string& name) const {
+  for (const LoadedDriver& d : drivers_)
+    if (d.driver->name() == name) return d.driver.get();
+  return nullptr;
 }
 
 driver::Driver* DriverRegistry::find(const std::string& name) const {
-  for (const LoadedDriver& d : drivers_)
-    if (d.driver->name() == name) return d.driver.get();
+  for (size_t i = 0; i < drivers_.size(); ++i) {
+    const LoadedDriver& d = drivers_[i];
+    if (d.driver->name() != name) continue;
+    Init& init = *init_[i];
+    std::call_once(init.once, [&] {
+      std::string why;
+      try {
+        d.driver->initialize();
+        init.ok = true;
+        return;
+      } catch (const std::exception& e) {
+        why = e.what();
+      } catch (...) {
+        why = "an unknown exception";
+      }
+      std::lock_guard lock(init_failures_mutex_);
+      init_failures_.push_back({d.path, name + " driver initialisation failed: " + why});
+    });
+    return init.ok ? d.driver.get() : nullptr;
+  }
   return nullptr;
 }
 

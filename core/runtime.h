@@ -40,7 +40,7 @@ class Runtime {
   explicit Runtime(const RuntimeOptions& options = {});
 
   const DriverRegistry& registry() const noexcept { return registry_; }
-  // Every device of every loaded driver.
+  // Every device of every loaded driver (which initialises them all).
   std::vector<DeviceInfo> devices() const;
   std::string metric(const std::string& device, const std::string& name) const;
 

@@ -81,13 +81,15 @@ class CpuCompiledModel final : public driver::CompiledModel {
 
 class CpuDriver final : public driver::Driver {
  public:
-  CpuDriver() : engine_(dnnl::engine::kind::cpu, 0), full_name_(cpu_model_name()) {}
-
   std::string name() const override { return "CPU"; }
   std::string version() const override {
     const dnnl_version_t* v = dnnl_version();
     return std::string(HETERO_VERSION) + "+onednn." + std::to_string(v->major) + "." + std::to_string(v->minor) +
            "." + std::to_string(v->patch);
+  }
+  void initialize() override {
+    engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
+    full_name_ = cpu_model_name();
   }
   std::vector<std::string> devices() const override {
     std::vector<std::string> ids;

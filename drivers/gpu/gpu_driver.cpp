@@ -94,10 +94,14 @@ class GpuCompiledModel final : public driver::CompiledModel {
 class GpuDriver final : public driver::Driver {
  public:
   explicit GpuDriver(std::unique_ptr<DeviceFamily> family)
-      : family_(std::move(family)), name_(family_->name()), devices_(family_->device_count()) {}
+      : family_(std::move(family)), name_(family_->name()) {}
 
   std::string name() const override { return name_; }
   std::string version() const override { return HETERO_VERSION; }
+  void initialize() override {
+    family_->enumerate();
+    devices_.resize(family_->device_count());
+  }
   std::vector<std::string> devices() const override {
     std::vector<std::string> ids;
     for (size_t i = 0; i < devices_.size(); ++i) ids.push_back(std::to_string(i));

@@ -21,9 +21,8 @@ constexpr const char* kMetricPciId = "PCI_ID";
 
 class LevelZeroFamily final : public gpu::DeviceFamily {
  public:
-  LevelZeroFamily() : infos_(enumerate_devices(no_device_reason_)) {}
-
   std::string name() const override { return "LEVEL_ZERO"; }
+  void enumerate() override { infos_ = enumerate_devices(no_device_reason_); }
   size_t device_count() const override { return infos_.size(); }
   std::string no_device_reason() const override { return no_device_reason_; }
   std::string full_name(size_t i) const override {

@@ -12,9 +12,8 @@ namespace {
 
 class OpenClFamily final : public gpu::DeviceFamily {
  public:
-  OpenClFamily() : infos_(enumerate_devices(no_device_reason_)) {}
-
   std::string name() const override { return "OPENCL"; }
+  void enumerate() override { infos_ = enumerate_devices(no_device_reason_); }
   size_t device_count() const override { return infos_.size(); }
   std::string no_device_reason() const override { return no_device_reason_; }
   std::string full_name(size_t i) const override {
