@@ -1,6 +1,7 @@
 // The in-process backend: the C ABI's handles over core::Runtime and the
 // driver objects it hands out.
 #include <charconv>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -140,17 +141,11 @@ const LocalModel& local_model(const ModelImpl& model) {
 class LocalBackend final : public Backend {
  public:
   explicit LocalBackend(const Config& options)
-      : runtime_(std::make_shared<core::Runtime>(runtime_options(options))), cache_(cache_options(options)) {
-    for (core::DeviceInfo& d : runtime_->devices()) devices_.push_back({std::move(d.name), std::move(d.full_name)});
-    for (const core::LoadedDriver& d : runtime_->registry().drivers())
-      drivers_.push_back({d.driver->name(), d.driver->version(), d.path,
-                          d.driver->devices().empty() ? d.driver->no_device_reason() : std::string()});
-    for (const core::DriverFailure& f : runtime_->registry().failures()) failures_.push_back({f.path, f.reason});
-  }
+      : runtime_(std::make_shared<core::Runtime>(runtime_options(options))), cache_(cache_options(options)) {}
 
-  const std::vector<DeviceEntry>& devices() const override { return devices_; }
-  const std::vector<DriverEntry>& drivers() const override { return drivers_; }
-  const std::vector<DriverFailureEntry>& driver_failures() const override { return failures_; }
+  const std::vector<DeviceEntry>& devices() const override { return listing().devices; }
+  const std::vector<DriverEntry>& drivers() const override { return listing().drivers; }
+  const std::vector<DriverFailureEntry>& driver_failures() const override { return listing().failures; }
   std::string metric(const std::string& device, const std::string& name) const override {
     return runtime_->metric(device, name);
   }
@@ -320,11 +315,34 @@ class LocalBackend final : public Backend {
     return o;
   }
 
+  // Every device, driver and failure, made on the first call for any of
+  // them: listing devices initialises every driver, which a core that only
+  // runs a model on CPU never needs.
+  struct Listing {
+    std::vector<DeviceEntry> devices;
+    std::vector<DriverEntry> drivers;
+    std::vector<DriverFailureEntry> failures;
+  };
+  const Listing& listing() const {
+    std::call_once(listed_, [&] {
+      for (core::DeviceInfo& d : runtime_->devices())
+        listing_.devices.push_back({std::move(d.name), std::move(d.full_name)});
+      const core::DriverRegistry& registry = runtime_->registry();
+      for (const core::LoadedDriver& ld : registry.drivers()) {
+        const driver::Driver* d = registry.find(ld.driver->name());
+        if (!d) continue;  // its initialisation failed: a failure below
+        listing_.drivers.push_back(
+            {d->name(), d->version(), ld.path, d->devices().empty() ? d->no_device_reason() : std::string()});
+      }
+      for (const core::DriverFailure& f : registry.failures()) listing_.failures.push_back({f.path, f.reason});
+    });
+    return listing_;
+  }
+
   RuntimePtr runtime_;
   std::optional<core::BlobCache> cache_;
-  std::vector<DeviceEntry> devices_;
-  std::vector<DriverEntry> drivers_;
-  std::vector<DriverFailureEntry> failures_;
+  mutable std::once_flag listed_;
+  mutable Listing listing_;
 };
 
 }  // namespace

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
+#include "core/driver_abi_stamp.h"
 #include "core/error.h"
 #include "hetero_build_config.h"
 
@@ -53,6 +55,24 @@ bool is_module_name(const std::string& file) {
          file.compare(file.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Why the module behind `handle` is not of this build, or "" when it is.
+std::string stamp_mismatch(void* handle) {
+  const char* stamp = static_cast<const char*>(dlsym(handle, HETERO_DRIVER_STAMP_SYMBOL));
+  if (!stamp) {
+    if (dlsym(handle, "hetero_driver_open"))
+      return "a driver module of an older heterod, from before driver ABI stamps (it exports hetero_driver_open); "
+             "rebuild it with this core (driver ABI stamp " HETERO_DRIVER_ABI_STAMP ")";
+    return "not a heterod driver: it does not export " HETERO_DRIVER_STAMP_SYMBOL;
+  }
+  // A stamp is short; a longer string is not one.
+  const size_t length = strnlen(stamp, 128);
+  const std::string mine(stamp, length);
+  if (length == 128) return "its " HETERO_DRIVER_STAMP_SYMBOL " is not a driver ABI stamp";
+  if (mine == HETERO_DRIVER_ABI_STAMP) return {};
+  return "built by another heterod build or against other core headers: its driver ABI stamp is " + mine +
+         ", this core's is " HETERO_DRIVER_ABI_STAMP "; rebuild it with this core";
+}
+
 }  // namespace
 
 std::vector<std::string> driver_search_path(const std::string& configured) {
@@ -68,6 +88,13 @@ std::vector<std::string> driver_search_path(const std::string& configured) {
   }
   return path;
 }
+
+struct DriverRegistry::Init {
+  std::once_flag once;
+  bool ok = false;  // written once, inside `once`
+};
+
+DriverRegistry::~DriverRegistry() = default;
 
 DriverRegistry::DriverRegistry(const std::vector<std::string>& search_path) {
   for (const std::string& dir : search_path) {
@@ -94,19 +121,25 @@ void DriverRegistry::load(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* err = dlerror();
-    failures_.push_back({path, std::string("cannot load: ") + (err ? err : "unknown dlopen error")});
+    load_failures_.push_back({path, std::string("cannot load: ") + (err ? err : "unknown dlopen error")});
     return;
   }
-  auto open = reinterpret_cast<hetero_driver_open_fn>(dlsym(handle, HETERO_DRIVER_ENTRY_SYMBOL));
-  if (!open) {
-    failures_.push_back({path, "not a heterod driver: it does not export " HETERO_DRIVER_ENTRY_SYMBOL});
+  // The stamp first: a module from another build is never called.
+  if (std::string why = stamp_mismatch(handle); !why.empty()) {
+    load_failures_.push_back({path, why});
+    dlclose(handle);
+    return;
+  }
+  auto create = reinterpret_cast<hetero_driver_create_fn>(dlsym(handle, HETERO_DRIVER_ENTRY_SYMBOL));
+  if (!create) {
+    load_failures_.push_back({path, "not a heterod driver: it does not export " HETERO_DRIVER_ENTRY_SYMBOL});
     dlclose(handle);
     return;
   }
   char error[512] = {0};
   driver::Driver* raw = nullptr;
   try {
-    raw = open(HETERO_DRIVER_ABI_VERSION, error, sizeof error);
+    raw = create(error, sizeof error);
   } catch (const std::exception& e) {
     std::snprintf(error, sizeof error, "%s", e.what());
   } catch (...) {
@@ -114,7 +147,7 @@ void DriverRegistry::load(const std::string& path) {
   }
   if (!raw) {
     error[sizeof error - 1] = 0;
-    failures_.push_back({path, error[0] ? error : "initialisation failed without a reason"});
+    load_failures_.push_back({path, error[0] ? error : "initialisation failed without a reason"});
     dlclose(handle);
     return;
   }
@@ -134,11 +167,43 @@ void DriverRegistry::load(const std::string& path) {
     }
   }
   drivers_.push_back({path, std::move(drv)});
+  init_.push_back(std::make_unique<Init>());
+}
+
+std::vector<DriverFailure> DriverRegistry::failures() const {
+  std::vector<DriverFailure> all = load_failures_;
+  std::lock_guard lock(init_failures_mutex_);
+  all.insert(all.end(), init_failures_.begin(), init_failures_.end());
+  return all;
+}
+
+driver::Driver* DriverRegistry::loaded(const std::string& name) const {
+  for (const LoadedDriver& d : drivers_)
+    if (d.driver->name() == name) return d.driver.get();
+  return nullptr;
 }
 
 driver::Driver* DriverRegistry::find(const std::string& name) const {
-  for (const LoadedDriver& d : drivers_)
-    if (d.driver->name() == name) return d.driver.get();
+  for (size_t i = 0; i < drivers_.size(); ++i) {
+    const LoadedDriver& d = drivers_[i];
+    if (d.driver->name() != name) continue;
+    Init& init = *init_[i];
+    std::call_once(init.once, [&] {
+      std::string why;
+      try {
+        d.driver->initialize();
+        init.ok = true;
+        return;
+      } catch (const std::exception& e) {
+        why = e.what();
+      } catch (...) {
+        why = "an unknown exception";
+      }
+      std::lock_guard lock(init_failures_mutex_);
+      init_failures_.push_back({d.path, name + " driver initialisation failed: " + why});
+    });
+    return init.ok ? d.driver.get() : nullptr;
+  }
   return nullptr;
 }
 

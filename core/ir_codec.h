@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/byte_io.h"
+#include "core/driver.h"
 #include "core/graph.h"
-#include "hetero/driver.hpp"
 
 namespace hetero::core {
 

@@ -3,9 +3,9 @@
 // by HETERO, so a wrong input reads the same whatever runs the model.
 #pragma once
 
+#include "core/driver.h"
 #include "core/graph.h"
 #include "core/tensor.h"
-#include "hetero/driver.hpp"
 
 namespace hetero::core {
 

@@ -24,11 +24,17 @@ std::map<std::string, driver::Config> split_config(const driver::Config& config)
   return per_driver;
 }
 
-std::string load_failure_for(const DriverRegistry& registry, const std::string& driver_name) {
+// The failure of the module that would have driven `driver_name`: the one
+// that loaded but failed to initialise, else one named after the driver.
+std::string failure_for(const DriverRegistry& registry, const std::string& driver_name) {
+  std::string path;
+  for (const LoadedDriver& ld : registry.drivers())
+    if (ld.driver->name() == driver_name) path = ld.path;
   std::string lower = driver_name;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (const DriverFailure& f : registry.failures())
-    if (f.path.find("hetero_driver_" + lower) != std::string::npos) return f.path + ": " + f.reason;
+    if (path.empty() ? f.path.find("hetero_driver_" + lower) != std::string::npos : f.path == path)
+      return f.path + ": " + f.reason;
   return {};
 }
 
@@ -36,7 +42,8 @@ std::string load_failure_for(const DriverRegistry& registry, const std::string& 
 
 Runtime::Runtime(const RuntimeOptions& options) : registry_(driver_search_path(options.driver_path)) {
   for (const auto& [name, config] : split_config(options.config)) {
-    driver::Driver* d = registry_.find(name);
+    // Config is no use of a device: it does not initialise the driver.
+    driver::Driver* d = registry_.loaded(name);
     if (!d) fail(HETERO_NOT_FOUND, "config names driver '" + name + "', which is not loaded");
     d->set_config(config);
   }
@@ -45,14 +52,16 @@ Runtime::Runtime(const RuntimeOptions& options) : registry_(driver_search_path(o
 std::vector<DeviceInfo> Runtime::devices() const {
   std::vector<DeviceInfo> out;
   for (const LoadedDriver& ld : registry_.drivers()) {
-    const auto ids = ld.driver->devices();
+    const driver::Driver* d = registry_.find(ld.driver->name());
+    if (!d) continue;  // its initialisation failed: registry_.failures() says why
+    const auto ids = d->devices();
     for (size_t i = 0; i < ids.size(); ++i) {
       DeviceInfo info;
-      info.driver = ld.driver->name();
+      info.driver = d->name();
       info.id = ids[i];
       // The first device answers to the bare driver name too; list it so.
       info.name = i == 0 ? info.driver : info.driver + "." + ids[i];
-      info.full_name = ld.driver->metric(ids[i], driver::kMetricFullDeviceName);
+      info.full_name = d->metric(ids[i], driver::kMetricFullDeviceName);
       out.push_back(std::move(info));
     }
   }
@@ -62,8 +71,10 @@ std::vector<DeviceInfo> Runtime::devices() const {
 std::pair<driver::Driver*, std::string> Runtime::resolve(const DeviceName& device) const {
   driver::Driver* d = registry_.find(device.driver);
   if (!d) {
-    std::string why = load_failure_for(registry_, device.driver);
-    fail(HETERO_NOT_FOUND, "device " + device.to_string() + ": no " + device.driver + " driver is loaded" +
+    const std::string why = failure_for(registry_, device.driver);
+    fail(HETERO_NOT_FOUND, "device " + device.to_string() + ": " +
+                               (registry_.loaded(device.driver) ? "the " + device.driver + " driver cannot be used"
+                                                                : "no " + device.driver + " driver is loaded") +
                                (why.empty() ? "" : " (" + why + ")"));
   }
   const auto ids = d->devices();

@@ -10,9 +10,9 @@
 
 #include "core/blob_container.h"
 #include "core/device_string.h"
+#include "core/driver.h"
 #include "core/driver_registry.h"
 #include "core/graph.h"
-#include "hetero/driver.hpp"
 
 namespace hetero::core {
 
@@ -40,7 +40,7 @@ class Runtime {
   explicit Runtime(const RuntimeOptions& options = {});
 
   const DriverRegistry& registry() const noexcept { return registry_; }
-  // Every device of every loaded driver.
+  // Every device of every loaded driver (which initialises them all).
   std::vector<DeviceInfo> devices() const;
   std::string metric(const std::string& device, const std::string& name) const;
 

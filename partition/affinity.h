@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "hetero/driver.hpp"
+#include "core/driver.h"
 #include "partition/policy.h"
 
 namespace hetero::partition {

@@ -1,9 +1,7 @@
 #include "partition/hetero_compiled_model.h"
 
-#include <condition_variable>
-#include <mutex>
-
 #include "core/error.h"
+#include "core/infer_request.h"
 #include "core/ports.h"
 #include "partition/plan.h"
 
@@ -16,78 +14,44 @@ namespace {
 
 using Layout = HeteroCompiledModel::Layout;
 
-class HeteroInferRequest final : public driver::InferRequest {
+class HeteroInferStep final : public core::InferStep {
  public:
-  explicit HeteroInferRequest(std::shared_ptr<const Layout> model)
-      : model_(std::move(model)), inputs_(model_->inputs.size()) {
+  explicit HeteroInferStep(std::shared_ptr<const Layout> model) : model_(std::move(model)) {
     for (const auto& stage : model_->stages) {
       stages_.push_back(stage.compiled->create_infer_request());
       if (!stages_.back()) fail(HETERO_DRIVER_ERROR, "the driver of " + stage.device + " returned no infer request");
     }
   }
 
-  ~HeteroInferRequest() override { wait(); }
+  const std::vector<driver::Port>& inputs() const override { return model_->inputs; }
+  const std::vector<driver::Port>& outputs() const override { return model_->outputs; }
 
-  void set_input(size_t index, const core::Tensor& tensor) override {
-    if (index >= inputs_.size())
-      fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range (the model has " +
-                                        std::to_string(inputs_.size()) + " inputs)");
-    core::check_input(model_->inputs[index], tensor);
-    std::lock_guard lock(mutex_);
-    if (busy_) fail(HETERO_BUSY, "an inference is running on this request");
-    // Bound at once to every stage that reads it, so the stage's driver
-    // checks it too, against its own compiled shapes.
+  // Bound at once to every stage that reads it, so the stage's driver checks
+  // it too, against its own compiled shapes.
+  void input_bound(size_t index, const core::Tensor& tensor) override {
     for (size_t s = 0; s < stages_.size(); ++s) {
       const auto& sources = model_->stages[s].inputs;
       for (size_t i = 0; i < sources.size(); ++i)
         if (sources[i].kind == Source::Kind::GraphInput && sources[i].index == index)
           stages_[s]->set_input(i, tensor);
     }
-    inputs_[index] = tensor;
   }
 
-  core::Tensor output(size_t index) const override {
-    if (index >= model_->output_sources.size())
-      fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range (the model has " +
-                                        std::to_string(model_->output_sources.size()) + " outputs)");
-    if (!finished_) fail(HETERO_INVALID_ARGUMENT, "no inference has finished on this request yet");
-    return resolve(model_->output_sources[index]);
-  }
-
-  void infer() override {
-    {
-      std::lock_guard lock(mutex_);
-      if (busy_) fail(HETERO_BUSY, "an inference is already running on this request");
-      check_inputs_bound();
-      finished_ = false;
-    }
+  std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
+    inputs_ = inputs;
     for (size_t s = 0; s < stages_.size(); ++s) {
+      stages_[s]->wait();  // the last async inference's callback may still be unwinding
       bind_stage(s);
       stages_[s]->infer();
     }
-    finished_ = true;
+    return collect_outputs();
   }
 
-  void start_async(std::function<void(std::exception_ptr)> done) override {
-    {
-      std::lock_guard lock(mutex_);
-      if (busy_) fail(HETERO_BUSY, "an inference is already running on this request");
-      check_inputs_bound();
-      busy_ = true;
-      finished_ = false;
-      done_ = std::move(done);
-    }
-    if (stages_.empty()) return finish(nullptr);
-    try {
-      start_stage(0);
-    } catch (...) {
-      finish(std::current_exception());
-    }
-  }
-
-  void wait() override {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return !busy_; });
+  bool start(const std::vector<core::Tensor>& inputs, Done done) override {
+    inputs_ = inputs;
+    done_ = std::move(done);
+    start_stage(0);
+    return true;
   }
 
  private:
@@ -100,9 +64,10 @@ class HeteroInferRequest final : public driver::InferRequest {
     fail(HETERO_INTERNAL, "unknown tensor source");
   }
 
-  void check_inputs_bound() const {
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (inputs_[i].empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + model_->inputs[i].name + "' is not set");
+  std::vector<core::Tensor> collect_outputs() const {
+    std::vector<core::Tensor> outputs;
+    for (const Source& source : model_->output_sources) outputs.push_back(resolve(source));
+    return outputs;
   }
 
   // Inputs that come from earlier stages: their outputs of this inference,
@@ -113,54 +78,34 @@ class HeteroInferRequest final : public driver::InferRequest {
       if (sources[i].kind == Source::Kind::PartOutput) stages_[s]->set_input(i, resolve(sources[i]));
   }
 
+  // Starts stage `s`, whose callback starts the next; after the last, the
+  // outputs go to done_.
   void start_stage(size_t s) {
+    if (s == stages_.size()) return done_(collect_outputs(), nullptr);
     // A stage's request clears its busy flag only after its callback has
     // returned; the previous inference's last callback may still be unwinding.
     stages_[s]->wait();
     bind_stage(s);
     stages_[s]->start_async([this, s](std::exception_ptr error) {
-      if (error || s + 1 == stages_.size()) return finish(error);
+      if (error) return done_({}, error);
       try {
         start_stage(s + 1);
       } catch (...) {
-        finish(std::current_exception());
+        done_({}, std::current_exception());
       }
     });
   }
 
-  void finish(std::exception_ptr error) {
-    finished_ = !error;
-    std::function<void(std::exception_ptr)> done;
-    {
-      std::lock_guard lock(mutex_);
-      done = std::move(done_);
-    }
-    // The callback runs before waiters wake, as for every driver's requests.
-    if (done) {
-      try {
-        done(error);
-      } catch (...) {
-      }
-    }
-    std::lock_guard lock(mutex_);
-    busy_ = false;
-    cv_.notify_all();
-  }
-
   std::shared_ptr<const Layout> model_;
   std::vector<std::unique_ptr<driver::InferRequest>> stages_;
-  std::vector<core::Tensor> inputs_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool busy_ = false;
-  bool finished_ = false;
-  std::function<void(std::exception_ptr)> done_;
+  std::vector<core::Tensor> inputs_;  // of the inference running
+  Done done_;
 };
 
 }  // namespace
 
 std::unique_ptr<driver::InferRequest> HeteroCompiledModel::create_infer_request() {
-  return std::make_unique<HeteroInferRequest>(layout_);
+  return core::make_infer_request(std::make_unique<HeteroInferStep>(layout_));
 }
 
 std::vector<uint8_t> HeteroCompiledModel::export_blob() const {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/driver.h"
 #include "core/graph.h"
 #include "core/runtime.h"
-#include "hetero/driver.hpp"
 #include "partition/cut.h"
 
 namespace hetero::partition {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/device_string.h"
+#include "core/driver.h"
 #include "core/graph.h"
 #include "core/runtime.h"
-#include "hetero/driver.hpp"
 #include "partition/affinity.h"
 #include "partition/cut.h"
 #include "partition/policy.h"

@@ -4,68 +4,30 @@
 
 #include <omp.h>
 
-#include <algorithm>
-#include <charconv>
 #include <cstring>
 
 #include "core/error.h"
 #include "core/function_expand.h"
 #include "core/ir_codec.h"
 #include "core/mapped_file.h"
-#include "core/config_list.h"
 #include "core/ports.h"
 
 namespace hetero::cpu {
 
-namespace {
-
-constexpr const char* kKeys = "(keys: num_threads, optimize, ops, device_count)";
-
-}  // namespace
-
-void CpuOptions::apply(const driver::Config& config) {
-  for (const auto& [key, value] : config) {
-    if (key == "device_count") {
-      int n = 0;
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 16)
-        fail(HETERO_INVALID_ARGUMENT, "CPU config device_count must be an integer 1..16, got '" + value + "'");
-      device_count = n;
-    } else if (key == "ops") {
-      ops = core::split_config_list(value);
-    } else if (key == "num_threads") {
-      int n = -1;
-      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || end != value.data() + value.size() || n < 0 || n > 1024)
-        fail(HETERO_INVALID_ARGUMENT, "CPU config num_threads must be an integer 0..1024 (0: one per core), got '" +
-                                          value + "'");
-      num_threads = n;
-    } else if (key == "optimize") {
-      if (value != "true" && value != "false")
-        fail(HETERO_INVALID_ARGUMENT, "CPU config optimize must be true or false, got '" + value + "'");
-      optimize = value == "true";
-    } else {
-      fail(HETERO_INVALID_ARGUMENT, "the CPU driver has no config key '" + key + "' " + kKeys);
-    }
-  }
+const core::ConfigTable<CpuOptions>& cpu_config() {
+  static const core::ConfigTable<CpuOptions> table(
+      "CPU",
+      {
+          core::int_key("num_threads", &CpuOptions::num_threads, 0, 0, 1024, "threads per inference; 0: one per core"),
+          core::bool_key("optimize", &CpuOptions::optimize, true, "graph passes: BatchNorm folding, post-op fusion"),
+          core::ops_key(&CpuOptions::ops, ". With device_count, lets one CPU stand in for two unlike devices"),
+          core::int_key("device_count", &CpuOptions::device_count, 1, 1, 16,
+                        "devices the driver lists (CPU, CPU.1, ...), all this processor", core::ConfigScope::Driver),
+      });
+  return table;
 }
 
-std::string CpuOptions::get(const std::string& key) const {
-  if (key == "num_threads") return std::to_string(num_threads);
-  if (key == "optimize") return optimize ? "true" : "false";
-  if (key == "device_count") return std::to_string(device_count);
-  if (key == "ops") {
-    std::string list;
-    for (const std::string& op : ops) list += (list.empty() ? "" : ",") + op;
-    return list;
-  }
-  fail(HETERO_INVALID_ARGUMENT, "the CPU driver has no config key '" + key + "' " + kKeys);
-}
-
-bool CpuOptions::allows(const core::Node& node) const {
-  // Constants are copied into every submodel that uses them, whatever runs it.
-  return ops.empty() || node.op_type == "Constant" || std::find(ops.begin(), ops.end(), node.op_type) != ops.end();
-}
+bool CpuOptions::allows(const core::Node& node) const { return core::ops_allow(ops, node); }
 
 int CpuOptions::threads() const { return num_threads > 0 ? num_threads : omp_get_num_procs(); }
 

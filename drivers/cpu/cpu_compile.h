@@ -10,30 +10,26 @@
 
 #include <dnnl.hpp>
 
+#include "core/config_table.h"
+#include "core/driver.h"
 #include "drivers/cpu/plan.h"
-#include "hetero/driver.hpp"
 
 namespace hetero::cpu {
 
-// The CPU driver's config keys.
+// The CPU driver's options, one field per config key; cpu_config() has each
+// key's default and meaning.
 struct CpuOptions {
-  int num_threads = 0;  // 0: one per core
-  bool optimize = true; // graph passes (BatchNorm folding, post-op fusion)
-  // Op types the device may run; empty: all it has kernels for. With
-  // device_count, lets one CPU stand in for two unlike devices (HETERO tests,
-  // keeping an op off a device).
+  int num_threads;
+  bool optimize;
   std::vector<std::string> ops;
-  // Devices the driver lists (CPU.0, CPU.1, ...), all the same processor. A
-  // driver setting: it is read when devices are listed, not per compile.
-  int device_count = 1;
+  int device_count;
 
-  // Fails with INVALID_ARGUMENT naming an unknown key or a bad value.
-  void apply(const driver::Config& config);
-  std::string get(const std::string& key) const;
   int threads() const;
   // Whether `ops` lets the device run `node`.
   bool allows(const core::Node& node) const;
 };
+
+const core::ConfigTable<CpuOptions>& cpu_config();
 
 struct CpuProgram {
   std::unique_ptr<core::Model> model;  // the driver's own, optimized copy

@@ -10,14 +10,13 @@
 
 #include <dnnl.hpp>
 
-#include "core/async_request.h"
+#include "core/driver_module.h"
 #include "core/error.h"
 #include "core/function_expand.h"
-#include "core/ports.h"
+#include "core/infer_request.h"
 #include "drivers/cpu/cpu_compile.h"
 #include "drivers/cpu/executor.h"
 #include "drivers/cpu/plan.h"
-#include "hetero/driver.hpp"
 #include "hetero_build_config.h"
 
 namespace hetero::cpu {
@@ -36,42 +35,24 @@ std::string cpu_model_name() {
   return "CPU";
 }
 
-class CpuInferRequest final : public core::AsyncInferRequest {
+class CpuInferStep final : public core::InferStep {
  public:
-  CpuInferRequest(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Executor> executor)
+  CpuInferStep(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Executor> executor)
       : program_(std::move(program)),
         executor_(std::move(executor)),
         stream_(program_->engine),
-        frame_(*program_->plan, nullptr, stream_, program_->threads),
-        inputs_(program_->inputs.size()),
-        outputs_(program_->outputs.size()) {}
-  ~CpuInferRequest() override { stop_worker(); }
+        frame_(*program_->plan, nullptr, stream_, program_->threads) {}
 
-  void set_input(size_t index, const core::Tensor& tensor) override {
-    if (index >= inputs_.size())
-      fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range (the model has " +
-                                        std::to_string(inputs_.size()) + " inputs)");
-    core::check_input(program_->inputs[index], tensor);
-    inputs_[index] = tensor;
-  }
-
-  core::Tensor output(size_t index) const override {
-    if (index >= outputs_.size())
-      fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range (the model has " +
-                                        std::to_string(outputs_.size()) + " outputs)");
-    if (outputs_[index].empty()) fail(HETERO_INVALID_ARGUMENT, "no inference has finished on this request yet");
-    return outputs_[index];
-  }
-
-  void infer() override {
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (inputs_[i].empty())
-        fail(HETERO_INVALID_ARGUMENT, "input '" + program_->inputs[i].name + "' is not set");
+  const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
+  const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
+  std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
+    std::vector<core::Tensor> outputs;
     executor_->run([&] {
       // OpenMP's thread count is per calling thread: set it for the executor's.
       omp_set_num_threads(program_->threads);
-      outputs_ = frame_.run(inputs_);
+      outputs = frame_.run(inputs);
     });
+    return outputs;
   }
 
  private:
@@ -79,8 +60,6 @@ class CpuInferRequest final : public core::AsyncInferRequest {
   std::shared_ptr<Executor> executor_;
   dnnl::stream stream_;
   Frame frame_;
-  std::vector<core::Tensor> inputs_;
-  std::vector<core::Tensor> outputs_;
 };
 
 class CpuCompiledModel final : public driver::CompiledModel {
@@ -90,7 +69,7 @@ class CpuCompiledModel final : public driver::CompiledModel {
   const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
   const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
   std::unique_ptr<driver::InferRequest> create_infer_request() override {
-    return std::make_unique<CpuInferRequest>(program_, executor_);
+    return core::make_infer_request(std::make_unique<CpuInferStep>(program_, executor_));
   }
   std::vector<uint8_t> export_blob() const override { return export_program(*program_); }
   std::string device() const override { return program_->device; }
@@ -102,13 +81,15 @@ class CpuCompiledModel final : public driver::CompiledModel {
 
 class CpuDriver final : public driver::Driver {
  public:
-  CpuDriver() : engine_(dnnl::engine::kind::cpu, 0), full_name_(cpu_model_name()) {}
-
   std::string name() const override { return "CPU"; }
   std::string version() const override {
     const dnnl_version_t* v = dnnl_version();
     return std::string(HETERO_VERSION) + "+onednn." + std::to_string(v->major) + "." + std::to_string(v->minor) +
            "." + std::to_string(v->patch);
+  }
+  void initialize() override {
+    engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
+    full_name_ = cpu_model_name();
   }
   std::vector<std::string> devices() const override {
     std::vector<std::string> ids;
@@ -127,7 +108,7 @@ class CpuDriver final : public driver::Driver {
     if (name == driver::kMetricSupportedProperties)
       return std::string(driver::kMetricAvailableDevices) + " " + driver::kMetricFullDeviceName + " " +
              driver::kMetricSupportedProperties + " " + driver::kMetricOptimizationCapabilities + " " +
-             driver::kMetricRangeForAsyncInferRequests + " num_threads optimize ops device_count";
+             driver::kMetricRangeForAsyncInferRequests + " " + cpu_config().names();
     if (name == driver::kMetricOptimizationCapabilities) return "FP32 FP64 INT8 INT32 INT64 BOOL";
     if (name == driver::kMetricRangeForAsyncInferRequests)
       return "1 " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " 1";
@@ -136,13 +117,11 @@ class CpuDriver final : public driver::Driver {
 
   std::string get_config(const std::string& key) const override {
     std::lock_guard lock(mutex_);
-    return options_.get(key);
+    return cpu_config().get(options_, key);
   }
   void set_config(const driver::Config& config) override {
     std::lock_guard lock(mutex_);
-    CpuOptions next = options_;
-    next.apply(config);
-    options_ = next;
+    options_ = cpu_config().apply(options_, config, core::ConfigScope::Driver);
   }
 
   std::vector<driver::NodeSupport> query(const core::Model& model, const std::string& device_id,
@@ -189,13 +168,8 @@ class CpuDriver final : public driver::Driver {
     return device_id == "0" ? "CPU" : "CPU." + device_id;
   }
   CpuOptions options_with(const driver::Config& config) const {
-    if (config.count("device_count"))
-      fail(HETERO_INVALID_ARGUMENT, "CPU config device_count is a driver setting (CPU.device_count when the core "
-                                    "is created), not a compile setting");
     std::lock_guard lock(mutex_);
-    CpuOptions o = options_;
-    o.apply(config);
-    return o;
+    return cpu_config().apply(options_, config, core::ConfigScope::Any);
   }
 
   mutable dnnl::engine engine_;
@@ -204,15 +178,11 @@ class CpuDriver final : public driver::Driver {
   std::shared_ptr<Executor> executor_ = std::make_shared<Executor>();
   std::string full_name_;
   mutable std::mutex mutex_;
-  CpuOptions options_;
+  CpuOptions options_ = cpu_config().defaults();
 };
 
 }  // namespace
 
 }  // namespace hetero::cpu
 
-extern "C" __attribute__((visibility("default"))) hetero::driver::Driver* hetero_driver_open(
-    uint32_t host_abi_version, char* error, size_t error_size) {
-  return hetero::driver::open_driver(host_abi_version, error, error_size, "CPU",
-                                     [] { return std::make_unique<hetero::cpu::CpuDriver>(); });
-}
+HETERO_DRIVER_MODULE("CPU", [] { return std::make_unique<hetero::cpu::CpuDriver>(); })

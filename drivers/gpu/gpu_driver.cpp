@@ -1,13 +1,10 @@
 #include "drivers/gpu/gpu_driver.h"
 
-#include <algorithm>
-#include <charconv>
 #include <mutex>
 
-#include "core/async_request.h"
-#include "core/config_list.h"
+#include "core/config_table.h"
 #include "core/error.h"
-#include "core/ports.h"
+#include "core/infer_request.h"
 #include "drivers/gpu/network.h"
 #include "drivers/gpu/program.h"
 #include "hetero_build_config.h"
@@ -17,82 +14,41 @@ namespace hetero::gpu {
 namespace {
 
 constexpr const char* kMetricKernelSourceBuilds = "KERNEL_SOURCE_BUILDS";
-constexpr const char* kKeys = "(keys: optimize, ops, kernels_per_batch)";
 
+// The options of a GPU driver, one field per config key; gpu_config() has
+// each key's default and meaning.
 struct Options {
-  bool optimize = true;
-  std::vector<std::string> ops;  // empty: every op it has kernels for
-  int kernels_per_batch = 8;
+  bool optimize;
+  std::vector<std::string> ops;
+  int kernels_per_batch;
 
-  // `driver` names the driver in errors ("OPENCL").
-  void apply(const driver::Config& config, const std::string& driver) {
-    for (const auto& [key, value] : config) {
-      if (key == "optimize") {
-        if (value != "true" && value != "false")
-          fail(HETERO_INVALID_ARGUMENT, driver + " config optimize must be true or false, got '" + value + "'");
-        optimize = value == "true";
-      } else if (key == "ops") {
-        ops = core::split_config_list(value);
-      } else if (key == "kernels_per_batch") {
-        int n = 0;
-        auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-        if (ec != std::errc() || end != value.data() + value.size() || n < 1 || n > 256)
-          fail(HETERO_INVALID_ARGUMENT,
-               driver + " config kernels_per_batch must be an integer 1..256, got '" + value + "'");
-        kernels_per_batch = n;
-      } else {
-        fail(HETERO_INVALID_ARGUMENT, "the " + driver + " driver has no config key '" + key + "' " + kKeys);
-      }
-    }
-  }
-  std::string get(const std::string& key, const std::string& driver) const {
-    if (key == "optimize") return optimize ? "true" : "false";
-    if (key == "kernels_per_batch") return std::to_string(kernels_per_batch);
-    if (key == "ops") {
-      std::string list;
-      for (const std::string& op : ops) {
-        if (!list.empty()) list += ',';
-        list += op;
-      }
-      return list;
-    }
-    fail(HETERO_INVALID_ARGUMENT, "the " + driver + " driver has no config key '" + key + "' " + kKeys);
-  }
-  bool allows(const core::Node& node) const {
-    return ops.empty() || node.op_type == "Constant" || std::find(ops.begin(), ops.end(), node.op_type) != ops.end();
-  }
+  bool allows(const core::Node& node) const { return core::ops_allow(ops, node); }
 };
 
-class GpuInferRequest final : public core::AsyncInferRequest {
- public:
-  explicit GpuInferRequest(std::shared_ptr<const CompiledProgram> program)
-      : program_(program), network_(program), inputs_(program->inputs.size()), outputs_(program->outputs.size()) {}
-  ~GpuInferRequest() override { stop_worker(); }
+// `driver` names the driver in errors ("OPENCL").
+core::ConfigTable<Options> gpu_config(const std::string& driver) {
+  return core::ConfigTable<Options>(
+      driver, {
+                  core::bool_key("optimize", &Options::optimize, true, "graph passes: fusion and weight reorders"),
+                  core::ops_key(&Options::ops),
+                  core::int_key("kernels_per_batch", &Options::kernels_per_batch, 8, 1, 256,
+                                "kernels compiled together in one device program"),
+              });
+}
 
-  void set_input(size_t index, const core::Tensor& tensor) override {
-    if (index >= inputs_.size())
-      fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range (the model has " +
-                                        std::to_string(inputs_.size()) + " inputs)");
-    core::check_input(program_->inputs[index], tensor);
-    inputs_[index] = tensor;
-  }
-  core::Tensor output(size_t index) const override {
-    if (index >= outputs_.size())
-      fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range (the model has " +
-                                        std::to_string(outputs_.size()) + " outputs)");
-    if (outputs_[index].empty()) fail(HETERO_INVALID_ARGUMENT, "no inference has finished on this request yet");
-    return outputs_[index];
-  }
-  void infer() override {
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (inputs_[i].empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + program_->inputs[i].name + "' is not set");
-    outputs_ = network_.execute(inputs_);
+class GpuInferStep final : public core::InferStep {
+ public:
+  explicit GpuInferStep(std::shared_ptr<const CompiledProgram> program) : program_(program), network_(program) {}
+
+  const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
+  const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
+  std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
+    return network_.execute(inputs);
   }
 
  private:
   std::shared_ptr<const CompiledProgram> program_;
   Network network_;
-  std::vector<core::Tensor> inputs_, outputs_;
 };
 
 class GpuCompiledModel final : public driver::CompiledModel {
@@ -102,7 +58,7 @@ class GpuCompiledModel final : public driver::CompiledModel {
   const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
   const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
   std::unique_ptr<driver::InferRequest> create_infer_request() override {
-    return std::make_unique<GpuInferRequest>(program_);
+    return core::make_infer_request(std::make_unique<GpuInferStep>(program_));
   }
   std::vector<uint8_t> export_blob() const override {
     if (warm_up_before_export_) warm_up();
@@ -138,10 +94,14 @@ class GpuCompiledModel final : public driver::CompiledModel {
 class GpuDriver final : public driver::Driver {
  public:
   explicit GpuDriver(std::unique_ptr<DeviceFamily> family)
-      : family_(std::move(family)), name_(family_->name()), devices_(family_->device_count()) {}
+      : family_(std::move(family)), name_(family_->name()) {}
 
   std::string name() const override { return name_; }
   std::string version() const override { return HETERO_VERSION; }
+  void initialize() override {
+    family_->enumerate();
+    devices_.resize(family_->device_count());
+  }
   std::vector<std::string> devices() const override {
     std::vector<std::string> ids;
     for (size_t i = 0; i < devices_.size(); ++i) ids.push_back(std::to_string(i));
@@ -170,7 +130,7 @@ class GpuDriver final : public driver::Driver {
         list += ' ';
         list += extra;
       }
-      return list + " optimize ops kernels_per_batch";
+      return list + " " + config_.names();
     }
     if (name == driver::kMetricOptimizationCapabilities) return family_->fp16(index) ? "FP32 FP16" : "FP32";
     if (name == driver::kMetricRangeForAsyncInferRequests) return "1 4 1";
@@ -185,13 +145,11 @@ class GpuDriver final : public driver::Driver {
 
   std::string get_config(const std::string& key) const override {
     std::lock_guard lock(mutex_);
-    return options_.get(key, name_);
+    return config_.get(options_, key);
   }
   void set_config(const driver::Config& config) override {
     std::lock_guard lock(mutex_);
-    Options next = options_;
-    next.apply(config, name_);
-    options_ = next;
+    options_ = config_.apply(options_, config, core::ConfigScope::Driver);
   }
 
   std::vector<driver::NodeSupport> query(const core::Model& model, const std::string& device_id,
@@ -256,16 +214,15 @@ class GpuDriver final : public driver::Driver {
   }
   Options options_with(const driver::Config& config) const {
     std::lock_guard lock(mutex_);
-    Options o = options_;
-    o.apply(config, name_);
-    return o;
+    return config_.apply(options_, config, core::ConfigScope::Any);
   }
 
   std::unique_ptr<DeviceFamily> family_;
   std::string name_;
   std::vector<std::shared_ptr<Device>> devices_;  // opened on first use
+  const core::ConfigTable<Options> config_ = gpu_config(name_);
   mutable std::mutex mutex_;
-  Options options_;
+  Options options_ = config_.defaults();
 };
 
 }  // namespace

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/driver.h"
 #include "drivers/gpu/device_api.h"
-#include "hetero/driver.hpp"
 
 namespace hetero::gpu {
 
@@ -20,6 +20,9 @@ class DeviceFamily {
   virtual ~DeviceFamily() = default;
   // "OPENCL", "LEVEL_ZERO": the driver name and device string prefix.
   virtual std::string name() const = 0;
+  // Sets up the API and finds its devices (OpenCL platform enumeration,
+  // zeInit): the driver's initialize(), called once before anything below.
+  virtual void enumerate() = 0;
   virtual size_t device_count() const = 0;
   // Why there is no device, when there is none.
   virtual std::string no_device_reason() const = 0;

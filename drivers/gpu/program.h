@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "core/driver.h"
 #include "core/graph.h"
 #include "drivers/gpu/device_api.h"
 #include "drivers/gpu/network_plan.h"
 #include "drivers/gpu/topology.h"
-#include "hetero/driver.hpp"
 
 namespace hetero::gpu {
 

@@ -5,6 +5,7 @@
 // the metrics that come from the Level Zero device properties.
 #include <cstdio>
 
+#include "core/driver_module.h"
 #include "drivers/gpu/gpu_driver.h"
 #include "drivers/level_zero/ze_device.h"
 
@@ -20,9 +21,8 @@ constexpr const char* kMetricPciId = "PCI_ID";
 
 class LevelZeroFamily final : public gpu::DeviceFamily {
  public:
-  LevelZeroFamily() : infos_(enumerate_devices(no_device_reason_)) {}
-
   std::string name() const override { return "LEVEL_ZERO"; }
+  void enumerate() override { infos_ = enumerate_devices(no_device_reason_); }
   size_t device_count() const override { return infos_.size(); }
   std::string no_device_reason() const override { return no_device_reason_; }
   std::string full_name(size_t i) const override {
@@ -59,8 +59,5 @@ class LevelZeroFamily final : public gpu::DeviceFamily {
 
 }  // namespace hetero::level_zero
 
-extern "C" __attribute__((visibility("default"))) hetero::driver::Driver* hetero_driver_open(
-    uint32_t host_abi_version, char* error, size_t error_size) {
-  return hetero::driver::open_driver(host_abi_version, error, error_size, "Level Zero",
-                                     [] { return hetero::gpu::make_driver(std::make_unique<hetero::level_zero::LevelZeroFamily>()); });
-}
+HETERO_DRIVER_MODULE("Level Zero",
+                     [] { return hetero::gpu::make_driver(std::make_unique<hetero::level_zero::LevelZeroFamily>()); })

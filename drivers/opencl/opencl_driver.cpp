@@ -2,6 +2,7 @@
 // finds (OPENCL, OPENCL.1, ...), programs built by the shared GPU parts
 // (drivers/gpu, whose gpu_driver.h is the driver itself) over cl_device.h.
 
+#include "core/driver_module.h"
 #include "drivers/gpu/gpu_driver.h"
 #include "drivers/opencl/cl_device.h"
 
@@ -11,9 +12,8 @@ namespace {
 
 class OpenClFamily final : public gpu::DeviceFamily {
  public:
-  OpenClFamily() : infos_(enumerate_devices(no_device_reason_)) {}
-
   std::string name() const override { return "OPENCL"; }
+  void enumerate() override { infos_ = enumerate_devices(no_device_reason_); }
   size_t device_count() const override { return infos_.size(); }
   std::string no_device_reason() const override { return no_device_reason_; }
   std::string full_name(size_t i) const override {
@@ -35,8 +35,5 @@ class OpenClFamily final : public gpu::DeviceFamily {
 
 }  // namespace hetero::opencl
 
-extern "C" __attribute__((visibility("default"))) hetero::driver::Driver* hetero_driver_open(
-    uint32_t host_abi_version, char* error, size_t error_size) {
-  return hetero::driver::open_driver(host_abi_version, error, error_size, "OpenCL",
-                                     [] { return hetero::gpu::make_driver(std::make_unique<hetero::opencl::OpenClFamily>()); });
-}
+HETERO_DRIVER_MODULE("OpenCL",
+                     [] { return hetero::gpu::make_driver(std::make_unique<hetero::opencl::OpenClFamily>()); })

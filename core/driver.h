@@ -1,25 +1,36 @@
-// heterod driver module interface.
+// The driver module interface: what a driver module (drivers/cpu,
+// drivers/opencl, drivers/level_zero) implements and the core calls. It is
+// an in-tree interface, not a public SDK: modules are built together with the
+// core and share its C++ types (core::Model, core::Tensor, hetero::Error), so
+// it lives in core/ and is not installed. The public, stable interface is the
+// C ABI of include/hetero/hetero.h.
 //
-// A driver is a shared object loaded with dlopen. It exports one C symbol,
+// A driver is a shared object loaded with dlopen. It exports two C symbols
+// (core/driver_module.h's HETERO_DRIVER_MODULE defines both):
 //
-//   extern "C" hetero::driver::Driver* hetero_driver_open(uint32_t host_abi_version,
-//                                                         char* error, size_t error_size);
+//   extern "C" const char hetero_driver_abi_stamp[];
+//   extern "C" hetero::driver::Driver* hetero_driver_create(char* error, size_t error_size);
 //
-// which returns a new driver when `host_abi_version` equals the module's
-// HETERO_DRIVER_ABI_VERSION, or null with a reason written to `error` (another
-// ABI version, no runtime, init failure). The host deletes the driver before
-// dlclose. Modules are built together with the core (they share its C++ types:
-// core::Model, core::Tensor), so the ABI version is bumped whenever anything
-// in this header or in those types changes layout.
+// The stamp is the build's: "<version>+<hash>", where the hash covers this
+// header, the other headers a module builds on (the list is in
+// core/meson.build) and every header they include (graph.h, tensor.h,
+// dtype.h, error.h, ...), computed when the project is built
+// (core/driver_abi_stamp.py). The host reads a module's stamp before it calls
+// the module at all and refuses, with both stamps in the reason, a module
+// whose stamp is not its own: one built by another version, or against core
+// types that have changed since. Nobody bumps a number by hand.
 //
-// The contract follows OpenVINO's plugin API (shared/reference/plugin-api.md):
-// device enumeration and metrics, get/set config rejecting unknown keys, query,
-// compile, infer requests, export/import. Errors are hetero::Error exceptions.
+// hetero_driver_create() returns a new driver, or null with the reason in
+// `error`; it must not set up the driver's runtime (Driver::initialize()).
+// The host deletes the driver before dlclose.
+//
+// The contract follows OpenVINO's plugin API: device enumeration and metrics,
+// get/set config rejecting unknown keys, query, compile, infer requests,
+// export/import. Errors are hetero::Error exceptions.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <exception>
 #include <functional>
 #include <map>
@@ -28,11 +39,12 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/graph.h"
 #include "core/tensor.h"
 
-#define HETERO_DRIVER_ABI_VERSION 2u
-#define HETERO_DRIVER_ENTRY_SYMBOL "hetero_driver_open"
+#define HETERO_DRIVER_STAMP_SYMBOL "hetero_driver_abi_stamp"
+#define HETERO_DRIVER_ENTRY_SYMBOL "hetero_driver_create"
 
 namespace hetero::driver {
 
@@ -60,6 +72,9 @@ struct NodeSupport {
   std::string reason;  // empty when supported
 };
 
+// Drivers do not implement this themselves: core::make_infer_request()
+// (core/infer_request.h) makes one over the driver's run step, with the
+// checks and messages every driver shares.
 class InferRequest {
  public:
   virtual ~InferRequest() = default;
@@ -75,7 +90,7 @@ class InferRequest {
   virtual void infer() = 0;
   // Starts infer() without blocking; `done` is called once, from another
   // thread, with null on success or the failure. At most one in flight per
-  // request. Drivers may use core::AsyncInferRequest's default.
+  // request.
   virtual void start_async(std::function<void(std::exception_ptr)> done) = 0;
   // Blocks until the inference started by start_async() has finished.
   virtual void wait() = 0;
@@ -94,12 +109,21 @@ class CompiledModel {
   virtual std::string device() const = 0;
 };
 
+// A driver is made when its module loads, cheaply: a process lists every
+// module, but uses the devices of few. Its runtime (OpenCL platforms, zeInit,
+// a oneDNN engine) is set up by initialize(), which the host calls once, on
+// first use of the driver's devices, before any call but name(), version(),
+// get_config() and set_config().
 class Driver {
  public:
   virtual ~Driver() = default;
   // Device family name used in device strings: "CPU", "OPENCL", "LEVEL_ZERO".
   virtual std::string name() const = 0;
   virtual std::string version() const = 0;
+  // Sets up the runtime. A throw is reported as the module's failure, the way
+  // a module that fails to load is; a runtime that is there but has no device
+  // is no failure (devices() is empty and no_device_reason() says why).
+  virtual void initialize() {}
   // Device ids ("0", "1", ...); empty when the runtime has no device.
   virtual std::vector<std::string> devices() const = 0;
   // Why devices() is empty, when it is.
@@ -120,27 +144,8 @@ class Driver {
                                                      const Config& config) = 0;
 };
 
-// The body of a module's hetero_driver_open(): the ABI check, then the
-// driver `make()` returns, or null with the reason in `error` when it throws.
-// `what` names the driver in that reason ("OpenCL").
-template <typename Make>
-Driver* open_driver(uint32_t host_abi_version, char* error, size_t error_size, const char* what, Make&& make) {
-  if (host_abi_version != HETERO_DRIVER_ABI_VERSION) {
-    std::snprintf(error, error_size, "driver ABI version %u, host expects %u", HETERO_DRIVER_ABI_VERSION,
-                  host_abi_version);
-    return nullptr;
-  }
-  try {
-    return make().release();
-  } catch (const std::exception& e) {
-    std::snprintf(error, error_size, "%s driver initialisation failed: %s", what, e.what());
-    return nullptr;
-  }
-}
-
 }  // namespace hetero::driver
 
 extern "C" {
-typedef hetero::driver::Driver* (*hetero_driver_open_fn)(uint32_t host_abi_version, char* error,
-                                                         size_t error_size);
+typedef hetero::driver::Driver* (*hetero_driver_create_fn)(char* error, size_t error_size);
 }
