@@ -126,5 +126,6 @@ void register_dnnl_kernels(KernelRegistry& r);
 void register_nn_kernels(KernelRegistry& r);
 void register_control_flow_kernels(KernelRegistry& r);
 void register_misc_kernels(KernelRegistry& r);
+void register_quantization_kernels(KernelRegistry& r);
 
 }  // namespace hetero::cpu

@@ -39,6 +39,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_misc_kernels(r);
     register_control_flow_kernels(r);
     register_nn_kernels(r);
+    register_quantization_kernels(r);
     register_dnnl_kernels(r);
     return r;
   }();
