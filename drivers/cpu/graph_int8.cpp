@@ -17,6 +17,8 @@
 //   Concat                -> QLinearConcat
 //   (Global)AveragePool   -> QLinear(Global)AveragePool
 //   unary elementwise op  -> QLinearUnary (a 256-entry table of the float op)
+//   (and then any chain of the elementwise ones above that depends on one
+//   8-bit tensor only, such as x * relu6(x + 3) / 6 -> one QLinearTable)
 //   MaxPool, Reshape, Transpose, Resize (nearest), ... with the same
 //   parameters on both sides -> the same op on the codes.
 // Runs of such nodes keep activations in int8 from one Q to the next DQ.
@@ -27,6 +29,7 @@
 // would not be exact on this processor (quant_util.h), a group is left as
 // it is. Every constant Q/DQ node's parameters are checked here, so a bad
 // scale or zero point is refused at compile time naming the node.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_set>
@@ -107,6 +110,7 @@ class Int8Pass {
   bool pool(core::Node* n);
   bool concat(core::Node* n);
   bool codes_through(core::Node* n);
+  void fold_tables();
 
   // Makes `n` the hetero.cpu op `op` writing `out` (a Q's output) and
   // erases the nodes in `absorbed`.
@@ -371,6 +375,83 @@ bool Int8Pass::codes_through(core::Node* n) {
   return true;
 }
 
+// An 8-bit elementwise node of the int8 pass whose other inputs are
+// scalar constants: a function, code by code, of its tensor inputs.
+bool table_node(const core::Node* n) {
+  if (!n || n->domain != kCpuDomain || n->outputs.size() != 1 || !n->outputs[0]) return false;
+  const std::string& op = n->op_type;
+  if (op != "QLinearUnary" && op != "QLinearAdd" && op != "QLinearMul" && op != "QLinearTable") return false;
+  for (const core::Value* in : n->inputs)
+    if (in && in->constant && in->constant->numel() != 1) return false;
+  return is_8bit(n->outputs[0]->dtype);
+}
+
+// Chains of table nodes that depend on a single 8-bit tensor x become one
+// QLinearTable (its kernel runs the chain once on all 256 codes). From the
+// last node of the graph backwards, a chain grows towards its inputs while
+// a producer is a table node whose output only the chain reads.
+void Int8Pass::fold_tables() {
+  std::vector<core::Node*> order;
+  for (const auto& n : g_.nodes()) order.push_back(n.get());
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    core::Node* sink = *it;
+    if (erased_.count(sink) || !table_node(sink)) continue;
+    std::vector<core::Node*> chain{sink};
+    auto in_chain = [&](const core::Node* n) { return std::find(chain.begin(), chain.end(), n) != chain.end(); };
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (size_t c = 0; c < chain.size(); ++c)
+        for (core::Value* v : chain[c]->inputs) {
+          core::Node* p = v && !v->constant ? v->producer : nullptr;
+          if (!p || in_chain(p) || !table_node(p) || is_graph_output(g_, v) || !used_only_in(g_, v)) continue;
+          bool private_use = true;
+          for (const core::Use& u : v->uses) private_use = private_use && in_chain(u.node);
+          if (!private_use) continue;
+          chain.push_back(p);
+          grew = true;
+        }
+    }
+    std::vector<core::Value*> leaves;
+    for (core::Node* n : chain)
+      for (core::Value* v : n->inputs)
+        if (v && !v->constant && !in_chain(v->producer) && std::find(leaves.begin(), leaves.end(), v) == leaves.end())
+          leaves.push_back(v);
+    // A lone QLinearUnary is a table already; a lone Add or Mul with a
+    // constant becomes one.
+    const bool lone_table = chain.size() == 1 && sink->op_type != "QLinearAdd" && sink->op_type != "QLinearMul";
+    if (leaves.size() != 1 || lone_table || !is_8bit(leaves[0]->dtype)) continue;
+
+    std::sort(chain.begin(), chain.end(), [](const core::Node* a, const core::Node* b) { return a->index < b->index; });
+    auto body = std::make_shared<core::Graph>();
+    body->name = sink->name + "/table";
+    core::ValueMap map;
+    core::Value* x = leaves[0];
+    map[x] = core::copy_value(*x, *body);
+    body->inputs = {map[x]};
+    for (core::Node* n : chain) {
+      for (core::Value* v : n->inputs)
+        if (v && !map.count(v)) map[v] = core::copy_value(*v, *body);
+      for (core::Value* v : n->outputs)
+        if (v) map[v] = core::copy_value(*v, *body);
+      core::copy_node(*n, *body, map);
+    }
+    core::Value* out = sink->outputs[0];
+    body->outputs = {map[out]};
+    const std::string name = names_.node(sink->name + "/table");
+    for (core::Node* n : chain) erase(n);
+    core::Node* table = g_.add_node("QLinearTable", name);
+    table->domain = kCpuDomain;
+    table->opset = 1;
+    core::Attribute a;
+    a.name = "body";
+    a.type = core::AttrType::Graph;
+    a.g = std::move(body);
+    table->attributes.push_back(std::move(a));
+    g_.set_input(table, 0, x);
+    g_.set_output(table, 0, out);
+  }
+}
+
 void Int8Pass::run() {
   // Every constant Q/DQ is checked, whether or not a group absorbs it.
   for (const auto& n : g_.nodes())
@@ -388,7 +469,23 @@ void Int8Pass::run() {
     if (!is_qdq(n.get(), "DequantizeLinear") || !n->outputs[0]) continue;
     if (n->outputs[0]->uses.empty() && !is_graph_output(g_, n->outputs[0])) dead.push_back(n.get());
   }
-  for (core::Node* n : dead) g_.erase_node(n);
+  for (core::Node* n : dead) erase(n);
+  fold_tables();
+  // What is left dequantised of a constant (the weights of a float op, such
+  // as a ConvTranspose no group took) becomes a float constant: the op then
+  // prepares its weights once instead of every run.
+  std::vector<core::Node*> constant_dq;
+  for (const auto& n : g_.nodes())
+    if (is_qdq(n.get(), "DequantizeLinear") && n->input(0) && n->input(0)->constant && n->outputs[0] &&
+        !is_graph_output(g_, n->outputs[0]))
+      constant_dq.push_back(n.get());
+  for (core::Node* n : constant_dq) {
+    const std::optional<QuantParams> p = qdq_constant_params(*n, opset_of(n));
+    if (!p) continue;
+    core::Value* out = n->outputs[0];
+    out->constant = dequantize_tensor(*n->input(0)->constant, *p);
+    erase(n);
+  }
   drop_dead_constants(g_);
   g_.sort_topologically();
 }

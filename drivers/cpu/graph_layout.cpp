@@ -40,7 +40,7 @@ std::optional<Role> role_of(const core::Graph& g, const core::Node* n) {
     const std::string& op = n->op_type;
     if (op == "FusedConv" || op == "FusedConvTranspose" || op == "QLinearConv") return Role::Conv;
     if (op == "QLinearGlobalAveragePool" || op == "QLinearAveragePool") return Role::Pool;
-    if (op == "QLinearAdd" || op == "QLinearMul" || op == "QLinearUnary") return Role::Elementwise;
+    if (op == "QLinearAdd" || op == "QLinearMul" || op == "QLinearUnary" || op == "QLinearTable") return Role::Elementwise;
     if (op == "QLinearConcat") return Role::Concat;
     return std::nullopt;
   }

@@ -13,6 +13,8 @@
 // can turn one step into many (a hardswish's x + 3 at x = 0 is such a
 // tie). Inputs broadcast like numpy; a run over which one input is
 // constant is computed as ONNX Runtime's scalar case is.
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -107,36 +109,78 @@ class BinaryKernel final : public Kernel {
   }
 
  private:
-  // y[i] for a[i * step_a], b[i * step_b] (step 0: one value for the run).
+  // y[i] for a[i * step_a], b[i * step_b], steps 1 or 0 (one value for the
+  // run): eight at a time in SSE2 as ONNX Runtime does, then the same
+  // arithmetic one at a time.
   template <typename T>
   void segment(const T* a, size_t step_a, const QuantParams& pa, const T* b, size_t step_b, const QuantParams& pb,
                const QuantParams& py, T* y, size_t len) const {
     const float zc = static_cast<float>(py.zero_point[0]);
-    float v[256];
+    size_t i = 0;
     if (mul_) {
       const float ratio = pa.scale[0] * pb.scale[0] / py.scale[0];
       const int32_t za = pa.zero_point[0], zb = pb.zero_point[0];
-      for (size_t done = 0; done < len; done += 256) {
-        const size_t n = std::min<size_t>(256, len - done);
-        for (size_t j = 0; j < n; ++j) {
-          const int32_t product = (int32_t{a[(done + j) * step_a]} - za) * (int32_t{b[(done + j) * step_b]} - zb);
-          v[j] = static_cast<float>(product) * ratio + zc;
-        }
-        round_to_codes(v, y + done, n);
+      const __m128i vza = _mm_set1_epi16(static_cast<int16_t>(za)), vzb = _mm_set1_epi16(static_cast<int16_t>(zb));
+      const __m128 vratio = _mm_set1_ps(ratio), vzc = _mm_set1_ps(zc);
+      const __m128i b_scalar = _mm_sub_epi16(_mm_set1_epi16(static_cast<int16_t>(b[0])), vzb);
+      for (; step_a == 1 && i + 8 <= len; i += 8) {
+        const __m128i da = _mm_sub_epi16(widen8(a + i), vza);
+        const __m128i db = step_b == 0 ? b_scalar : _mm_sub_epi16(widen8(b + i), vzb);
+        const __m128i lo = _mm_mullo_epi16(da, db), hi = _mm_mulhi_epi16(da, db);
+        const __m128 p0 = _mm_cvtepi32_ps(_mm_unpacklo_epi16(lo, hi)), p1 = _mm_cvtepi32_ps(_mm_unpackhi_epi16(lo, hi));
+        store8(y + i, _mm_add_ps(_mm_mul_ps(p0, vratio), vzc), _mm_add_ps(_mm_mul_ps(p1, vratio), vzc));
+      }
+      for (; i < len; ++i) {
+        const int32_t product = (int32_t{a[i * step_a]} - za) * (int32_t{b[i * step_b]} - zb);
+        store1(y + i, static_cast<float>(product) * ratio + zc);
       }
       return;
     }
     const float ra = pa.scale[0] / py.scale[0], rb = pb.scale[0] / py.scale[0];
     float fixed = zc - (ra * static_cast<float>(pa.zero_point[0]) + rb * static_cast<float>(pb.zero_point[0]));
     if (step_b == 0) fixed = fixed + static_cast<float>(b[0]) * rb;
-    for (size_t done = 0; done < len; done += 256) {
-      const size_t n = std::min<size_t>(256, len - done);
-      for (size_t j = 0; j < n; ++j) {
-        const float fa = fixed + static_cast<float>(a[(done + j) * step_a]) * ra;
-        v[j] = step_b == 0 ? fa : fa + static_cast<float>(b[(done + j) * step_b]) * rb;
+    const __m128 vfixed = _mm_set1_ps(fixed), vra = _mm_set1_ps(ra), vrb = _mm_set1_ps(rb);
+    for (; step_a == 1 && i + 8 <= len; i += 8) {
+      __m128 a0, a1;
+      floats8(widen8(a + i), a0, a1);
+      a0 = _mm_add_ps(vfixed, _mm_mul_ps(a0, vra));
+      a1 = _mm_add_ps(vfixed, _mm_mul_ps(a1, vra));
+      if (step_b != 0) {
+        __m128 b0, b1;
+        floats8(widen8(b + i), b0, b1);
+        a0 = _mm_add_ps(a0, _mm_mul_ps(b0, vrb));
+        a1 = _mm_add_ps(a1, _mm_mul_ps(b1, vrb));
       }
-      round_to_codes(v, y + done, n);
+      store8(y + i, a0, a1);
     }
+    for (; i < len; ++i) {
+      const float fa = fixed + static_cast<float>(a[i * step_a]) * ra;
+      store1(y + i, step_b == 0 ? fa : fa + static_cast<float>(b[i * step_b]) * rb);
+    }
+  }
+
+  // Eight codes as int16.
+  static __m128i widen8(const uint8_t* p) {
+    return _mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_setzero_si128());
+  }
+  static __m128i widen8(const int8_t* p) {
+    const __m128i x = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm_srai_epi16(_mm_unpacklo_epi8(x, x), 8);
+  }
+  static void floats8(__m128i v16, __m128& lo, __m128& hi) {
+    lo = _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpacklo_epi16(v16, v16), 16));
+    hi = _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpackhi_epi16(v16, v16), 16));
+  }
+  // Rounded (half to even) and saturated, like ONNX Runtime's packs.
+  template <typename T>
+  static void store8(T* y, __m128 lo, __m128 hi) {
+    const __m128i w = _mm_packs_epi32(_mm_cvtps_epi32(lo), _mm_cvtps_epi32(hi));
+    const __m128i bytes = std::is_same_v<T, uint8_t> ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y), bytes);
+  }
+  template <typename T>
+  static void store1(T* y, float v) {
+    round_to_codes(&v, y, 1);
   }
 
   const core::Node& node_;
@@ -198,22 +242,36 @@ class ConcatKernel final : public Kernel {
     const QuantParams& py = y_.get(r, sy);
     Tensor& y = r.output(0, y_.dtype(), out_shape);
     const AxisSplit split = split_at_axis(out_shape, axis);
-    size_t offset = 0;  // of this input's slab within an output row
+    // Per input: its slab of each output row, and the table that
+    // requantises it (none when its parameters are the output's).
+    struct Part {
+      const uint8_t* src;
+      size_t slab, offset;
+      std::vector<uint8_t> table;
+    };
+    std::vector<Part> parts;
+    size_t offset = 0;
     for (size_t k = 0; k < in.size(); ++k) {
       QuantParams sx;
       const QuantParams& px = xs_[k].get(r, sx);
-      const size_t slab = static_cast<size_t>(in[k]->dim(axis)) * split.inner;
-      const auto* src = static_cast<const uint8_t*>(in[k]->raw());
-      auto* dst = static_cast<uint8_t*>(y.raw());
-      if (px.scale == py.scale && px.zero_point == py.zero_point) {
-        for (size_t o = 0; o < split.outer; ++o) std::memcpy(dst + o * split.n * split.inner + offset, src + o * slab, slab);
-      } else {
-        const std::vector<uint8_t> table = quantize_codes(dequantized_codes(px), py);
-        for (size_t o = 0; o < split.outer; ++o)
-          for (size_t j = 0; j < slab; ++j) dst[o * split.n * split.inner + offset + j] = table[src[o * slab + j]];
-      }
-      offset += slab;
+      Part p{static_cast<const uint8_t*>(in[k]->raw()), static_cast<size_t>(in[k]->dim(axis)) * split.inner, offset, {}};
+      if (px.scale != py.scale || px.zero_point != py.zero_point) p.table = quantize_codes(dequantized_codes(px), py);
+      offset += p.slab;
+      parts.push_back(std::move(p));
     }
+    auto* dst = static_cast<uint8_t*>(y.raw());
+    const size_t row = split.n * split.inner;
+    const int64_t outer = static_cast<int64_t>(split.outer);
+#pragma omp parallel for schedule(static) if (y.numel() > kParallelThreshold)
+    for (int64_t o = 0; o < outer; ++o)
+      for (const Part& p : parts) {
+        uint8_t* d = dst + static_cast<size_t>(o) * row + p.offset;
+        const uint8_t* s = p.src + static_cast<size_t>(o) * p.slab;
+        if (p.table.empty())
+          std::memcpy(d, s, p.slab);
+        else
+          look_up_run(s, d, p.slab, p.table.data());
+      }
   }
 
  private:

@@ -4,7 +4,8 @@
 //   - elementwise functions of one input (com.microsoft QLinearSigmoid and
 //     QLinearLeakyRelu, hetero.cpu QLinearUnary for any such op the int8
 //     pass found between a DQ and a Q): the float kernel maps all 256 codes
-//     once, and the op is a table lookup;
+//     once, and the op is a table lookup; hetero.cpu QLinearTable likewise
+//     for a chain of 8-bit nodes of one input (x * relu6(x + 3) / 6);
 //   - QLinearAveragePool: the float AveragePool over the dequantised input;
 //   - QLinearGlobalAveragePool: integer sums per channel, requantised as
 //     ONNX Runtime does (for the reason kernels_qlinear_binary.cpp gives).
@@ -15,6 +16,7 @@
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/dtype_dispatch.h"
+#include "drivers/cpu/graph_eval.h"
 #include "drivers/cpu/post_ops.h"
 #include "drivers/cpu/quant_util.h"
 
@@ -37,77 +39,37 @@ bool quant_attr(const std::string& name) {
 class FloatOp {
  public:
   FloatOp(const KernelBuild& b, const std::string& op_type, const std::string& domain, int64_t opset,
-          std::vector<core::Attribute> attrs, std::vector<std::optional<Tensor>> extra_inputs)
-      : extra_(std::move(extra_inputs)) {
-    node_ = graph_.add_node(op_type, b.node.name + "/float");
-    node_->domain = domain;
-    node_->opset = opset;
-    node_->attributes = std::move(attrs);
-    for (size_t i = 0; i <= extra_.size(); ++i) {
-      core::Value* v = graph_.add_value("in" + std::to_string(i));
-      v->dtype = DType::F32;
-      if (i > 0 && extra_[i - 1]) {
-        v->constant = *extra_[i - 1];
-        v->dtype = extra_[i - 1]->dtype();
-      }
-      if (i == 0 || extra_[i - 1]) graph_.set_input(node_, i, v);
+          std::vector<core::Attribute> attrs, const std::vector<std::optional<Tensor>>& extra_inputs) {
+    core::Node* node = graph_.add_node(op_type, b.node.name + "/float");
+    node->domain = domain;
+    node->opset = opset;
+    node->attributes = std::move(attrs);
+    core::Value* x = graph_.add_value("x");
+    x->dtype = DType::F32;
+    graph_.set_input(node, 0, x);
+    for (size_t i = 0; i < extra_inputs.size(); ++i) {
+      if (!extra_inputs[i]) continue;
+      core::Value* v = graph_.add_value("in" + std::to_string(i + 1));
+      v->constant = *extra_inputs[i];
+      v->dtype = extra_inputs[i]->dtype();
+      graph_.set_input(node, i + 1, v);
     }
-    graph_.set_output(node_, 0, graph_.add_value("out"));
-    const KernelFactory* factory = KernelRegistry::builtin().find(op_type, domain, opset);
-    if (!factory) b.unsupported("the CPU driver has no float kernel for " + op_type);
-    KernelBuild inner{*node_, opset, b.engine, b.compile_subgraph};
-    kernel_ = (*factory)(inner);
+    core::Value* out = graph_.add_value("out");
+    graph_.set_output(node, 0, out);
+    graph_.inputs = {x};
+    graph_.outputs = {out};
+    eval_.emplace(b, graph_);
   }
 
   Tensor run(const Tensor& x, dnnl::stream& stream, int threads) const {
-    Run r(*node_, x, extra_, stream, threads);
-    kernel_->run(r);
-    return r.result();
+    Tensor out = eval_->run(x, stream, threads);
+    if (out.dtype() != DType::F32) fail(HETERO_NOT_SUPPORTED, "the float op did not produce float32");
+    return out;
   }
 
  private:
-  class Run final : public KernelRun {
-   public:
-    Run(const core::Node& node, const Tensor& x, const std::vector<std::optional<Tensor>>& extra, dnnl::stream& stream,
-        int threads)
-        : node_(node), x_(x), extra_(extra), stream_(stream), threads_(threads) {}
-    const core::Node& node() const override { return node_; }
-    size_t num_inputs() const override { return extra_.size() + 1; }
-    const Tensor* input(size_t i) const override {
-      if (i == 0) return &x_;
-      return i <= extra_.size() && extra_[i - 1] ? &*extra_[i - 1] : nullptr;
-    }
-    size_t num_outputs() const override { return 1; }
-    bool output_wanted(size_t i) const override { return i == 0; }
-    Tensor& output(size_t, DType dtype, const core::Shape& shape) override {
-      out_ = Tensor::allocate(dtype, shape, false);
-      return out_;
-    }
-    void set_output(size_t, Tensor tensor) override { out_ = std::move(tensor); }
-    dnnl::stream& stream() override { return stream_; }
-    int threads() const override { return threads_; }
-    const Frame& frame() const override {
-      fail(HETERO_NOT_SUPPORTED, node_.describe() + ": runs no subgraphs inside a quantised op");
-    }
-    Tensor result() {
-      if (out_.dtype() != DType::F32)
-        fail(HETERO_NOT_SUPPORTED, node_.describe() + ": the float op did not produce float32");
-      return std::move(out_);
-    }
-
-   private:
-    const core::Node& node_;
-    const Tensor& x_;
-    const std::vector<std::optional<Tensor>>& extra_;
-    dnnl::stream& stream_;
-    int threads_;
-    Tensor out_;
-  };
-
   core::Graph graph_;
-  core::Node* node_ = nullptr;
-  std::vector<std::optional<Tensor>> extra_;
-  std::unique_ptr<Kernel> kernel_;
+  std::optional<GraphEval> eval_;
 };
 
 // Input x and output y parameters: inputs 1..4 (ORT's form) or attributes.
@@ -148,11 +110,23 @@ const Tensor& input_checked(const KernelRun& r, DType dtype) {
   return *x;
 }
 
+// y = table[x's byte]: the run of every table-driven op.
+void look_up(const Tensor& x, const uint8_t* table, Tensor& y) {
+  look_up_bytes(static_cast<const uint8_t*>(x.raw()), static_cast<uint8_t*>(y.raw()), x.numel(), table);
+}
+
+// The 256 codes of an 8-bit type, indexed by their byte.
+Tensor all_codes(DType dtype) {
+  Tensor t = Tensor::allocate(dtype, {256}, false);
+  for (int b = 0; b < 256; ++b) static_cast<uint8_t*>(t.raw())[b] = static_cast<uint8_t>(b);
+  return t;
+}
+
 class TableKernel final : public Kernel {
  public:
   TableKernel(const KernelBuild& b, bool attrs, const std::string& op_type, int64_t opset,
               std::vector<core::Attribute> op_attrs, std::vector<std::optional<Tensor>> extra)
-      : io_(b, attrs), op_(b, op_type, "", opset, std::move(op_attrs), std::move(extra)) {
+      : io_(b, attrs), op_(b, op_type, "", opset, std::move(op_attrs), extra) {
     if (io_.constant()) {
       dnnl::stream stream(b.engine);
       QuantParams sx, sy;
@@ -168,13 +142,7 @@ class TableKernel final : public Kernel {
       QuantParams sx, sy;
       run_table = make_table(io_.x(&r, sx), io_.y(&r, sy), r.stream(), r.threads());
     }
-    const uint8_t* t = table_.empty() ? run_table.data() : table_.data();
-    Tensor& y = r.output(0, io_.y_spec.dtype, x.shape());
-    const auto* src = static_cast<const uint8_t*>(x.raw());
-    auto* dst = static_cast<uint8_t*>(y.raw());
-    const int64_t n = static_cast<int64_t>(x.numel());
-#pragma omp parallel for schedule(static) if (n > static_cast<int64_t>(1) << 16)
-    for (int64_t i = 0; i < n; ++i) dst[i] = t[src[i]];
+    look_up(x, table_.empty() ? run_table.data() : table_.data(), r.output(0, io_.y_spec.dtype, x.shape()));
   }
 
  private:
@@ -189,6 +157,40 @@ class TableKernel final : public Kernel {
 
   InOut io_;
   FloatOp op_;
+  std::vector<uint8_t> table_;
+};
+
+// hetero.cpu QLinearTable: a chain of 8-bit elementwise nodes of one input
+// (its attribute `body`, a graph of hetero.cpu QLinear* nodes the int8 pass
+// folded together) evaluated once for all 256 codes by those nodes' own
+// kernels: one lookup instead of a pass per node, with the same results.
+class ChainTableKernel final : public Kernel {
+ public:
+  explicit ChainTableKernel(const KernelBuild& b) {
+    const core::Attribute* body = b.node.attr("body");
+    if (!body || !body->g || body->g->inputs.size() != 1 || body->g->outputs.size() != 1)
+      fail(HETERO_INVALID_MODEL, b.node.describe() + ": needs a graph attribute 'body' of one input and one output");
+    in_ = body->g->inputs[0]->dtype;
+    out_ = body->g->outputs[0]->dtype;
+    for (DType t : {in_, out_})
+      if (t != DType::U8 && t != DType::I8)
+        fail(HETERO_INVALID_MODEL, b.node.describe() + ": body input and output must be uint8 or int8");
+    const GraphEval eval(b, *body->g);
+    dnnl::stream stream(b.engine);
+    const Tensor codes = eval.run(all_codes(in_), stream, 1);
+    if (codes.numel() != 256 || codes.dtype() != out_)
+      fail(HETERO_INVALID_MODEL, b.node.describe() + ": body is not elementwise");
+    table_.assign(static_cast<const uint8_t*>(codes.raw()), static_cast<const uint8_t*>(codes.raw()) + 256);
+  }
+
+  void run(KernelRun& r) override {
+    use_threads(r.threads());
+    const Tensor& x = input_checked(r, in_);
+    look_up(x, table_.data(), r.output(0, out_, x.shape()));
+  }
+
+ private:
+  DType in_ = DType::U8, out_ = DType::U8;
   std::vector<uint8_t> table_;
 };
 
@@ -277,7 +279,10 @@ class GlobalAveragePoolKernel final : public Kernel {
     Tensor& y = r.output(0, io_.y_spec.dtype, memory_shape(out_dims, channels_last_));
     // Sums per channel: a plane at a time, or (channels-last) each thread
     // walking every position over its own slice of the channels.
-    std::vector<int64_t> sum(static_cast<size_t>(N * C), 0);
+    // int32 sums: a plane of up to 2^23 codes cannot overflow them.
+    if (plane >= (int64_t{1} << 23))
+      fail(HETERO_NOT_SUPPORTED, r.node().describe() + ": planes of 2^23 elements or more are not supported");
+    std::vector<int32_t> sum(static_cast<size_t>(N * C), 0);
     with_8bit_type(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* v = x.data<T>();
@@ -285,7 +290,7 @@ class GlobalAveragePoolKernel final : public Kernel {
       if (!channels_last_) {
 #pragma omp parallel for schedule(static) if (parallel)
         for (int64_t nc = 0; nc < N * C; ++nc) {
-          int64_t s = 0;
+          int32_t s = 0;
           for (int64_t p = 0; p < plane; ++p) s += v[nc * plane + p];
           sum[static_cast<size_t>(nc)] = s;
         }
@@ -296,7 +301,7 @@ class GlobalAveragePoolKernel final : public Kernel {
         {
           const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
           const int64_t per = (C + threads - 1) / threads, c0 = std::min(C, t * per), c1 = std::min(C, c0 + per);
-          int64_t* s = sum.data() + n * C;
+          int32_t* s = sum.data() + n * C;
           for (int64_t p = 0; p < plane; ++p) {
             const T* row = v + (n * plane + p) * C;
             for (int64_t c = c0; c < c1; ++c) s[c] += row[c];
@@ -312,7 +317,7 @@ class GlobalAveragePoolKernel final : public Kernel {
     const float hi = static_cast<float>(quant_max(y.dtype()) - py.zero_point[0]);
     std::vector<float> v(sum.size());
     for (size_t i = 0; i < sum.size(); ++i) {
-      const float biased = static_cast<float>(static_cast<int32_t>(sum[i] - px.zero_point[0] * count));
+      const float biased = static_cast<float>(sum[i] - px.zero_point[0] * static_cast<int32_t>(count));
       v[i] = std::nearbyint(std::min(std::max(biased * scale, lo), hi)) + static_cast<float>(py.zero_point[0]);
     }
     with_8bit_type(y.dtype(), [&](auto tag) {
@@ -342,6 +347,9 @@ void register_qlinear_via_float_kernels(KernelRegistry& r) {
                                          std::vector<std::optional<Tensor>>{});
   }, "com.microsoft", 1, 1);
   r.add("QLinearUnary", make_unary, kCpuDomain, 1, 1);
+  r.add("QLinearTable", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
+    return std::make_unique<ChainTableKernel>(b);
+  }, kCpuDomain, 1, 1);
   auto pool = [](bool global, bool attrs) -> KernelFactory {
     return [global, attrs](const KernelBuild& b) -> std::unique_ptr<Kernel> {
       if (global) return std::make_unique<GlobalAveragePoolKernel>(b, attrs);

@@ -1,6 +1,7 @@
 #include "drivers/cpu/quant_util.h"
 
-#include <emmintrin.h>
+#include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <limits>
@@ -277,6 +278,61 @@ template void round_to_codes<int8_t>(const float*, int8_t*, size_t);
 template void dequantize_span<uint8_t>(const uint8_t*, float*, size_t, float, int32_t);
 template void dequantize_span<int8_t>(const int8_t*, float*, size_t, float, int32_t);
 template void dequantize_span<int32_t>(const int32_t*, float*, size_t, float, int32_t);
+
+namespace {
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void look_up_vbmi(const uint8_t* x, uint8_t* y, size_t n,
+                                                                       const uint8_t* table) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i idx = _mm512_loadu_si512(x + i);
+    // Bits 0-6 pick one of 128 entries of each half; bit 7 picks the half.
+    const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1), hi = _mm512_permutex2var_epi8(t2, idx, t3);
+    _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi));
+  }
+  for (; i < n; ++i) y[i] = table[x[i]];
+}
+
+void look_up_plain(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table) {
+  for (size_t i = 0; i < n; ++i) y[i] = table[x[i]];
+}
+
+}  // namespace
+
+void look_up_run(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table) {
+  static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  (vbmi ? look_up_vbmi : look_up_plain)(x, y, n, table);
+}
+
+void look_up_bytes(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table) {
+  constexpr size_t kChunk = size_t{1} << 16;
+  if (n <= kChunk) {
+    look_up_run(x, y, n, table);
+    return;
+  }
+  const int64_t chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t at = static_cast<size_t>(c) * kChunk;
+    look_up_run(x + at, y + at, std::min(kChunk, n - at), table);
+  }
+}
+
+core::Tensor dequantize_tensor(const core::Tensor& q, const QuantParams& p) {
+  core::Tensor out = core::Tensor::allocate(core::DType::F32, q.shape(), false);
+  size_t inner = 1, dim = 1;
+  if (!p.per_tensor()) {
+    for (size_t d = static_cast<size_t>(p.axis) + 1; d < q.rank(); ++d) inner *= static_cast<size_t>(q.dim(d));
+    dim = static_cast<size_t>(q.dim(static_cast<size_t>(p.axis)));
+  }
+  for (size_t i = 0; i < q.numel(); ++i) {
+    const size_t c = p.per_tensor() ? 0 : i / inner % dim;
+    out.data<float>()[i] = static_cast<float>(q.as_int64(i) - p.zero_point_at(c)) * p.scale_at(c);
+  }
+  return out;
+}
 
 std::vector<float> dequantized_codes(const QuantParams& in) {
   std::vector<float> v(256);

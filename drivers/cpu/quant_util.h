@@ -130,6 +130,16 @@ void round_to_codes(const float* v, T* y, size_t n);
 template <typename T>
 void dequantize_span(const T* x, float* y, size_t n, float scale, int32_t zero_point);
 
+// y[i] = table[x[i]] over n bytes (64 bytes per step with AVX-512 VBMI's
+// byte permutes where the processor has them); look_up_bytes spreads big
+// runs over the threads, look_up_run does one run on the calling thread.
+void look_up_bytes(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table);
+void look_up_run(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table);
+
+// A constant dequantised once (the int8 pass folds DQ of a constant so
+// that a float op keeps constant weights).
+core::Tensor dequantize_tensor(const core::Tensor& q, const QuantParams& p);
+
 // Table-driven ops on 8-bit tensors: dequantized_codes(in)[b] is the value of
 // the code whose byte is b (q & 0xff), and quantize_codes maps 256 such
 // values to the bytes of their codes in `out`.

@@ -198,6 +198,29 @@ TEST(CpuInt8, ANetworkStaysInt8FromTheFirstQToTheLastDQ) {
   EXPECT_LE(a.off, a.total / 20);
 }
 
+// x * relu6(x + 3) / 6 as exporters write it and ONNX Runtime quantises it:
+// Add, Mul and Div between DQs and Qs (the Clip dropped into the Q's range).
+// All three depend on x alone: one table.
+TEST(CpuInt8, HardSwishChainsBecomeOneTable) {
+  const std::string text =
+      std::string(kHeader) + "g (float[1,8,16,16] x) => (float[1,8,16,16] y) <"
+      "float xs = {0.04}, uint8 xz = {120}, uint8[1] three = {255}, float ts = {0.011764706}, uint8 tz = {0},"
+      " float as = {0.023529412}, uint8 az = {0}, float ms = {0.06}, uint8 mz = {40}, float six = {6.0},"
+      " float ys = {0.01}, uint8 yz = {30}> {\n"
+      "  xq = QuantizeLinear(x, xs, xz)\n  xd = DequantizeLinear(xq, xs, xz)\n"
+      "  td = DequantizeLinear(three, ts, tz)\n"
+      "  a = Add(xd, td)\n  aq = QuantizeLinear(a, as, az)\n  ad = DequantizeLinear(aq, as, az)\n"
+      "  m = Mul(xd, ad)\n  mq = QuantizeLinear(m, ms, mz)\n  md = DequantizeLinear(mq, ms, mz)\n"
+      "  d = Div(md, six)\n  dq = QuantizeLinear(d, ys, yz)\n  y = DequantizeLinear(dq, ys, yz)\n}";
+  const auto ops = optimized_ops(text);
+  EXPECT_EQ(ops.at("hetero.cpu.QLinearTable"), 1);
+  EXPECT_EQ(ops.count("hetero.cpu.QLinearAdd") + ops.count("hetero.cpu.QLinearMul") + ops.count("hetero.cpu.QLinearUnary"), 0u);
+  const Tensor x = Tensor::from_vector(random_floats(8 * 256, -5, 5, 70), {1, 8, 16, 16});
+  const Agreement a = against_float_simulation(text, {x}, 0.01);
+  EXPECT_LE(a.max_steps, 2.0 + 1e-3);
+  EXPECT_LE(a.beyond_one, a.total / 200);
+}
+
 TEST(CpuInt8, BadParametersInsideAQdqGroupAreRefusedNamingTheNode) {
   std::string text = conv_relu_model(random_values<int8_t>(6 * 8 * 9, -64, 64, 60));
   // The weights' scale holds a zero at channel 2.
