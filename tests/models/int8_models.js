@@ -4,6 +4,12 @@
 // quantize_static defaults, QDQ format) into a directory of the build tree.
 // Nothing is committed: a quantised file is remade when it is missing or
 // older than its float model or the quantizer.
+//
+// On a processor without VNNI the weights are made 7-bit (--reduce-range),
+// as ONNX Runtime advises for its quantize_static there: 8-bit products
+// summed in pairs would saturate int16 in both runtimes' int8 kernels
+// (heterod would then keep those layers in float, ONNX Runtime would
+// saturate), and neither would match the other.
 'use strict';
 
 const fs = require('fs');
@@ -17,6 +23,14 @@ const INT8_MODELS = ['ppocr-cls', 'ppocr-det', 'oww-embedding'].map((name) => MO
 // Calibration runs on inputs of the same kind as the test's, not the same ones.
 const CALIBRATION_VARIANT = 1;
 
+function hasVnni() {
+  try {
+    return /\b(avx512_vnni|avx_vnni|amx_int8)\b/.test(fs.readFileSync('/proc/cpuinfo', 'utf8'));
+  } catch (e) {
+    return false;
+  }
+}
+
 function mtime(file) {
   return fs.statSync(file).mtimeMs;
 }
@@ -27,12 +41,13 @@ async function int8Model(model, ctx, quantizer, dir) {
   fs.mkdirSync(dir, { recursive: true });
   const source = modelPath(ctx.cache, model);
   if (!fs.existsSync(source)) throw new Error(`model file ${source} is missing (rerun scripts/setup.sh --test-data)`);
-  const file = path.join(dir, `${model.name}.int8.onnx`);
-  const report = path.join(dir, `${model.name}.int8.json`);
+  const variant = hasVnni() ? 'int8' : 'int8-7bit';
+  const file = path.join(dir, `${model.name}.${variant}.onnx`);
+  const report = path.join(dir, `${model.name}.${variant}.json`);
   const fresh = fs.existsSync(file) && fs.existsSync(report) &&
     mtime(report) >= Math.max(mtime(source), mtime(quantizer));
   if (!fresh) {
-    const args = [source, file, '--report', report];
+    const args = [source, file, '--report', report, ...(variant === 'int8' ? [] : ['--reduce-range'])];
     for (const [i, input] of (await makeInputs(model, ctx, CALIBRATION_VARIANT)).entries()) {
       const npy = path.join(dir, `${model.name}.calibration_${i}.npy`);
       writeNpy(npy, { dtype: 'float32', shape: input.shape, data: input.data });

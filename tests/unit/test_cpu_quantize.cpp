@@ -147,6 +147,15 @@ TEST(CpuQuantize, BadParametersAreRefusedAtCompileNamingTheNode) {
   // Opset 10 has no per-axis parameters.
   expect_refused(qdq_model("QuantizeLinear", "", "float[3] s = {1, 1, 1}, uint8[3] z = {0, 0, 0}", 10),
                  {"(QuantizeLinear)", "one value"});
+  // A zero point of another type than the data's, or one no QuantizeLinear makes.
+  expect_refused(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g (uint8[2,3] x) => (float[2,3] y) <float s = {1.0}, int8 z = {0}> { y = DequantizeLinear(x, s, z) })",
+                 {"(DequantizeLinear)", "zero point", "must be uint8", "got int8"});
+  expect_refused(R"(
+      <ir_version: 8, opset_import: ["" : 13]>
+      g (float[2,3] x) => (int32[2,3] y) <float s = {1.0}, int32 z = {0}> { y = QuantizeLinear(x, s, z) })",
+                 {"(QuantizeLinear)", "zero point must be uint8 or int8, got int32"});
   // int32 data has no zero point but 0.
   expect_refused(R"(
       <ir_version: 8, opset_import: ["" : 13]>
