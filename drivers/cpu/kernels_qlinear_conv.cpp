@@ -144,21 +144,13 @@ QConvKernel::QConvKernel(const KernelBuild& b, Form form)
 
   QProduct q;
   if (form == Form::Fused) {
-    q.a = quant_params_from_attrs(node_, "x");
-    q.w = quant_params_from_attrs(node_, "w");
-    q.output = has_quant_attrs(node_, "y") ? QProduct::Output::Quantized : QProduct::Output::Float;
-    if (q.output == QProduct::Output::Quantized) q.y = quant_params_from_attrs(node_, "y");
-    q.act_lo = node_.attr_float("act_min", q.act_lo);
-    q.act_hi = node_.attr_float("act_max", q.act_hi);
+    q = QProduct::from_attrs(node_, "x", "w");
     a_spec_.dtype = q.a.dtype;
     w_spec_.dtype = q.w.dtype;
     constant_ = q;
   } else {
     if (form == Form::QLinear) {
-      y_spec_ = {"y", zero_point_type(b, 7)};
-      if (y_spec_.dtype != DType::U8 && y_spec_.dtype != DType::I8)
-        fail(HETERO_INVALID_MODEL, node_.describe() + ": y zero point must be uint8 or int8, got " +
-                                       core::dtype_name(y_spec_.dtype));
+      y_spec_ = {"y", output_zero_point_type(b, 7)};
       y_src_ = QuantInputs(b, 6, 7, y_spec_);
     }
     a_src_ = QuantInputs(b, form == Form::QLinear ? 1 : kNone, x_zp, a_spec_);

@@ -153,21 +153,13 @@ QMatMulKernel::QMatMulKernel(const KernelBuild& b, Form form) : node_(b.node), f
   QProduct q;
   q.alpha = alpha_;
   if (form == Form::Fused) {
-    q.a = quant_params_from_attrs(node_, "a");
-    q.w = quant_params_from_attrs(node_, "b");
-    q.output = has_quant_attrs(node_, "y") ? QProduct::Output::Quantized : QProduct::Output::Float;
-    if (q.output == QProduct::Output::Quantized) q.y = quant_params_from_attrs(node_, "y");
-    q.act_lo = node_.attr_float("act_min", q.act_lo);
-    q.act_hi = node_.attr_float("act_max", q.act_hi);
+    q = QProduct::from_attrs(node_, "a", "b");
     a_spec_.dtype = q.a.dtype;
     b_spec_.dtype = q.w.dtype;
     constant_ = q;
   } else {
     if (form != Form::Integer) {
-      y_spec_ = {"y", in_.y_zp == kNone ? DType::U8 : zero_point_type(b, in_.y_zp)};
-      if (y_spec_.dtype != DType::U8 && y_spec_.dtype != DType::I8)
-        fail(HETERO_INVALID_MODEL, node_.describe() + ": y zero point must be uint8 or int8, got " +
-                                       core::dtype_name(y_spec_.dtype));
+      y_spec_ = {"y", output_zero_point_type(b, in_.y_zp)};
       y_src_ = QuantInputs(b, in_.y_scale, in_.y_zp, y_spec_);
     }
     a_src_ = QuantInputs(b, in_.a_scale, in_.a_zp, a_spec_);

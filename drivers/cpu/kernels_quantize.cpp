@@ -52,10 +52,7 @@ void for_each_block(const QuantParams& p, const core::Shape& shape, size_t numel
 class QuantizeKernel final : public Kernel {
  public:
   explicit QuantizeKernel(const KernelBuild& b) : node_(b.node) {
-    out_type_ = zero_point_type(b, 2);
-    if (out_type_ != DType::U8 && out_type_ != DType::I8)
-      fail(HETERO_INVALID_MODEL, node_.describe() + ": y zero point must be uint8 or int8, got " +
-                                     core::dtype_name(out_type_));
+    out_type_ = output_zero_point_type(b, 2);
     const DType in = b.input_dtype(0);
     if (in != DType::Undefined && in != DType::F32 && in != DType::I32)
       b.unsupported(std::string("x must be float32 or int32, got ") + core::dtype_name(in));

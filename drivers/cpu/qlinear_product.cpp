@@ -6,6 +6,18 @@
 
 namespace hetero::cpu {
 
+QProduct QProduct::from_attrs(const core::Node& node, const std::string& a_prefix, const std::string& w_prefix) {
+  QProduct q;
+  q.a = quant_params_from_attrs(node, a_prefix);
+  q.w = quant_params_from_attrs(node, w_prefix);
+  q.output = has_quant_attrs(node, "y") ? Output::Quantized : Output::Float;
+  if (q.output == Output::Quantized) q.y = quant_params_from_attrs(node, "y");
+  q.alpha = node.attr_float("alpha", 1.0f);
+  q.act_lo = node.attr_float("act_min", q.act_lo);
+  q.act_hi = node.attr_float("act_max", q.act_hi);
+  return q;
+}
+
 core::DType QProduct::out_dtype() const {
   switch (output) {
     case Output::Quantized: return y.dtype;

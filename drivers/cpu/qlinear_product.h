@@ -34,6 +34,10 @@ struct QProduct {
   float act_lo = -std::numeric_limits<float>::infinity();
   float act_hi = std::numeric_limits<float>::infinity();
 
+  // The parameters of a hetero.cpu node the int8 pass made: attributes
+  // `a_prefix`_*, `w_prefix`_*, y_* (absent: float output), act_min/max.
+  static QProduct from_attrs(const core::Node& node, const std::string& a_prefix, const std::string& w_prefix);
+
   core::DType out_dtype() const;
   // Accumulator units to output units for output channel m (float32
   // arithmetic, as ONNX's reference computes the combined scale).

@@ -180,6 +180,13 @@ core::DType zero_point_type(const KernelBuild& b, size_t zero_point_input) {
   return t == core::DType::Undefined ? core::DType::U8 : t;
 }
 
+core::DType output_zero_point_type(const KernelBuild& b, size_t zero_point_input) {
+  const core::DType t = zero_point_input == QuantInputs::kNone ? core::DType::U8 : zero_point_type(b, zero_point_input);
+  if (t != core::DType::U8 && t != core::DType::I8)
+    fail(HETERO_INVALID_MODEL, b.node.describe() + ": y zero point must be uint8 or int8, got " + core::dtype_name(t));
+  return t;
+}
+
 QuantParams quant_params_from_attrs(const core::Node& node, const std::string& prefix) {
   QuantParams p;
   const int64_t type = node.attr_int(prefix + "_type", static_cast<int64_t>(core::DType::U8));

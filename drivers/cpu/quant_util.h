@@ -90,6 +90,10 @@ class QuantInputs {
 // The dtype a zero point input gives its tensor: its own when present (and
 // known), else uint8, ONNX's default.
 core::DType zero_point_type(const KernelBuild& b, size_t zero_point_input);
+// The same for the zero point that sets an op's output type (uint8 when the
+// input is absent or kNone): INVALID_MODEL naming the node unless it is
+// uint8 or int8.
+core::DType output_zero_point_type(const KernelBuild& b, size_t zero_point_input);
 
 // The spec of a QuantizeLinear or DequantizeLinear node's scale and zero
 // point from what the graph knows of its data input (`opset`: the node's).

@@ -117,6 +117,9 @@ class Quantizer {
   std::string quantize_constant(const std::string& name);
   std::pair<float, int> activation_params(const Range& r) const;
   void add_initializer_scalar(const std::string& name, float v);
+  // A DequantizeLinear of `base` with `base`_scale and `base`_zero_point
+  // (per axis when axis >= 0); returns its output's name.
+  std::string add_dequantize(const std::string& base, int64_t axis = -1);
 
   onnx::ModelProto model_;
   bool reduce_range_;
@@ -354,6 +357,23 @@ void Quantizer::add_initializer_scalar(const std::string& name, float v) {
   set_values(*g().add_initializer(), name, onnx::TensorProto::FLOAT, {}, std::vector<float>{v});
 }
 
+std::string Quantizer::add_dequantize(const std::string& base, int64_t axis) {
+  onnx::NodeProto& dq = *g().add_node();
+  dq.set_op_type("DequantizeLinear");
+  dq.set_name(base + "_DequantizeLinear");
+  dq.add_input(base);
+  dq.add_input(base + "_scale");
+  dq.add_input(base + "_zero_point");
+  dq.add_output(base + "_dequantized");
+  if (axis >= 0) {
+    auto* a = dq.add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(axis);
+  }
+  return dq.output(0);
+}
+
 // Symmetric int8 weights, per channel along `axis` (or per tensor); returns
 // the DequantizeLinear output's name.
 std::string Quantizer::quantize_weights(const std::string& name, size_t axis, bool per_channel,
@@ -384,21 +404,9 @@ std::string Quantizer::quantize_weights(const std::string& name, size_t axis, bo
   set_values(*g().add_initializer(), base + "_scale", onnx::TensorProto::FLOAT, pdims, scales);
   set_values(*g().add_initializer(), base + "_zero_point", onnx::TensorProto::INT8, pdims,
              std::vector<int8_t>(channels, 0));
-  onnx::NodeProto& dq = *g().add_node();
-  dq.set_op_type("DequantizeLinear");
-  dq.set_name(base + "_DequantizeLinear");
-  dq.add_input(base);
-  dq.add_input(base + "_scale");
-  dq.add_input(base + "_zero_point");
-  dq.add_output(base + "_dequantized");
-  if (per_channel) {
-    auto* a = dq.add_attribute();
-    a->set_name("axis");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(static_cast<int64_t>(axis));
-  }
-  weights_done_[name] = {dq.output(0), scales};
-  return dq.output(0);
+  const std::string out = add_dequantize(base, per_channel ? static_cast<int64_t>(axis) : -1);
+  weights_done_[name] = {out, scales};
+  return out;
 }
 
 // int32 bias with scale x_scale * w_scale (per output channel).
@@ -415,18 +423,7 @@ std::string Quantizer::quantize_bias(const std::string& name, float x_scale, con
   set_values(*g().add_initializer(), base, onnx::TensorProto::INT32, {n}, q);
   set_values(*g().add_initializer(), base + "_scale", onnx::TensorProto::FLOAT, {n}, scales);
   set_values(*g().add_initializer(), base + "_zero_point", onnx::TensorProto::INT32, {n}, std::vector<int32_t>(v.size(), 0));
-  onnx::NodeProto& dq = *g().add_node();
-  dq.set_op_type("DequantizeLinear");
-  dq.set_name(base + "_DequantizeLinear");
-  dq.add_input(base);
-  dq.add_input(base + "_scale");
-  dq.add_input(base + "_zero_point");
-  dq.add_output(base + "_dequantized");
-  auto* a = dq.add_attribute();
-  a->set_name("axis");
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(0);
-  return dq.output(0);
+  return add_dequantize(base, 0);
 }
 
 // A float initializer read by an Add or Mul: uint8 per tensor, like an activation.
@@ -442,14 +439,7 @@ std::string Quantizer::quantize_constant(const std::string& name) {
   set_values(*g().add_initializer(), base, onnx::TensorProto::UINT8, {c.dims().begin(), c.dims().end()}, q);
   add_initializer_scalar(base + "_scale", scale);
   set_values(*g().add_initializer(), base + "_zero_point", onnx::TensorProto::UINT8, {}, std::vector<uint8_t>{static_cast<uint8_t>(zp)});
-  onnx::NodeProto& dq = *g().add_node();
-  dq.set_op_type("DequantizeLinear");
-  dq.set_name(base + "_DequantizeLinear");
-  dq.add_input(base);
-  dq.add_input(base + "_scale");
-  dq.add_input(base + "_zero_point");
-  dq.add_output(base + "_dequantized");
-  return dq.output(0);
+  return add_dequantize(base);
 }
 
 void Quantizer::quantize() {
