@@ -45,6 +45,8 @@ class Operand {
   // hetero.cpu form: attributes `prefix`_*.
   Operand(const KernelBuild& b, const std::string& prefix) {
     attrs_ = quant_params_from_attrs(b.node, prefix);
+    if (!attrs_->per_tensor())
+      fail(HETERO_INVALID_MODEL, b.node.describe() + ": " + prefix + " must be quantised per tensor");
     spec_ = {prefix, attrs_->dtype};
     check_type(b.node);
   }

@@ -287,6 +287,9 @@ void QConvKernel::run(KernelRun& r) {
   const QProduct& q = constant_ ? *constant_ : run_params;
   if (x->dtype() != q.a.dtype || w->dtype() != q.w.dtype)
     fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": x and w must have the types of their zero points");
+  if (!q.w.per_tensor() && q.w.scale.size() != static_cast<size_t>(w->dim(0)))
+    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": w has " + std::to_string(q.w.scale.size()) +
+                                      " per-channel parameters but " + std::to_string(w->dim(0)) + " output channels");
   const ConvGeometry geo = conv_geometry(node_, attrs_, src_dims, w->shape());
   Tensor& y = r.output(0, q.out_dtype(), memory_shape(geo.dst_dims, channels_last_));
   if (y.numel() == 0) return;

@@ -82,6 +82,8 @@ struct InOut {
     if (attrs) {
       x_attr = quant_params_from_attrs(b.node, "x");
       y_attr = quant_params_from_attrs(b.node, "y");
+      if (!x_attr->per_tensor() || !y_attr->per_tensor())
+        fail(HETERO_INVALID_MODEL, b.node.describe() + ": x and y must be quantised per tensor");
       x_spec = {"x", x_attr->dtype};
       y_spec = {"y", y_attr->dtype};
     } else {

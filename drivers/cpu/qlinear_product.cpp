@@ -12,6 +12,8 @@ QProduct QProduct::from_attrs(const core::Node& node, const std::string& a_prefi
   q.w = quant_params_from_attrs(node, w_prefix);
   q.output = has_quant_attrs(node, "y") ? Output::Quantized : Output::Float;
   if (q.output == Output::Quantized) q.y = quant_params_from_attrs(node, "y");
+  if (!q.a.per_tensor() || (q.output == Output::Quantized && !q.y.per_tensor()))
+    fail(HETERO_INVALID_MODEL, node.describe() + ": " + a_prefix + " and y must be quantised per tensor");
   q.alpha = node.attr_float("alpha", 1.0f);
   q.act_lo = node.attr_float("act_min", q.act_lo);
   q.act_hi = node.attr_float("act_max", q.act_hi);
