@@ -13,8 +13,16 @@
 // then both on the int8 file; the table then adds each side's int8/float32
 // ratio.
 //
+// --no-spin makes idle worker threads sleep instead of spinning on both
+// sides (OMP_WAIT_POLICY=passive for heterod's OpenMP threads,
+// session.intra_op.allow_spinning=0 for ONNX Runtime's pool): on a machine
+// other work keeps busy, spinning threads fight that work for the cores and
+// the figures then measure the fight (it costs a little latency on an idle
+// machine).
+//
 //   node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W]
 //                        [--device D] [--only NAME] [--json] [--quantizer PATH --int8-dir DIR]
+//                        [--no-spin]
 //
 // The reported figure of each side is the median over rounds of each round's
 // median latency; min and max of the round medians show the spread.
@@ -28,13 +36,13 @@ const { INT8_MODELS, int8Model } = require('../models/int8_models.js');
 function usage(why) {
   console.error(`bench_models: ${why}\n` +
     'usage: node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W] [--device D] [--only NAME] [--json]\n' +
-    '                            [--quantizer PATH --int8-dir DIR]');
+    '                            [--quantizer PATH --int8-dir DIR] [--no-spin]');
   process.exit(2);
 }
 
 function parseArgs(argv) {
   const o = { hetero: process.env.HETERO_BIN || '', rounds: 3, iterations: 20, warmup: 3, device: 'CPU', only: '', json: false,
-    quantizer: '', int8Dir: '' };
+    quantizer: '', int8Dir: '', noSpin: false };
   const int = (flag, text, min) => {
     const v = Number(text);
     if (!Number.isInteger(v) || v < min) usage(`${flag} wants an integer >= ${min}, not '${text}'`);
@@ -55,6 +63,7 @@ function parseArgs(argv) {
     else if (a === '--json') o.json = true;
     else if (a === '--quantizer') o.quantizer = value();
     else if (a === '--int8-dir') o.int8Dir = value();
+    else if (a === '--no-spin') o.noSpin = true;
     else usage(`unknown argument ${a}`);
   }
   if (!o.hetero) usage('no hetero executable given (--hetero or $HETERO_BIN)');
@@ -75,7 +84,8 @@ function heteroRound(model, file, o) {
   const args = ['bench', file, '--device', o.device];
   for (const input of model.inputs) args.push('--shape', `${input.name}=${shapeText(input.shape)}`);
   args.push('--warmup', String(o.warmup), '--iterations', String(o.iterations), '--json');
-  const r = spawnSync(o.hetero, args, { encoding: 'utf8', timeout: 600e3 });
+  const env = o.noSpin ? { ...process.env, OMP_WAIT_POLICY: 'passive' } : process.env;
+  const r = spawnSync(o.hetero, args, { encoding: 'utf8', timeout: 600e3, env });
   if (r.error) throw new Error(`cannot run ${o.hetero}: ${r.error.message}`);
   if (r.status !== 0)
     throw new Error(`hetero ${args.join(' ')} exited with ${r.signal || r.status}: ${(r.stderr || '').trim().slice(-400)}`);
@@ -124,6 +134,7 @@ async function benchModel(model, o, ctx) {
       interOpNumThreads: 1,
       executionMode: 'sequential',
       graphOptimizationLevel: 'all',
+      ...(o.noSpin ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
     });
     v.hetero = [];
     v.ort = [];
@@ -172,7 +183,8 @@ function printTable(results, o) {
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows.slice(1)) console.log(line(row));
-  console.log(`\n${o.rounds} rounds x ${o.iterations} iterations (+${o.warmup} warm-up) per side on ${o.device}; ` +
+  console.log(`\n${o.rounds} rounds x ${o.iterations} iterations (+${o.warmup} warm-up) per side on ${o.device}` +
+    `${o.noSpin ? ', idle threads sleeping (--no-spin)' : ''}; ` +
     'figures are medians of round medians (min-max of round medians); heterod/ORT < 1 means heterod is faster; ' +
     'int8/fp32 < 1 means that side runs the int8 file faster than the float32 one.');
   for (const r of results) if (r.error) console.log(`${r.model}: ${r.error}`);
