@@ -268,6 +268,29 @@ TEST(CpuQuantize, QLinearConvMatchesTheDefinitionOnBothPaths) {
   }
 }
 
+TEST(CpuQuantize, MicrosoftQLinearConvTakesChannelsLastActivations) {
+  // The same convolution of NCHW activations (ai.onnx) and of their NHWC
+  // transpose (com.microsoft, channels_last = 1).
+  const auto x = random_values<uint8_t>(4 * 25, 0, 255, 14);
+  std::vector<uint8_t> nhwc(x.size());
+  for (int c = 0; c < 4; ++c)
+    for (int p = 0; p < 25; ++p) nhwc[p * 4 + c] = x[c * 25 + p];
+  const std::string params = initializer("int8", "w", {6, 4, 3, 3}, random_values<int8_t>(6 * 4 * 9, -100, 100, 15)) +
+                             ", float xs = {0.05}, uint8 xz = {100}, float ws = {0.01}, int8 wz = {0}, float ys = {0.2},"
+                             " uint8 yz = {90}";
+  const auto nchw_out = run_text("<ir_version: 8, opset_import: [\"\" : 13]>\ng (uint8[1,4,5,5] x) => (uint8[1,6,5,5] y) <" +
+                                     params + "> {\n  y = QLinearConv <pads = [1,1,1,1]> (x, xs, xz, w, ws, wz, ys, yz)\n}",
+                                 {Tensor::from_vector(x, {1, 4, 5, 5})});
+  const auto nhwc_out = run_text(
+      "<ir_version: 8, opset_import: [\"\" : 13, \"com.microsoft\" : 1]>\ng (uint8[1,5,5,4] x) => (uint8[1,5,5,6] y) <" +
+          params + "> {\n  y = com.microsoft.QLinearConv <pads = [1,1,1,1], channels_last = 1> (x, xs, xz, w, ws, wz, ys, yz)\n}",
+      {Tensor::from_vector(nhwc, {1, 5, 5, 4})});
+  ASSERT_EQ(nhwc_out[0].shape(), (core::Shape{1, 5, 5, 6}));
+  for (int m = 0; m < 6; ++m)
+    for (int p = 0; p < 25; ++p)
+      ASSERT_EQ(nhwc_out[0].data<uint8_t>()[p * 6 + m], nchw_out[0].data<uint8_t>()[m * 25 + p]) << m << "," << p;
+}
+
 TEST(CpuQuantize, ConvIntegerAndMatMulIntegerAreExact) {
   // uint8 weights with a zero point: oneDNN takes them as w - 128 in s8.
   const auto x = random_values<uint8_t>(2 * 5 * 5, 0, 255, 5);
