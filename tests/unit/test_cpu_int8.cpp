@@ -56,8 +56,9 @@ Agreement against_float_simulation(const std::string& text, const std::vector<Te
 
 constexpr const char* kHeader = "<ir_version: 8, opset_import: [\"\" : 14]>\n";
 
-// x -> Q -> DQ -> Conv(W = DQ(w, per channel), B = DQ(b, int32)) -> Relu -> Q -> DQ -> y
-std::string conv_relu_model(const std::vector<int8_t>& w) {
+// x -> Q -> DQ -> Conv(W = DQ(w, per channel), B = DQ(b, int32)) -> Relu -> Q -> DQ -> y,
+// activations uint8 (zero points 120 and 0) or int8 (-8 and 0).
+std::string conv_relu_model(const std::vector<int8_t>& w, bool int8_activations = false) {
   const int64_t C = 8, M = 6;
   const auto ws = random_floats(M, 0.004f, 0.01f, 21);
   std::vector<float> bs(M);
@@ -67,7 +68,8 @@ std::string conv_relu_model(const std::vector<int8_t>& w) {
          initializer("int8", "wz", {M}, std::vector<int8_t>(M, 0)) + ", " +
          initializer("int32", "b", {M}, random_values<int32_t>(M, -3000, 3000, 22)) + ", " +
          initializer("float", "bs", {M}, bs) + ", " + initializer("int32", "bz", {M}, std::vector<int32_t>(M, 0)) +
-         ", float xs = {0.03}, uint8 xz = {120}, float ys = {0.02}, uint8 yz = {0}> {\n"
+         ", float xs = {0.03}, " + (int8_activations ? "int8 xz = {-8}" : "uint8 xz = {120}") + ", float ys = {0.02}, " +
+         (int8_activations ? "int8" : "uint8") + " yz = {0}> {\n"
          "  xq = QuantizeLinear(x, xs, xz)\n  xd = DequantizeLinear(xq, xs, xz)\n"
          "  wd = DequantizeLinear <axis = 0> (w, ws, wz)\n  bd = DequantizeLinear <axis = 0> (b, bs, bz)\n"
          "  c = Conv <pads = [1, 1, 1, 1]> (xd, wd, bd)\n  r = Relu(c)\n"
@@ -97,6 +99,19 @@ TEST(CpuInt8, EightBitWeightsRunInt8WhereTheProcessorMultipliesThemExactly) {
   const std::string text = conv_relu_model(w);
   EXPECT_EQ(optimized_ops(text).count("hetero.cpu.QLinearConv"), cpu::dnnl_int8_exact(ws8, false) ? 1u : 0u);
   const Tensor x = Tensor::from_vector(random_floats(8 * 144, -3.5f, 4.0f, 25), {1, 8, 12, 12});
+  const Agreement a = against_float_simulation(text, {x}, 0.02);
+  EXPECT_LE(a.max_steps, 1.0 + 1e-3);
+  EXPECT_LE(a.off, a.total / 100);
+}
+
+TEST(CpuInt8, Int8ActivationsRunInt8WhereExact) {
+  // Signed activations: exact with VNNI; without it oneDNN halves the
+  // weights, so the group stays as written.
+  const auto w = random_values<int8_t>(6 * 8 * 9, -64, 64, 26);
+  const std::string text = conv_relu_model(w, true);
+  const Tensor ws8 = Tensor::from_vector(w, {6, 8, 3, 3});
+  EXPECT_EQ(optimized_ops(text).count("hetero.cpu.QLinearConv"), cpu::dnnl_int8_exact(ws8, true) ? 1u : 0u);
+  const Tensor x = Tensor::from_vector(random_floats(8 * 144, -3.5f, 4.0f, 27), {1, 8, 12, 12});
   const Agreement a = against_float_simulation(text, {x}, 0.02);
   EXPECT_LE(a.max_steps, 1.0 + 1e-3);
   EXPECT_LE(a.off, a.total / 100);
