@@ -103,6 +103,11 @@ class Int8Pass {
   std::optional<Dequantized> dequantized_8bit(const core::Value* v) const;
   std::optional<Quantized> quantized(const core::Value* v) const;
   bool private_to(const core::Value* v, const core::Node* user) const;
+  // A product's bias in accumulator units: b / (alpha sx sw[m]), beta b for
+  // Gemm. Null unless it is a DQ of a constant or a float constant with one
+  // value per output channel (or one for all).
+  std::optional<Tensor> accumulator_bias(const core::Value* b, const QuantParams& xp, const QuantParams& wp,
+                                         int64_t channels, float alpha, float beta) const;
 
   bool product(core::Node* n);
   bool binary(core::Node* n);
@@ -164,6 +169,38 @@ void Int8Pass::become(core::Node* n, const char* op, core::Value* out, const std
   g_.set_output(n, 0, out);
 }
 
+std::optional<Tensor> Int8Pass::accumulator_bias(const core::Value* b, const QuantParams& xp, const QuantParams& wp,
+                                                 int64_t channels, float alpha, float beta) const {
+  const auto bq = dequantized(b);
+  const Tensor* c = bq ? (bq->codes->constant ? &*bq->codes->constant : nullptr) : constant_of(b);
+  if (!c || (c->numel() != 1 && c->numel() != static_cast<size_t>(channels)) || c->rank() > 2 ||
+      (c->rank() == 2 && c->dim(0) != 1) || (!bq && c->dtype() != DType::F32))
+    return std::nullopt;
+  // The real value of bias element i (DequantizeLinear's arithmetic).
+  auto real = [&](size_t i) -> float {
+    if (!bq) return c->data<float>()[i];
+    const size_t ch = bq->params.per_tensor() ? 0 : i;
+    return static_cast<float>(c->as_int64(i) - bq->params.zero_point_at(ch)) * bq->params.scale_at(ch);
+  };
+  // An int32 bias of scale sx * sw[m] (as quantize_static writes it) is in
+  // accumulator units already.
+  bool exact = bq && alpha == 1.0f && beta == 1.0f && c->numel() == static_cast<size_t>(channels);
+  for (int64_t m = 0; exact && m < channels; ++m)
+    exact = bq->params.scale_at(bq->params.per_tensor() ? 0 : static_cast<size_t>(m)) ==
+            xp.scale[0] * wp.scale_at(static_cast<size_t>(m));
+  Tensor out = Tensor::allocate(DType::F32, {channels}, false);
+  for (int64_t m = 0; m < channels; ++m) {
+    const size_t i = c->numel() == 1 ? 0 : static_cast<size_t>(m);
+    if (exact) {
+      out.data<float>()[m] = static_cast<float>(c->as_int64(i) - bq->params.zero_point_at(bq->params.per_tensor() ? 0 : i));
+    } else {
+      const double unit = static_cast<double>(alpha) * xp.scale[0] * wp.scale_at(static_cast<size_t>(m));
+      out.data<float>()[m] = static_cast<float>(beta * static_cast<double>(real(i)) / unit);
+    }
+  }
+  return out;
+}
+
 // Conv, MatMul and Gemm with dequantised activations and constant weights.
 bool Int8Pass::product(core::Node* n) {
   const bool conv = is_op(n, "Conv"), gemm = is_op(n, "Gemm");
@@ -184,33 +221,11 @@ bool Int8Pass::product(core::Node* n) {
   std::optional<Tensor> ws8 = weights_as_s8(wq, w->params, channel_axis);
   if (!ws8 || !dnnl_int8_exact(*ws8, x->params.dtype == DType::I8)) return false;
 
-  // The bias, converted to accumulator units: b / (alpha * sx * sw[m]) (and beta for Gemm).
   const float alpha = gemm ? n->attr_float("alpha", 1.0f) : 1.0f, beta = gemm ? n->attr_float("beta", 1.0f) : 1.0f;
   std::optional<Tensor> bias;
   if (const core::Value* b = conv || gemm ? n->input(2) : nullptr) {
-    Tensor real;
-    if (const auto bq = dequantized(b); bq && bq->codes->constant) {
-      const Tensor& c = *bq->codes->constant;
-      real = Tensor::allocate(DType::F32, c.shape(), false);
-      for (size_t i = 0; i < c.numel(); ++i) {
-        const size_t ch = bq->params.per_tensor() || c.rank() != 1 ? 0 : i;
-        real.data<float>()[i] = static_cast<float>(c.as_int64(i) - bq->params.zero_point_at(ch)) * bq->params.scale_at(ch);
-      }
-    } else if (const Tensor* c = constant_of(b); c && c->dtype() == DType::F32) {
-      real = *c;
-    } else {
-      return false;
-    }
-    // One value per output channel (or one for all).
-    const bool per_channel = real.numel() == 1 || (real.numel() == static_cast<size_t>(channels) &&
-                                                   (real.rank() == 1 || (real.rank() == 2 && real.dim(0) == 1)));
-    if (!per_channel) return false;
-    bias = Tensor::allocate(DType::F32, {channels}, false);
-    for (int64_t m = 0; m < channels; ++m) {
-      const double unit = static_cast<double>(alpha) * x->params.scale[0] * w->params.scale_at(static_cast<size_t>(m));
-      bias->data<float>()[m] =
-          static_cast<float>(beta * static_cast<double>(real.data<float>()[real.numel() == 1 ? 0 : m]) / unit);
-    }
+    bias = accumulator_bias(b, x->params, w->params, channels, alpha, beta);
+    if (!bias) return false;
   }
 
   // What follows: a Relu or Clip (a clamp), then a Q (a quantised output).
