@@ -256,7 +256,11 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
   model->producer_name = proto.producer_name();
   read_opsets(proto, *model);
 
-  std::set<std::string> custom_domains;
+  // Domains outside ONNX's registry that a node may use: those the model
+  // defines functions in, and ONNX Runtime's com.microsoft, whose QOperator
+  // ops (QLinearAdd, QGemm, ...) quantised models are made of. Whether a
+  // device runs a given op of it is the driver's to say, as for any op.
+  std::set<std::string> custom_domains = {"com.microsoft"};
   for (const auto& f : proto.functions()) custom_domains.insert(normal_domain(f.domain()));
 
   ExternalData external(src.dir);

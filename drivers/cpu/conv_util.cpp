@@ -70,6 +70,32 @@ SpatialDim conv_output_dim(AutoPad auto_pad, int64_t in, int64_t kernel, int64_t
   return d;
 }
 
+ConvGeometry conv_geometry(const core::Node& node, WindowAttrs a, const DnnlDims& src_dims,
+                           const core::Shape& w_shape) {
+  const size_t spatial = src_dims.size() - 2;
+  a.resolve(node, spatial);
+  ConvGeometry g;
+  g.dst_dims = {src_dims[0], w_shape[0]};
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t k = w_shape[2 + i];
+    if (!a.kernel_shape.empty() && a.kernel_shape[i] != k)
+      fail(HETERO_INVALID_MODEL, node.describe() + ": kernel_shape disagrees with the weights " +
+                                     core::shape_to_string(w_shape));
+    const SpatialDim d = conv_output_dim(a.auto_pad, src_dims[2 + i], k, a.strides[i], a.dilations[i], a.pads[i],
+                                         a.pads[spatial + i]);
+    if (d.out <= 0)
+      fail(HETERO_INVALID_ARGUMENT, node.describe() + ": input spatial size " + std::to_string(src_dims[2 + i]) +
+                                        " is smaller than the kernel window");
+    g.dst_dims.push_back(d.out);
+    g.strides.push_back(a.strides[i]);
+    g.dilates.push_back(a.dilations[i] - 1);  // oneDNN counts the gaps
+    g.pad_l.push_back(d.pad_begin);
+    // oneDNN wants the end padding that exactly produces the output size.
+    g.pad_r.push_back((d.out - 1) * a.strides[i] + (k - 1) * a.dilations[i] + 1 - src_dims[2 + i] - d.pad_begin);
+  }
+  return g;
+}
+
 DnnlDims logical_dims(const core::Shape& memory_shape, bool channels_last) {
   DnnlDims d = to_dims(memory_shape);
   if (!channels_last || d.size() < 3) return d;
@@ -87,11 +113,11 @@ core::Shape memory_shape(const DnnlDims& logical, bool channels_last) {
   return m;
 }
 
-dnnl::memory::desc activation_desc(const DnnlDims& logical, bool channels_last) {
-  return channels_last ? channels_last_desc(logical) : plain_desc(logical);
+dnnl::memory::desc activation_desc(const DnnlDims& logical, bool channels_last, dnnl_dt dt) {
+  return channels_last ? channels_last_desc(logical, dt) : plain_desc(logical, dt);
 }
 
-dnnl::memory::desc onnx_weights_desc(const core::Shape& w_shape, int64_t group, bool transposed) {
+dnnl::memory::desc onnx_weights_desc(const core::Shape& w_shape, int64_t group, bool transposed, dnnl_dt dt) {
   // ONNX order: dim0 (outer channels), dim1 (per-group channels), kernel...
   const size_t rank = w_shape.size();
   int64_t k = 1;
@@ -114,7 +140,7 @@ dnnl::memory::desc onnx_weights_desc(const core::Shape& w_shape, int64_t group, 
   }
   dims.insert(dims.end(), kernel_dims.begin(), kernel_dims.end());
   strides.insert(strides.end(), kernel_strides.begin(), kernel_strides.end());
-  return dnnl::memory::desc(dims, dnnl_dt::f32, strides);
+  return dnnl::memory::desc(dims, dt, strides);
 }
 
 }  // namespace hetero::cpu

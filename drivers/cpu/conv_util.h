@@ -38,17 +38,28 @@ struct SpatialDim {
 SpatialDim conv_output_dim(AutoPad auto_pad, int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
                            int64_t pad_begin, int64_t pad_end, bool ceil_mode = false);
 
+// The oneDNN view of one convolution: logical output dims (N, M,
+// spatial...) and the strides, dilations (counted as gaps) and paddings its
+// primitive takes. Fails naming the node when the kernel does not fit the
+// input or disagrees with kernel_shape.
+struct ConvGeometry {
+  DnnlDims dst_dims, strides, dilates, pad_l, pad_r;
+};
+ConvGeometry conv_geometry(const core::Node& node, WindowAttrs attrs, const DnnlDims& src_dims,
+                           const core::Shape& w_shape);
+
 // Logical dims N, C, spatial... of a tensor whose memory order is N,
 // spatial..., C when channels_last.
 DnnlDims logical_dims(const core::Shape& memory_shape, bool channels_last);
 // The memory-order shape of logical dims N, C, spatial....
 core::Shape memory_shape(const DnnlDims& logical, bool channels_last);
 // The descriptor of an activation of logical dims N, C, spatial....
-dnnl::memory::desc activation_desc(const DnnlDims& logical, bool channels_last);
+dnnl::memory::desc activation_desc(const DnnlDims& logical, bool channels_last, dnnl_dt dt = dnnl_dt::f32);
 
 // The descriptor oneDNN reads ONNX weights through: Conv's [M, C/G, k...] and
 // ConvTranspose's [C, M/G, k...] both become dims [G, M/G, C/G, k...] (or
 // [M, C, k...] for one group) with the strides of the ONNX memory order.
-dnnl::memory::desc onnx_weights_desc(const core::Shape& w_shape, int64_t group, bool transposed);
+dnnl::memory::desc onnx_weights_desc(const core::Shape& w_shape, int64_t group, bool transposed,
+                                     dnnl_dt dt = dnnl_dt::f32);
 
 }  // namespace hetero::cpu

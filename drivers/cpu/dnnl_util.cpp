@@ -17,9 +17,9 @@ dnnl::memory::desc plain_desc(const DnnlDims& dims, dnnl_dt dt) {
   return dnnl::memory::desc(dims, dt, strides);
 }
 
-dnnl::memory::desc channels_last_desc(const DnnlDims& ncx_dims) {
+dnnl::memory::desc channels_last_desc(const DnnlDims& ncx_dims, dnnl_dt dt) {
   const size_t rank = ncx_dims.size();
-  if (rank <= 2) return plain_desc(ncx_dims);
+  if (rank <= 2) return plain_desc(ncx_dims, dt);
   // Memory order N, spatial..., C.
   DnnlDims strides(rank);
   int64_t stride = 1;
@@ -30,7 +30,7 @@ dnnl::memory::desc channels_last_desc(const DnnlDims& ncx_dims) {
     stride *= std::max<int64_t>(ncx_dims[i], 1);
   }
   strides[0] = stride;
-  return dnnl::memory::desc(ncx_dims, dnnl_dt::f32, strides);
+  return dnnl::memory::desc(ncx_dims, dt, strides);
 }
 
 namespace {

@@ -28,9 +28,9 @@ using dnnl_dt = dnnl::memory::data_type;
 DnnlDims to_dims(const core::Shape& shape);
 // Row-major ("abcd...") f32 descriptor of these dims.
 dnnl::memory::desc plain_desc(const DnnlDims& dims, dnnl_dt dt = dnnl_dt::f32);
-// Channels-last f32 descriptor of logical N,C,spatial... dims (nwc, nhwc,
+// Channels-last descriptor of logical N,C,spatial... dims (nwc, nhwc,
 // ndhwc); rank 2 is plain.
-dnnl::memory::desc channels_last_desc(const DnnlDims& ncx_dims);
+dnnl::memory::desc channels_last_desc(const DnnlDims& ncx_dims, dnnl_dt dt = dnnl_dt::f32);
 
 // A dnnl::memory over existing memory; no copy, nothing owned.
 inline dnnl::memory view_memory(const dnnl::memory::desc& md, const dnnl::engine& engine, const void* data) {

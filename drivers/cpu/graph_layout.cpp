@@ -37,7 +37,11 @@ bool output_unused(const core::Graph& g, const core::Value* v) {
 
 std::optional<Role> role_of(const core::Graph& g, const core::Node* n) {
   if (n->domain == kCpuDomain) {
-    if (n->op_type == "FusedConv" || n->op_type == "FusedConvTranspose") return Role::Conv;
+    const std::string& op = n->op_type;
+    if (op == "FusedConv" || op == "FusedConvTranspose" || op == "QLinearConv") return Role::Conv;
+    if (op == "QLinearGlobalAveragePool" || op == "QLinearAveragePool") return Role::Pool;
+    if (op == "QLinearAdd" || op == "QLinearMul" || op == "QLinearUnary" || op == "QLinearTable") return Role::Elementwise;
+    if (op == "QLinearConcat") return Role::Concat;
     return std::nullopt;
   }
   if (!n->domain.empty()) return std::nullopt;
@@ -59,6 +63,12 @@ std::optional<Role> role_of(const core::Graph& g, const core::Node* n) {
                    "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu"}))
     return Role::Elementwise;
   if (op == "Concat") return Role::Concat;
+  if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+    // Per tensor, they are elementwise; per axis, the axis would move.
+    const core::Value* scale = n->input(1);
+    if (scale && scale->constant && scale->constant->numel() == 1) return Role::Elementwise;
+    return std::nullopt;
+  }
   if (op == "Resize" && !n->has_attr("axes") && n->opset != 10) return Role::Resize;
   return std::nullopt;
 }
@@ -143,15 +153,20 @@ class LayoutPass {
   std::vector<core::Value*> produced_;  // originals whose producer now writes the twin
 };
 
+// Activations the region carries: float32, and the 8-bit codes of int8 nodes.
+bool activation_type(core::DType t) {
+  return t == core::DType::F32 || t == core::DType::U8 || t == core::DType::I8;
+}
+
 bool LayoutPass::convertible(const core::Node* n, Role role, size_t rank) const {
   if (n->outputs.empty() || !n->outputs[0] || !used_only_in(g_, n->outputs[0])) return false;
   const core::Value* out = n->outputs[0];
-  if (out->dtype != core::DType::F32 || rank_of(out) != rank) return false;
+  if (!activation_type(out->dtype) || rank_of(out) != rank) return false;
   bool has_twin = false;
   for (size_t i = 0; i < n->inputs.size(); ++i) {
     const core::Value* in = n->inputs[i];
     if (!in || !activation_input(role, i)) continue;
-    if (in->dtype != core::DType::F32) return false;
+    if (!activation_type(in->dtype)) return false;
     const auto r = rank_of(in);
     if (!r || *r > rank) return false;
     if (twin_.count(in)) has_twin = true;

@@ -5,6 +5,7 @@
 namespace hetero::cpu {
 
 void optimize_graph(core::Model& model) {
+  passes::to_int8(model.graph, model.opset(""));
   passes::fold_and_fuse(model.graph, model.opset(""));
   passes::to_channels_last(model.graph);
   model.opsets[kCpuDomain] = 1;

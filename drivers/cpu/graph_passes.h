@@ -1,6 +1,10 @@
 // Compile-time graph passes of the CPU driver, run on the driver's own copy
 // of a model before its kernels are built.
 //
+//  0. to_int8 (graph_int8.cpp): QuantizeLinear/DequantizeLinear groups
+//     around Conv, MatMul, Gemm, Add, Mul, Concat, pools and elementwise ops
+//     become hetero.cpu QLinear* nodes that compute in int8 (its comment
+//     lists them); the passes below see only what is left in float.
 //  1. fold_and_fuse (graph_fusion.cpp): BatchNormalization and per-channel
 //     constant Mul/Add right after a Conv or ConvTranspose are folded into its
 //     weights and bias; the activations, constant and residual Add/Mul that
@@ -9,10 +13,12 @@
 //  2. to_channels_last (graph_layout.cpp): convolutions and the pools,
 //     normalisations and elementwise ops around them keep activations
 //     channels-last (N, spatial..., C), the layout oneDNN's convolutions run
-//     fastest on; hetero.cpu ToChannelsLast / ToChannelsFirst nodes convert
+//     fastest on (8-bit activations between int8 nodes too); hetero.cpu ToChannelsLast / ToChannelsFirst nodes convert
 //     where that region meets the rest of the graph.
 //
-// Both keep results within float rounding (folding reassociates a product).
+// Folding and layout keep results within float rounding (folding
+// reassociates a product); the int8 pass within one quantisation step of
+// the QDQ graph's float simulation.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +32,7 @@ void optimize_graph(core::Model& model);
 
 namespace passes {
 // `onnx_opset`: the model's ai.onnx opset, for nodes that carry none.
+void to_int8(core::Graph& graph, int64_t onnx_opset);
 void fold_and_fuse(core::Graph& graph, int64_t onnx_opset);
 void to_channels_last(core::Graph& graph);
 }  // namespace passes

@@ -85,6 +85,12 @@ core::Attribute& attr_slot(core::Node* n, const std::string& name, core::AttrTyp
 }  // namespace
 
 void set_attr_int(core::Node* n, const std::string& name, int64_t v) { attr_slot(n, name, core::AttrType::Int).i = v; }
+void set_attr_float(core::Node* n, const std::string& name, float v) {
+  attr_slot(n, name, core::AttrType::Float).f = v;
+}
+void set_attr_string(core::Node* n, const std::string& name, std::string v) {
+  attr_slot(n, name, core::AttrType::String).s = std::move(v);
+}
 void set_attr_ints(core::Node* n, const std::string& name, std::vector<int64_t> v) {
   attr_slot(n, name, core::AttrType::Ints).ints = std::move(v);
 }

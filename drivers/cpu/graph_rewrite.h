@@ -43,6 +43,8 @@ core::Value* add_constant(core::Graph& g, NameGen& names, const std::string& bas
 
 // Sets (replacing any existing) an attribute of `n`.
 void set_attr_int(core::Node* n, const std::string& name, int64_t v);
+void set_attr_float(core::Node* n, const std::string& name, float v);
+void set_attr_string(core::Node* n, const std::string& name, std::string v);
 void set_attr_ints(core::Node* n, const std::string& name, std::vector<int64_t> v);
 void set_attr_floats(core::Node* n, const std::string& name, std::vector<float> v);
 void set_attr_strings(core::Node* n, const std::string& name, std::vector<std::string> v);

@@ -127,5 +127,6 @@ void register_nn_kernels(KernelRegistry& r);
 void register_control_flow_kernels(KernelRegistry& r);
 void register_misc_kernels(KernelRegistry& r);
 void register_rnn_kernels(KernelRegistry& r);
+void register_quantization_kernels(KernelRegistry& r);
 
 }  // namespace hetero::cpu

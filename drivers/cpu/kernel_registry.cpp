@@ -40,6 +40,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_control_flow_kernels(r);
     register_nn_kernels(r);
     register_rnn_kernels(r);
+    register_quantization_kernels(r);
     register_dnnl_kernels(r);
     return r;
   }();

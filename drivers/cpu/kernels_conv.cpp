@@ -57,43 +57,24 @@ ConvKernel::ConvKernel(const KernelBuild& b)
 ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
                                          const core::Shape& w_shape) const {
   const dnnl::engine engine = r.stream().get_engine();
-  WindowAttrs a = attrs_;
+  const ConvGeometry geo = conv_geometry(node_, attrs_, src_dims, w_shape);
+  const DnnlDims& dst_dims = geo.dst_dims;
   const size_t spatial = src_dims.size() - 2;
-  a.resolve(node_, spatial);
-  DnnlDims strides, dilates, pad_l, pad_r;
-  DnnlDims dst_dims{src_dims[0], w_shape[0]};
-  for (size_t i = 0; i < spatial; ++i) {
-    const int64_t k = w_shape[2 + i];
-    if (!a.kernel_shape.empty() && a.kernel_shape[i] != k)
-      fail(HETERO_INVALID_MODEL, node_.describe() + ": kernel_shape disagrees with the weights " +
-                                     core::shape_to_string(w_shape));
-    const SpatialDim d = conv_output_dim(a.auto_pad, src_dims[2 + i], k, a.strides[i], a.dilations[i], a.pads[i],
-                                         a.pads[spatial + i]);
-    if (d.out <= 0)
-      fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input spatial size " + std::to_string(src_dims[2 + i]) +
-                                        " is smaller than the kernel window");
-    dst_dims.push_back(d.out);
-    strides.push_back(a.strides[i]);
-    dilates.push_back(a.dilations[i] - 1);  // oneDNN counts the gaps
-    pad_l.push_back(d.pad_begin);
-    // oneDNN wants the end padding that exactly produces the output size.
-    pad_r.push_back((d.out - 1) * a.strides[i] + (k - 1) * a.dilations[i] + 1 - src_dims[2 + i] - d.pad_begin);
-  }
 
   Entry e;
   e.dst_dims = dst_dims;
   e.out_shape = memory_shape(dst_dims, channels_last_);
   const dnnl::memory::desc user_src = activation_desc(src_dims, channels_last_);
   const dnnl::memory::desc user_dst = activation_desc(dst_dims, channels_last_);
-  const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, a.group, false);
+  const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, attrs_.group, false);
   dnnl::memory::desc src_md = user_src, dst_md = user_dst;
   if (!channels_last_) {
     // Plain NCHW: a 1x1 stride-1 convolution is a matrix product oneDNN runs
     // well on plain memory; anything else runs much faster on the layout
     // oneDNN picks, even after reordering in and out.
-    bool pointwise = a.group == 1;
+    bool pointwise = attrs_.group == 1;
     for (size_t i = 0; i < spatial; ++i)
-      pointwise = pointwise && w_shape[2 + i] == 1 && a.strides[i] == 1 && pad_l[i] == 0 && pad_r[i] == 0;
+      pointwise = pointwise && w_shape[2 + i] == 1 && geo.strides[i] == 1 && geo.pad_l[i] == 0 && geo.pad_r[i] == 0;
     if (!pointwise) {
       src_md = dnnl::memory::desc(src_dims, dnnl_dt::f32, dnnl_tag::any);
       dst_md = dnnl::memory::desc(dst_dims, dnnl_dt::f32, dnnl_tag::any);
@@ -107,7 +88,7 @@ ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (po) attr.set_post_ops(*po);
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                      src_md, w_any, bias_md, dst_md, strides, dilates, pad_l, pad_r);
+                                      src_md, w_any, bias_md, dst_md, geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
     return dnnl::convolution_forward::primitive_desc(d, attr, engine);
   };
   dnnl::convolution_forward::primitive_desc pd;

@@ -5,20 +5,10 @@
 #include <algorithm>
 
 #include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/matmul_util.h"
 #include "drivers/cpu/post_ops.h"
 
 namespace hetero::cpu {
-
-namespace {
-
-// The shapes of one product: A as [batch..., M, K], B as [batch..., K, N]
-// (both padded to the same rank), Y as [batch..., M, N], and Y as ONNX
-// reports it (without the M or N of a 1-D operand).
-struct ProductShapes {
-  DnnlDims a, b, y;
-  core::Shape out;
-  int64_t m = 0, k = 0, n = 0;
-};
 
 ProductShapes product_shapes(const core::Node& node, const core::Shape& a_shape, const core::Shape& b_shape,
                              bool trans_a, bool trans_b) {
@@ -57,17 +47,17 @@ ProductShapes product_shapes(const core::Node& node, const core::Shape& a_shape,
   return p;
 }
 
-// A row-major matrix stack of logical dims `dims` whose memory holds the
-// last two dims swapped when `transposed`.
-dnnl::memory::desc matrix_desc(const DnnlDims& dims, bool transposed) {
+dnnl::memory::desc matrix_desc(const DnnlDims& dims, bool transposed, dnnl_dt dt) {
   const size_t rank = dims.size();
   DnnlDims stored = dims;
   if (transposed) std::swap(stored[rank - 2], stored[rank - 1]);
   DnnlDims strides(rank, 1);
   for (size_t i = rank - 1; i > 0; --i) strides[i - 1] = strides[i] * std::max<int64_t>(stored[i], 1);
   if (transposed) std::swap(strides[rank - 2], strides[rank - 1]);
-  return dnnl::memory::desc(dims, dnnl_dt::f32, strides);
+  return dnnl::memory::desc(dims, dt, strides);
 }
+
+namespace {
 
 class ProductKernel final : public Kernel {
  public:

@@ -162,6 +162,8 @@ void gather_nearest(const Tensor& x, Tensor& y, const std::vector<AxisFilter>& f
   const AxisFilter& last = filters[rank - 1];
   const int64_t width = last.out;
   const int64_t rows = static_cast<int64_t>(y.numel()) / width;
+  // The innermost axis unresized (channels-last activations): rows copy whole.
+  const bool last_identity = last.identity();
   const Shape& out = y.shape();
   visit_elem_size(elem, [&](auto tag) {
     using T = decltype(tag);
@@ -186,6 +188,10 @@ void gather_nearest(const Tensor& x, Tensor& y, const std::vector<AxisFilter>& f
         continue;
       }
       const T* src = in + off;
+      if (last_identity) {
+        std::memcpy(o, src, static_cast<size_t>(width) * sizeof(T));
+        continue;
+      }
       for (int64_t j = 0; j < width; ++j) {
         const auto k = static_cast<size_t>(j);
         o[j] = last.outside[k] ? fv : src[last.index[k]];

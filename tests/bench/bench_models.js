@@ -10,8 +10,22 @@
 // (hetero bench --input NAME=FILE). Alternating spreads drift of a shared machine
 // (other load, thermal state) over both sides instead of one.
 //
+// With --quantizer (tests/models/quantize_model), the models of
+// tests/models/int8_models.js are also quantised (into --int8-dir) and each
+// round alternates four runs: heterod and ONNX Runtime on the float32 file,
+// then both on the int8 file; the table then adds each side's int8/float32
+// ratio.
+//
+// --no-spin makes idle worker threads sleep instead of spinning on both
+// sides (OMP_WAIT_POLICY=passive for heterod's OpenMP threads,
+// session.intra_op.allow_spinning=0 for ONNX Runtime's pool): on a machine
+// other work keeps busy, spinning threads fight that work for the cores and
+// the figures then measure the fight (it costs a little latency on an idle
+// machine).
+//
 //   node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W]
-//                        [--device D] [--only NAME] [--json]
+//                        [--device D] [--only NAME] [--json] [--quantizer PATH --int8-dir DIR]
+//                        [--no-spin]
 //
 // The reported figure of each side is the median over rounds of each round's
 // median latency; min and max of the round medians show the spread.
@@ -24,15 +38,18 @@ const path = require('path');
 const { writeNpy } = require('../models/npy.js');
 const { MODELS, STREAMING, cacheDir, loadOrt, modelPath, makeInputs, shapeText, audioChunks, zeroStates } =
   require('../models/model_set.js');
+const { INT8_MODELS, int8Model } = require('../models/int8_models.js');
 
 function usage(why) {
   console.error(`bench_models: ${why}\n` +
-    'usage: node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W] [--device D] [--only NAME] [--json]');
+    'usage: node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W] [--device D] [--only NAME] [--json]\n' +
+    '                            [--quantizer PATH --int8-dir DIR] [--no-spin]');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const o = { hetero: process.env.HETERO_BIN || '', rounds: 3, iterations: 20, warmup: 3, device: 'CPU', only: '', json: false };
+  const o = { hetero: process.env.HETERO_BIN || '', rounds: 3, iterations: 20, warmup: 3, device: 'CPU', only: '', json: false,
+    quantizer: '', int8Dir: '', noSpin: false };
   const int = (flag, text, min) => {
     const v = Number(text);
     if (!Number.isInteger(v) || v < min) usage(`${flag} wants an integer >= ${min}, not '${text}'`);
@@ -51,10 +68,15 @@ function parseArgs(argv) {
     else if (a === '--device') o.device = value();
     else if (a === '--only') o.only = value();
     else if (a === '--json') o.json = true;
+    else if (a === '--quantizer') o.quantizer = value();
+    else if (a === '--int8-dir') o.int8Dir = value();
+    else if (a === '--no-spin') o.noSpin = true;
     else usage(`unknown argument ${a}`);
   }
   if (!o.hetero) usage('no hetero executable given (--hetero or $HETERO_BIN)');
   if (!fs.existsSync(o.hetero)) usage(`${o.hetero} does not exist`);
+  if (o.quantizer && !o.int8Dir) usage('--quantizer needs --int8-dir');
+  if (o.quantizer && !fs.existsSync(o.quantizer)) usage(`${o.quantizer} does not exist`);
   return o;
 }
 
@@ -68,7 +90,8 @@ function median(values) {
 function heteroRound(inputArgs, file, o) {
   const args = ['bench', file, '--device', o.device, ...inputArgs];
   args.push('--warmup', String(o.warmup), '--iterations', String(o.iterations), '--json');
-  const r = spawnSync(o.hetero, args, { encoding: 'utf8', timeout: 600e3 });
+  const env = o.noSpin ? { ...process.env, OMP_WAIT_POLICY: 'passive' } : process.env;
+  const r = spawnSync(o.hetero, args, { encoding: 'utf8', timeout: 600e3, env });
   if (r.error) throw new Error(`cannot run ${o.hetero}: ${r.error.message}`);
   if (r.status !== 0)
     throw new Error(`hetero ${args.join(' ')} exited with ${r.signal || r.status}: ${(r.stderr || '').trim().slice(-400)}`);
@@ -127,49 +150,71 @@ async function benchModel(model, o, ctx, dir) {
   const file = modelPath(ctx.cache, model);
   if (!fs.existsSync(file)) throw new Error(`${file} is missing (run scripts/setup.sh --test-data)`);
   const { feeds, args, label } = await benchInputs(model, ctx, dir);
-  // Session creation (ORT's compile) is outside the timing, as hetero bench
-  // keeps compilation out of its figures.
-  const session = await ctx.ort.InferenceSession.create(file, {
-    intraOpNumThreads: 2,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-  });
-  const hetero = [];
-  const ort = [];
-  for (let r = 0; r < o.rounds; ++r) {
-    hetero.push(heteroRound(args, file, o));
-    ort.push(await ortRound(session, feeds, o));
-    if (!o.json) process.stderr.write(`  ${model.name} round ${r + 1}/${o.rounds}: heterod ${hetero[r].toFixed(2)} ms, ORT ${ort[r].toFixed(2)} ms\n`);
+  // The files measured: the float32 model, and its int8 version if asked for.
+  const variants = [{ precision: 'float32', file }];
+  if (o.quantizer && INT8_MODELS.includes(model))
+    variants.push({ precision: 'int8', file: (await int8Model(model, ctx, o.quantizer, o.int8Dir)).file });
+  for (const v of variants) {
+    // Session creation (ORT's compile) is outside the timing, as hetero bench
+    // keeps compilation out of its figures.
+    v.session = await ctx.ort.InferenceSession.create(v.file, {
+      intraOpNumThreads: 2,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'all',
+      ...(o.noSpin ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+    });
+    v.hetero = [];
+    v.ort = [];
   }
-  const h = summary(hetero);
-  const t = summary(ort);
-  return {
-    model: model.name,
-    input: label,
-    heterod: h,
-    onnxruntime: t,
-    ratio: h.median_ms / t.median_ms,
-  };
+  for (let r = 0; r < o.rounds; ++r) {
+    for (const v of variants) {
+      v.hetero.push(heteroRound(args, v.file, o));
+      v.ort.push(await ortRound(v.session, feeds, o));
+      if (!o.json) {
+        process.stderr.write(`  ${model.name} ${v.precision} round ${r + 1}/${o.rounds}: ` +
+          `heterod ${v.hetero[r].toFixed(2)} ms, ORT ${v.ort[r].toFixed(2)} ms\n`);
+      }
+    }
+  }
+  return variants.map((v) => {
+    const h = summary(v.hetero);
+    const t = summary(v.ort);
+    return {
+      model: model.name,
+      precision: v.precision,
+      input: label,
+      heterod: h,
+      onnxruntime: t,
+      ratio: h.median_ms / t.median_ms,
+    };
+  });
 }
 
 function printTable(results, o) {
-  const rows = [['model', 'input', 'heterod median ms', 'ORT median ms', 'ratio (heterod/ORT)']];
+  const rows = [['model', 'precision', 'input', 'heterod median ms', 'ORT median ms', 'heterod/ORT', 'int8/fp32 heterod',
+    'int8/fp32 ORT']];
+  const float32 = (r) => results.find((x) => x.model === r.model && x.precision === 'float32' && !x.error);
   for (const r of results) {
     if (r.error) {
-      rows.push([r.model, r.input || '', 'error', '', '']);
+      rows.push([r.model, r.precision || '', r.input || '', 'error', '', '', '', '']);
       continue;
     }
     const range = (s) => `${s.median_ms.toFixed(2)} (${s.min_ms.toFixed(2)}-${s.max_ms.toFixed(2)})`;
-    rows.push([r.model, r.input, range(r.heterod), range(r.onnxruntime), r.ratio.toFixed(2)]);
+    const f = r.precision === 'int8' ? float32(r) : null;
+    const versus = (side) => (f ? (r[side].median_ms / f[side].median_ms).toFixed(2) : '');
+    rows.push([r.model, r.precision, r.input, range(r.heterod), range(r.onnxruntime), r.ratio.toFixed(2),
+      versus('heterod'), versus('onnxruntime')]);
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
-  const line = (row) => row.map((cell, c) => (c >= 2 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ');
+  const line = (row) => row.map((cell, c) => (c >= 3 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ');
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows.slice(1)) console.log(line(row));
-  console.log(`\n${o.rounds} rounds x ${o.iterations} iterations (+${o.warmup} warm-up) per side on ${o.device}; ` +
-    'figures are medians of round medians (min-max of round medians); ratio < 1 means heterod is faster.');
+  console.log(`\n${o.rounds} rounds x ${o.iterations} iterations (+${o.warmup} warm-up) per side on ${o.device}` +
+    `${o.noSpin ? ', idle threads sleeping (--no-spin)' : ''}; ` +
+    'figures are medians of round medians (min-max of round medians); heterod/ORT < 1 means heterod is faster; ' +
+    'int8/fp32 < 1 means that side runs the int8 file faster than the float32 one.');
   for (const r of results) if (r.error) console.log(`${r.model}: ${r.error}`);
 }
 
@@ -185,7 +230,7 @@ async function main() {
     for (const model of [...MODELS, ...STREAMING]) {
       if (o.only && model.name !== o.only) continue;
       try {
-        results.push(await benchModel(model, o, ctx, dir));
+        results.push(...(await benchModel(model, o, ctx, dir)));
       } catch (e) {
         results.push({ model: model.name, error: e.message });
       }

@@ -198,9 +198,10 @@ function modelPath(cache, model) {
   return path.join(cache, 'node_modules', model.file);
 }
 
-// The inputs of `model` as { name, shape, data } (float32), the same every run.
-async function makeInputs(model, ctx) {
-  const seed = 1000 + MODELS.indexOf(model) * 17;
+// The inputs of `model` as { name, shape, data } (float32), the same every
+// run; another `variant` gives other inputs of the same kind (calibration).
+async function makeInputs(model, ctx, variant = 0) {
+  const seed = 1000 + MODELS.indexOf(model) * 17 + variant * 7919;
   const out = [];
   for (const [i, input] of model.inputs.entries())
     out.push({ name: input.name, shape: input.shape, data: await input.make(input.shape, seed + i, ctx) });

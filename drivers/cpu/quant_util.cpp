@@ -1,0 +1,373 @@
+#include "drivers/cpu/quant_util.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+
+#include <dnnl.hpp>
+
+#include "core/error.h"
+#include "drivers/cpu/graph_rewrite.h"
+
+namespace hetero::cpu {
+
+bool is_quantized_type(core::DType dtype) {
+  return dtype == core::DType::U8 || dtype == core::DType::I8 || dtype == core::DType::I32;
+}
+
+int32_t quant_min(core::DType dtype) {
+  switch (dtype) {
+    case core::DType::U8: return 0;
+    case core::DType::I8: return -128;
+    default: return std::numeric_limits<int32_t>::min();
+  }
+}
+
+int32_t quant_max(core::DType dtype) {
+  switch (dtype) {
+    case core::DType::U8: return 255;
+    case core::DType::I8: return 127;
+    default: return std::numeric_limits<int32_t>::max();
+  }
+}
+
+namespace {
+
+std::string type_list() { return "uint8, int8 or int32"; }
+
+[[noreturn]] void bad(const core::Node& node, hetero_status status, const std::string& what, const std::string& why) {
+  fail(status, node.describe() + ": " + what + ": " + why);
+}
+
+}  // namespace
+
+QuantParams read_quant_params(const core::Node& node, const core::Tensor& scale, const core::Tensor* zero_point,
+                              const QuantSpec& spec, hetero_status status) {
+  QuantParams p;
+  p.dtype = spec.dtype;
+  const std::string scale_what = spec.what + " scale";
+  const std::string zp_what = spec.what + " zero point";
+  if (scale.dtype() != core::DType::F32)
+    bad(node, status, scale_what, std::string("must be float32, got ") + core::dtype_name(scale.dtype()));
+  if (scale.rank() > 1)
+    bad(node, status, scale_what, "must be a scalar or 1-D, got shape " + core::shape_to_string(scale.shape()) +
+                                      " (blocked quantisation needs opset 21)");
+  if (scale.numel() == 0) bad(node, status, scale_what, "is empty");
+  if (zero_point) {
+    if (zero_point->dtype() != spec.dtype)
+      bad(node, status, zp_what, std::string("must be ") + core::dtype_name(spec.dtype) + " like the quantised tensor, got " +
+                                     core::dtype_name(zero_point->dtype()));
+    if (zero_point->shape() != scale.shape())
+      bad(node, status, zp_what, "has shape [" + core::shape_to_string(zero_point->shape()) + "] but the scale has [" +
+                                     core::shape_to_string(scale.shape()) + "]");
+  }
+
+  const bool per_axis = scale.rank() == 1 && scale.numel() > 1;
+  if (per_axis && !spec.allow_axis)
+    bad(node, status, scale_what, "must hold one value (per-tensor), got shape " + core::shape_to_string(scale.shape()));
+  if (per_axis && !spec.row_dim) {
+    int64_t axis = spec.axis;
+    if (spec.rank) {
+      const int64_t r = static_cast<int64_t>(*spec.rank);
+      if (axis < -r || axis >= r)
+        bad(node, status, "axis", std::to_string(spec.axis) + " is out of bounds for " + spec.what + " of rank " +
+                                      std::to_string(*spec.rank));
+      if (axis < 0) axis += r;
+    } else if (axis < 0) {
+      bad(node, status, "axis", "a negative axis needs the rank of " + spec.what + ", which is not known");
+    }
+    if (spec.axis_dim && *spec.axis_dim != static_cast<int64_t>(scale.numel()))
+      bad(node, status, scale_what, "has " + std::to_string(scale.numel()) + " values but " + spec.what +
+                                        " has " + std::to_string(*spec.axis_dim) + " along axis " + std::to_string(axis));
+    p.axis = axis;
+  }
+  if (per_axis && spec.row_dim) {
+    if (scale.numel() != *spec.row_dim)
+      bad(node, status, scale_what, "has " + std::to_string(scale.numel()) + " values, expected 1 or " +
+                                        std::to_string(*spec.row_dim));
+    p.axis = 0;  // the caller knows which axis it meant
+  }
+
+  p.scale.resize(scale.numel());
+  p.zero_point.assign(scale.numel(), 0);
+  for (size_t i = 0; i < scale.numel(); ++i) {
+    const float s = scale.data<float>()[i];
+    if (!(s > 0) || !std::isfinite(s))
+      bad(node, status, scale_what, "must be positive and finite, got " + std::to_string(s) +
+                                        (scale.numel() > 1 ? " at [" + std::to_string(i) + "]" : ""));
+    p.scale[i] = s;
+    if (zero_point) p.zero_point[i] = static_cast<int32_t>(zero_point->as_int64(i));
+  }
+  if (spec.dtype == core::DType::I32)
+    for (size_t i = 0; i < p.zero_point.size(); ++i)
+      if (p.zero_point[i] != 0)
+        bad(node, status, zp_what, "must be 0 for int32 data, got " + std::to_string(p.zero_point[i]));
+  return p;
+}
+
+namespace {
+
+// The scale of a tensor given only by its zero point (ConvInteger,
+// MatMulInteger): ones, shaped like the zero point.
+core::Tensor unit_scale(const core::Tensor* zero_point) {
+  core::Tensor s = core::Tensor::allocate(core::DType::F32, zero_point ? zero_point->shape() : core::Shape{}, false);
+  std::fill_n(s.data<float>(), s.numel(), 1.0f);
+  return s;
+}
+
+}  // namespace
+
+QuantInputs::QuantInputs(const KernelBuild& b, size_t scale_input, size_t zero_point_input, const QuantSpec& spec)
+    : scale_(scale_input), zero_point_(zero_point_input) {
+  const bool has_zp = zero_point_input != kNone && b.node.input(zero_point_input);
+  const core::Tensor* zp = has_zp ? b.constant_input(zero_point_input) : nullptr;
+  if (has_zp && !zp) return;
+  if (scale_input == kNone) {
+    constant_ = read_quant_params(b.node, unit_scale(zp), zp, spec, HETERO_INVALID_MODEL);
+  } else if (const core::Tensor* scale = b.constant_input(scale_input)) {
+    constant_ = read_quant_params(b.node, *scale, zp, spec, HETERO_INVALID_MODEL);
+  }
+}
+
+const QuantParams& QuantInputs::get(const KernelRun& r, const QuantSpec& spec, QuantParams& storage) const {
+  if (constant_) return *constant_;
+  const core::Tensor* zp = zero_point_ == kNone ? nullptr : r.input(zero_point_);
+  if (scale_ == kNone) {
+    storage = read_quant_params(r.node(), unit_scale(zp), zp, spec, HETERO_INVALID_ARGUMENT);
+    return storage;
+  }
+  const core::Tensor* scale = r.input(scale_);
+  if (!scale) fail(HETERO_INVALID_ARGUMENT, r.node().describe() + ": " + spec.what + " scale is missing");
+  storage = read_quant_params(r.node(), *scale, zp, spec, HETERO_INVALID_ARGUMENT);
+  return storage;
+}
+
+QuantSpec qdq_spec(const core::Node& node, int64_t opset) {
+  const bool quantize = node.op_type == "QuantizeLinear";
+  const core::Value* zp = node.input(2);
+  const core::Value* x = node.input(0);
+  core::DType dtype = core::DType::U8;
+  if (!quantize && x && x->dtype != core::DType::Undefined) dtype = x->dtype;
+  else if (zp && zp->dtype != core::DType::Undefined) dtype = zp->dtype;
+  QuantSpec spec(quantize ? "y" : "x", dtype);
+  // Per-axis parameters arrived with opset 13 (ai.onnx); com.microsoft's
+  // twins always had an axis attribute.
+  spec.allow_axis = node.domain == "com.microsoft" || opset >= 13;
+  spec.axis = node.attr_int("axis", 1);
+  if (x && x->shape) {
+    spec.rank = x->shape->size();
+    const int64_t r = static_cast<int64_t>(*spec.rank);
+    if (spec.axis >= -r && spec.axis < r) {
+      const core::Dim& d = (*x->shape)[static_cast<size_t>(spec.axis < 0 ? spec.axis + r : spec.axis)];
+      if (d.known()) spec.axis_dim = d.size;
+    }
+  }
+  return spec;
+}
+
+std::optional<QuantParams> qdq_constant_params(const core::Node& node, int64_t opset) {
+  const core::Value* scale = node.input(1);
+  const core::Value* zp = node.input(2);
+  if (!scale || !scale->constant || (zp && !zp->constant)) return std::nullopt;
+  return read_quant_params(node, *scale->constant, zp ? &*zp->constant : nullptr, qdq_spec(node, opset),
+                           HETERO_INVALID_MODEL);
+}
+
+core::DType zero_point_type(const KernelBuild& b, size_t zero_point_input) {
+  const core::DType t = b.input_dtype(zero_point_input);
+  return t == core::DType::Undefined ? core::DType::U8 : t;
+}
+
+core::DType output_zero_point_type(const KernelBuild& b, size_t zero_point_input) {
+  const core::DType t = zero_point_input == QuantInputs::kNone ? core::DType::U8 : zero_point_type(b, zero_point_input);
+  if (t != core::DType::U8 && t != core::DType::I8)
+    fail(HETERO_INVALID_MODEL, b.node.describe() + ": y zero point must be uint8 or int8, got " + core::dtype_name(t));
+  return t;
+}
+
+QuantParams quant_params_from_attrs(const core::Node& node, const std::string& prefix) {
+  QuantParams p;
+  const int64_t type = node.attr_int(prefix + "_type", static_cast<int64_t>(core::DType::U8));
+  p.dtype = static_cast<core::DType>(type);
+  if (!is_quantized_type(p.dtype))
+    fail(HETERO_INVALID_MODEL, node.describe() + ": " + prefix + "_type " + std::to_string(type) + " is not " + type_list());
+  p.scale = node.attr_floats(prefix + "_scale");
+  const std::vector<int64_t> zp = node.attr_ints(prefix + "_zero_point");
+  p.axis = node.attr_int(prefix + "_axis", -1);
+  if (p.scale.empty() || zp.size() != p.scale.size() || (p.scale.size() > 1 && p.axis < 0))
+    fail(HETERO_INVALID_MODEL, node.describe() + ": attributes " + prefix + "_scale and " + prefix +
+                                   "_zero_point disagree");
+  for (size_t i = 0; i < zp.size(); ++i) {
+    if (!(p.scale[i] > 0) || !std::isfinite(p.scale[i]) || zp[i] < quant_min(p.dtype) || zp[i] > quant_max(p.dtype))
+      fail(HETERO_INVALID_MODEL, node.describe() + ": bad " + prefix + " quantisation attributes");
+    p.zero_point.push_back(static_cast<int32_t>(zp[i]));
+  }
+  return p;
+}
+
+void set_quant_attrs(core::Node& node, const std::string& prefix, const QuantParams& p) {
+  passes::set_attr_int(&node, prefix + "_type", static_cast<int64_t>(p.dtype));
+  passes::set_attr_floats(&node, prefix + "_scale", p.scale);
+  passes::set_attr_ints(&node, prefix + "_zero_point", {p.zero_point.begin(), p.zero_point.end()});
+  if (!p.per_tensor()) passes::set_attr_int(&node, prefix + "_axis", p.axis);
+}
+
+bool has_quant_attrs(const core::Node& node, const std::string& prefix) { return node.has_attr(prefix + "_scale"); }
+
+std::string concat_input_prefix(size_t i) {
+  std::string prefix = std::to_string(i);
+  prefix.insert(prefix.begin(), 'x');
+  return prefix;
+}
+
+namespace {
+
+// Four floats quantised with SSE2: divide, clamp to the code range less the
+// zero point, convert (cvtps2dq rounds half to even in the default mode),
+// add the zero point.
+inline __m128i quantize4(__m128 x, __m128 scale, __m128 lo, __m128 hi, __m128i zp) {
+  __m128 q = _mm_div_ps(x, scale);
+  q = _mm_min_ps(_mm_max_ps(q, lo), hi);  // NaN becomes lo (maxps returns its second operand)
+  return _mm_add_epi32(_mm_cvtps_epi32(q), zp);
+}
+
+}  // namespace
+
+template <typename T>
+void quantize_span(const float* x, T* y, size_t n, float scale, int32_t zero_point) {
+  constexpr core::DType dt = core::DTypeOf<T>::value;
+  const int32_t lo = quant_min(dt), hi = quant_max(dt);
+  const __m128 s = _mm_set1_ps(scale), vlo = _mm_set1_ps(static_cast<float>(lo - zero_point)),
+               vhi = _mm_set1_ps(static_cast<float>(hi - zero_point));
+  const __m128i zp = _mm_set1_epi32(zero_point);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i a = quantize4(_mm_loadu_ps(x + i), s, vlo, vhi, zp);
+    const __m128i b = quantize4(_mm_loadu_ps(x + i + 4), s, vlo, vhi, zp);
+    const __m128i c = quantize4(_mm_loadu_ps(x + i + 8), s, vlo, vhi, zp);
+    const __m128i d = quantize4(_mm_loadu_ps(x + i + 12), s, vlo, vhi, zp);
+    const __m128i ab = _mm_packs_epi32(a, b), cd = _mm_packs_epi32(c, d);  // exact: values are in range
+    const __m128i bytes = std::is_same_v<T, uint8_t> ? _mm_packus_epi16(ab, cd) : _mm_packs_epi16(ab, cd);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), bytes);
+  }
+  for (; i < n; ++i) y[i] = static_cast<T>(quantize_value(x[i], scale, zero_point, lo, hi));
+}
+
+template <typename T>
+void round_to_codes(const float* v, T* y, size_t n) {
+  size_t i = 0;
+  // cvtps2dq rounds half to even; the packs saturate (out-of-range floats
+  // convert to INT_MIN and so saturate low, as in ONNX Runtime).
+  for (; i + 8 <= n; i += 8) {
+    const __m128i a = _mm_cvtps_epi32(_mm_loadu_ps(v + i)), b = _mm_cvtps_epi32(_mm_loadu_ps(v + i + 4));
+    const __m128i w = _mm_packs_epi32(a, b);
+    const __m128i bytes = std::is_same_v<T, uint8_t> ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(y + i), bytes);
+  }
+  constexpr core::DType dt = core::DTypeOf<T>::value;
+  for (; i < n; ++i) {
+    const float r = std::nearbyint(v[i]);
+    y[i] = static_cast<T>(!(r >= quant_min(dt)) ? quant_min(dt) : r > quant_max(dt) ? quant_max(dt) : static_cast<int32_t>(r));
+  }
+}
+
+template <typename T>
+void dequantize_span(const T* x, float* y, size_t n, float scale, int32_t zero_point) {
+  for (size_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zero_point) * scale;
+}
+
+template void quantize_span<uint8_t>(const float*, uint8_t*, size_t, float, int32_t);
+template void quantize_span<int8_t>(const float*, int8_t*, size_t, float, int32_t);
+template void round_to_codes<uint8_t>(const float*, uint8_t*, size_t);
+template void round_to_codes<int8_t>(const float*, int8_t*, size_t);
+template void dequantize_span<uint8_t>(const uint8_t*, float*, size_t, float, int32_t);
+template void dequantize_span<int8_t>(const int8_t*, float*, size_t, float, int32_t);
+template void dequantize_span<int32_t>(const int32_t*, float*, size_t, float, int32_t);
+
+namespace {
+
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void look_up_vbmi(const uint8_t* x, uint8_t* y, size_t n,
+                                                                       const uint8_t* table) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i idx = _mm512_loadu_si512(x + i);
+    // Bits 0-6 pick one of 128 entries of each half; bit 7 picks the half.
+    const __m512i lo = _mm512_permutex2var_epi8(t0, idx, t1), hi = _mm512_permutex2var_epi8(t2, idx, t3);
+    _mm512_storeu_si512(y + i, _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), lo, hi));
+  }
+  for (; i < n; ++i) y[i] = table[x[i]];
+}
+
+void look_up_plain(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table) {
+  for (size_t i = 0; i < n; ++i) y[i] = table[x[i]];
+}
+
+}  // namespace
+
+void look_up_run(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table) {
+  static const bool vbmi = __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  (vbmi ? look_up_vbmi : look_up_plain)(x, y, n, table);
+}
+
+void look_up_bytes(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table) {
+  constexpr size_t kChunk = size_t{1} << 16;
+  if (n <= kChunk) {
+    look_up_run(x, y, n, table);
+    return;
+  }
+  const int64_t chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const size_t at = static_cast<size_t>(c) * kChunk;
+    look_up_run(x + at, y + at, std::min(kChunk, n - at), table);
+  }
+}
+
+core::Tensor dequantize_tensor(const core::Tensor& q, const QuantParams& p) {
+  core::Tensor out = core::Tensor::allocate(core::DType::F32, q.shape(), false);
+  size_t inner = 1, dim = 1;
+  if (!p.per_tensor()) {
+    for (size_t d = static_cast<size_t>(p.axis) + 1; d < q.rank(); ++d) inner *= static_cast<size_t>(q.dim(d));
+    dim = static_cast<size_t>(q.dim(static_cast<size_t>(p.axis)));
+  }
+  for (size_t i = 0; i < q.numel(); ++i) {
+    const size_t c = p.per_tensor() ? 0 : i / inner % dim;
+    out.data<float>()[i] = static_cast<float>(q.as_int64(i) - p.zero_point_at(c)) * p.scale_at(c);
+  }
+  return out;
+}
+
+std::vector<float> dequantized_codes(const QuantParams& in) {
+  std::vector<float> v(256);
+  for (int b = 0; b < 256; ++b) {
+    const int32_t q = in.dtype == core::DType::I8 ? static_cast<int8_t>(b) : b;
+    v[b] = static_cast<float>(q - in.zero_point[0]) * in.scale[0];
+  }
+  return v;
+}
+
+std::vector<uint8_t> quantize_codes(const std::vector<float>& values, const QuantParams& out) {
+  std::vector<uint8_t> t(values.size());
+  const int32_t lo = quant_min(out.dtype), hi = quant_max(out.dtype);
+  for (size_t i = 0; i < values.size(); ++i)
+    t[i] = static_cast<uint8_t>(quantize_value(values[i], out.scale[0], out.zero_point[0], lo, hi));
+  return t;
+}
+
+bool dnnl_int8_exact(const core::Tensor& s8_weights, bool signed_src) {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const bool vnni = (isa & static_cast<unsigned>(dnnl_cpu_isa_avx512_core_vnni & ~dnnl_cpu_isa_avx512_core)) ||
+                    (isa & static_cast<unsigned>(dnnl_cpu_isa_avx2_vnni & ~dnnl_cpu_isa_avx2));
+  if (vnni) return true;
+  if (signed_src) return false;
+  const int8_t* w = s8_weights.data<int8_t>();
+  for (size_t i = 0; i < s8_weights.numel(); ++i)
+    if (w[i] > 64 || w[i] < -64) return false;
+  return true;
+}
+
+}  // namespace hetero::cpu
