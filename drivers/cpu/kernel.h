@@ -138,5 +138,6 @@ void register_control_flow_kernels(KernelRegistry& r);
 void register_misc_kernels(KernelRegistry& r);
 // The rest of the ONNX op set, a subject per file.
 void register_spectral_kernels(KernelRegistry& r);  // kernels_spectral.cpp: DFT, STFT, MelWeightMatrix
+void register_loss_kernels(KernelRegistry& r);      // kernels_loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 
 }  // namespace hetero::cpu

@@ -38,6 +38,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_data_movement_kernels(r);
     register_misc_kernels(r);
     register_spectral_kernels(r);
+    register_loss_kernels(r);
     register_control_flow_kernels(r);
     register_nn_kernels(r);
     register_dnnl_kernels(r);
