@@ -139,5 +139,8 @@ void register_misc_kernels(KernelRegistry& r);
 // The rest of the ONNX op set, a subject per file.
 void register_spectral_kernels(KernelRegistry& r);  // kernels_spectral.cpp: DFT, STFT, MelWeightMatrix
 void register_loss_kernels(KernelRegistry& r);      // kernels_loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_linalg_kernels(KernelRegistry& r);    // kernels_linalg.cpp: Det
+void register_roi_align_kernels(KernelRegistry& r); // kernels_roi_align.cpp: RoiAlign
+void register_unpool_kernels(KernelRegistry& r);    // kernels_unpool.cpp: MaxUnpool
 
 }  // namespace hetero::cpu

@@ -39,6 +39,9 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_misc_kernels(r);
     register_spectral_kernels(r);
     register_loss_kernels(r);
+    register_linalg_kernels(r);
+    register_roi_align_kernels(r);
+    register_unpool_kernels(r);
     register_control_flow_kernels(r);
     register_nn_kernels(r);
     register_dnnl_kernels(r);
