@@ -142,5 +142,7 @@ void register_loss_kernels(KernelRegistry& r);      // kernels_loss.cpp: Negativ
 void register_linalg_kernels(KernelRegistry& r);    // kernels_linalg.cpp: Det
 void register_roi_align_kernels(KernelRegistry& r); // kernels_roi_align.cpp: RoiAlign
 void register_unpool_kernels(KernelRegistry& r);    // kernels_unpool.cpp: MaxUnpool
+void register_random_kernels(KernelRegistry& r);    // kernels_random.cpp: Random*, Bernoulli, Dropout
+void register_optimizer_kernels(KernelRegistry& r); // kernels_optimizers.cpp: Adagrad, Adam, Momentum
 
 }  // namespace hetero::cpu

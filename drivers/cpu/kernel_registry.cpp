@@ -42,6 +42,8 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_linalg_kernels(r);
     register_roi_align_kernels(r);
     register_unpool_kernels(r);
+    register_random_kernels(r);
+    register_optimizer_kernels(r);
     register_control_flow_kernels(r);
     register_nn_kernels(r);
     register_dnnl_kernels(r);
