@@ -6,7 +6,10 @@
 // float32's resolution. A onesided spectrum keeps bins 0..n/2 of the n: for
 // real input the others are their conjugate mirror (X[n-k] = conj X[k]).
 // ONNX's reference cuts a complex input's spectrum the same way, although its
-// schema text calls that impossible; we follow the reference.
+// schema text calls that impossible; we follow the reference. An inverse
+// transform is scaled by 1/n. A negative axis counts from the back as opset
+// 20 defines it: -2 is the last signal axis (-1 would be the real/imaginary
+// pair).
 #include <omp.h>
 
 #include <cmath>
