@@ -147,11 +147,12 @@ TEST(CpuSpectral, DftAttributesAndLengthsAgainstTheDefinition) {
       {{3, 5, 6, 2}, 2, 4, true, false},            // cut to 4
       {{1, 1, 1}, 1, 1, false, false},              // length 1
       {{2, 3, 1}, 0, std::nullopt, false, false},   // along the batch axis
-      {{40, 500, 2}, 1, 512, false, false},         // enough lines for both threads
+      {{36, 470, 2}, 1, 480, false, false},         // enough lines for both threads (float32 only)
   };
   std::mt19937 rng(2);
   for (const Case& c : cases) {
     for (DType dtype : {DType::F32, DType::F64, DType::F16}) {
+      if (c.shape[1] > 100 && dtype != DType::F32) continue;  // the naive reference is slow
       SCOPED_TRACE(core::shape_to_string(c.shape) + " axis " + std::to_string(c.axis) + " " +
                    core::dtype_name(dtype) + (c.inverse ? " inverse" : "") + (c.onesided ? " onesided" : ""));
       const Tensor x = random_tensor(dtype, c.shape, rng);
