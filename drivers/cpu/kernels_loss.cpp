@@ -131,13 +131,13 @@ void run_loss(KernelRun& r, const LossAttrs& a) {
   Shape label_shape = scores_in.shape();
   label_shape.erase(label_shape.begin() + 1);
   if (labels_t.shape() != label_shape)
-    bad_input(node, "labels " + core::shape_to_string(labels_t.shape()) + " do not fit scores " +
+    bad_input(node, "labels of shape " + core::shape_to_string(labels_t.shape()) + " do not fit scores of shape " +
                         core::shape_to_string(scores_in.shape()) + " (expected " +
                         core::shape_to_string(label_shape) + ")");
   if (weights_in) {
     if (weights_in->shape() != Shape{classes})
-      bad_input(node, "weights " + core::shape_to_string(weights_in->shape()) + " must be [" +
-                          std::to_string(classes) + "]");
+      bad_input(node, "weights of shape " + core::shape_to_string(weights_in->shape()) + " must be " +
+                          std::to_string(classes) + " values, one per class");
     if (weights_in->dtype() != scores_in.dtype())
       bad_input(node, std::string("weights are ") + core::dtype_name(weights_in->dtype()) + ", scores " +
                           core::dtype_name(scores_in.dtype()));
