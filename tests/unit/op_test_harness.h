@@ -125,6 +125,8 @@ inline std::vector<double> doubles(const core::Tensor& t) {
   return v;
 }
 
+inline std::vector<int64_t> ints(const core::Tensor& t) { return t.to_int64_vector(); }
+
 // |a - b| <= atol + rtol * |b| elementwise, any float dtypes; names the first
 // element that is not.
 inline ::testing::AssertionResult near(const core::Tensor& a, const std::vector<double>& b, double atol,
