@@ -162,10 +162,12 @@ inline core::Runtime& runtime() {
   return rt;
 }
 
-// A text model compiled for CPU and run once on `inputs`; its outputs.
-inline std::vector<core::Tensor> run_model(const char* text, const std::vector<core::Tensor>& inputs) {
+// A text model compiled for CPU (with `config`) and run once on `inputs`;
+// its outputs.
+inline std::vector<core::Tensor> run_model(const char* text, const std::vector<core::Tensor>& inputs,
+                                           const driver::Config& config = {}) {
   const auto model = test::model_from_text(text);
-  auto compiled = runtime().compile(*model, "CPU");
+  auto compiled = runtime().compile(*model, "CPU", config);
   auto req = compiled->create_infer_request();
   for (size_t i = 0; i < inputs.size(); ++i) req->set_input(i, inputs[i]);
   req->infer();
