@@ -50,6 +50,16 @@ struct KernelBuild {
   [[noreturn]] void unsupported(const std::string& reason) const {
     fail(HETERO_NOT_SUPPORTED, node.describe() + ": " + reason);
   }
+  // The node breaks ONNX's rules (an attribute out of range, static shapes
+  // that cannot fit): INVALID_MODEL naming the node.
+  [[noreturn]] void invalid(const std::string& reason) const {
+    fail(HETERO_INVALID_MODEL, node.describe() + ": " + reason);
+  }
+  // Input i's static dims when its rank is known (a dim may be unknown).
+  const std::vector<core::Dim>* input_dims(size_t i) const {
+    const core::Value* v = node.input(i);
+    return v && v->shape ? &*v->shape : nullptr;
+  }
 };
 
 // One execution of one kernel.
@@ -128,5 +138,13 @@ void register_control_flow_kernels(KernelRegistry& r);
 void register_misc_kernels(KernelRegistry& r);
 void register_rnn_kernels(KernelRegistry& r);
 void register_quantization_kernels(KernelRegistry& r);
+// The rest of the ONNX op set, a subject per file.
+void register_spectral_kernels(KernelRegistry& r);  // kernels_spectral.cpp: DFT, STFT, MelWeightMatrix
+void register_loss_kernels(KernelRegistry& r);      // kernels_loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void register_linalg_kernels(KernelRegistry& r);    // kernels_linalg.cpp: Det
+void register_roi_align_kernels(KernelRegistry& r); // kernels_roi_align.cpp: RoiAlign
+void register_unpool_kernels(KernelRegistry& r);    // kernels_unpool.cpp: MaxUnpool
+void register_random_kernels(KernelRegistry& r);    // kernels_random.cpp: Random*, Bernoulli, Dropout
+void register_optimizer_kernels(KernelRegistry& r); // kernels_optimizers.cpp: Adagrad, Adam, Momentum
 
 }  // namespace hetero::cpu

@@ -37,6 +37,13 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_shape_kernels(r);
     register_data_movement_kernels(r);
     register_misc_kernels(r);
+    register_spectral_kernels(r);
+    register_loss_kernels(r);
+    register_linalg_kernels(r);
+    register_roi_align_kernels(r);
+    register_unpool_kernels(r);
+    register_random_kernels(r);
+    register_optimizer_kernels(r);
     register_control_flow_kernels(r);
     register_nn_kernels(r);
     register_rnn_kernels(r);

@@ -1,5 +1,5 @@
-// Normalisations: BatchNormalization (inference), InstanceNormalization,
-// LRN and LayerNormalization.
+// Normalisations: BatchNormalization (inference and training mode),
+// InstanceNormalization, LRN and LayerNormalization.
 //
 // Plain loops: each is one or two passes over memory, which a loop does at
 // memory speed; oneDNN's versions would add a primitive per shape and
@@ -64,15 +64,48 @@ void channel_affine(const T* x, T* y, const std::vector<T>& a, const std::vector
   }
 }
 
+// Per-channel mean and population variance of (N, C, inner) or
+// channels-last (N*inner, C) memory, two passes in double.
+template <typename T>
+void channel_moments(const T* x, int64_t n, int64_t c, int64_t inner, bool channels_last, std::vector<double>& mean,
+                     std::vector<double>& var) {
+  mean.assign(static_cast<size_t>(c), 0.0);
+  var.assign(static_cast<size_t>(c), 0.0);
+  auto at = [&](int64_t i, int64_t k, int64_t j) {
+    return static_cast<double>(channels_last ? x[(i * inner + j) * c + k] : x[(i * c + k) * inner + j]);
+  };
+  const auto count = static_cast<double>(n * inner);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t j = 0; j < inner; ++j) mean[k] += at(i, k, j);
+  for (double& m : mean) m /= count;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t j = 0; j < inner; ++j) {
+        const double d = at(i, k, j) - mean[k];
+        var[k] += d * d;
+      }
+  for (double& v : var) v /= count;
+}
+
+// Inference normalises with the mean and var inputs. Training mode (opset
+// 14 on, training_mode = 1) normalises with the batch's own statistics over
+// every axis but the channel's, and outputs the running statistics moved
+// toward them: input * momentum + batch * (1 - momentum) (the batch's
+// population variance, as ONNX's reference has it).
 class BatchNormKernel final : public Kernel {
  public:
   explicit BatchNormKernel(const KernelBuild& b)
       : node_(b.node), epsilon_(b.node.attr_float("epsilon", 1e-5f)),
+        momentum_(b.node.attr_float("momentum", 0.9f)), training_(b.node.attr_int("training_mode", 0) != 0),
         channels_last_(b.node.attr_int(kChannelsLastAttr, 0) != 0) {
-    if (b.node.attr_int("training_mode", 0) != 0) b.unsupported("training_mode is not supported");
     if (b.opset < 9 && b.node.attr_int("spatial", 1) == 0) b.unsupported("spatial=0 is not supported");
-    for (size_t i = 1; i < b.node.outputs.size(); ++i)
-      if (b.node.outputs[i] && !b.node.outputs[i]->uses.empty()) b.unsupported("training outputs are not supported");
+    // Before opset 14 the extra outputs meant a training form with saved
+    // statistics, which inference graphs do not carry.
+    if (!training_)
+      for (size_t i = 1; i < b.node.outputs.size(); ++i)
+        if (b.node.outputs[i] && !b.node.outputs[i]->uses.empty())
+          b.unsupported("training outputs without training_mode are not supported");
   }
 
   void run(KernelRun& r) override {
@@ -92,13 +125,30 @@ class BatchNormKernel final : public Kernel {
     core::Tensor& y = r.output(0, x.dtype(), x.shape());
     auto go = [&](auto zero) {
       using T = decltype(zero);
+      std::vector<double> mean(static_cast<size_t>(c)), var(static_cast<size_t>(c));
+      if (training_) {
+        channel_moments<T>(x.data<T>(), n, c, inner, channels_last_, mean, var);
+      } else {
+        for (size_t k = 0; k < mean.size(); ++k) {
+          mean[k] = param<T>(*r.input(3), k);
+          var[k] = param<T>(*r.input(4), k);
+        }
+      }
       std::vector<T> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
       for (size_t k = 0; k < a.size(); ++k) {
-        const double s = param<T>(*r.input(1), k) / std::sqrt(param<T>(*r.input(4), k) + epsilon_);
+        const double s = param<T>(*r.input(1), k) / std::sqrt(var[k] + epsilon_);
         a[k] = static_cast<T>(s);
-        b[k] = static_cast<T>(param<T>(*r.input(2), k) - param<T>(*r.input(3), k) * s);
+        b[k] = static_cast<T>(param<T>(*r.input(2), k) - mean[k] * s);
       }
       channel_affine<T>(x.data<T>(), y.data<T>(), a, b, n, c, inner, channels_last_);
+      if (!training_) return;
+      for (size_t o = 1; o < 3 && o < r.num_outputs(); ++o) {
+        if (!r.output_wanted(o)) continue;
+        const std::vector<double>& batch = o == 1 ? mean : var;
+        T* running = r.output(o, x.dtype(), {c}).template data<T>();
+        for (size_t k = 0; k < batch.size(); ++k)
+          running[k] = static_cast<T>(param<T>(*r.input(2 + o), k) * momentum_ + batch[k] * (1 - momentum_));
+      }
     };
     if (x.dtype() == core::DType::F32) go(float{});
     else if (x.dtype() == core::DType::F64) go(double{});
@@ -107,7 +157,8 @@ class BatchNormKernel final : public Kernel {
 
  private:
   const core::Node& node_;
-  double epsilon_;
+  double epsilon_, momentum_;
+  bool training_;
   bool channels_last_;
 };
 

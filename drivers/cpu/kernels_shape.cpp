@@ -1,6 +1,6 @@
 // Shape kernels: ops that read or change a tensor's shape and pass its bytes
-// through as a view (Reshape, Flatten, Squeeze, Unsqueeze, Identity,
-// Dropout), the broadcasting copies (Expand, Tile) and the small generators
+// through as a view (Reshape, Flatten, Squeeze, Unsqueeze, Identity), the
+// broadcasting copies (Expand, Tile) and the small generators
 // (Shape, Size, Constant, ConstantOfShape, Range, EyeLike).
 #include <algorithm>
 #include <cmath>
@@ -161,37 +161,6 @@ std::unique_ptr<Kernel> make_unsqueeze(const KernelBuild& b) {
 
 std::unique_ptr<Kernel> make_identity(const KernelBuild&) {
   return make_fn_kernel([](KernelRun& r) { r.set_output(0, required_input(r, 0)); });
-}
-
-std::unique_ptr<Kernel> make_dropout(const KernelBuild& b) {
-  // Inference is the identity. Opset 12 moved ratio and training_mode to
-  // inputs; a request that turns training on with a non-zero ratio would
-  // need random masks, which an inference runtime does not reproduce.
-  const bool inputs_form = b.opset >= 12;
-  // The mask is bool from opset 10, the input's type before.
-  const bool bool_mask = b.opset >= 10;
-  return make_fn_kernel([=](KernelRun& r) {
-    const Tensor& x = required_input(r, 0);
-    if (inputs_form) {
-      const Tensor* training = r.input(2);
-      if (training && training->numel() > 0 && training->as_int64(0) != 0) {
-        const Tensor* ratio = r.input(1);
-        const double p = ratio && ratio->numel() > 0 ? ratio->as_double(0) : 0.5;
-        if (p != 0)
-          fail(HETERO_NOT_SUPPORTED, r.node().describe() + ": training mode with a non-zero ratio is not supported");
-      }
-    }
-    r.set_output(0, x);
-    if (r.num_outputs() > 1 && r.output_wanted(1)) {
-      Tensor& mask = r.output(1, bool_mask ? DType::Bool : x.dtype(), x.shape());
-      if (bool_mask) {
-        std::memset(mask.raw(), 1, mask.nbytes());
-      } else if (mask.numel() > 0) {
-        store_double(mask.dtype(), mask.raw(), 0, 1.0);
-        fill_elements(mask.raw(), mask.raw(), mask.numel(), core::dtype_size(mask.dtype()));
-      }
-    }
-  });
 }
 
 std::unique_ptr<Kernel> make_constant(const KernelBuild& b) {
@@ -398,7 +367,6 @@ void register_shape_kernels(KernelRegistry& r) {
   r.add("Squeeze", make_squeeze);
   r.add("Unsqueeze", make_unsqueeze);
   r.add("Identity", make_identity);
-  r.add("Dropout", make_dropout);
   r.add("Constant", make_constant);
   r.add("ConstantOfShape", make_constant_of_shape, "", 9);
   r.add("Range", make_range, "", 11);

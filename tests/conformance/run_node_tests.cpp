@@ -157,12 +157,18 @@ std::vector<std::string> read_list(const std::string& path) {
   return names;
 }
 
+// Cases whose expected outputs are draws from NumPy's global random state
+// that the node's attributes do not determine (Bernoulli's: ONNX says its
+// values are implementation-specific even with a seed): an unseeded one
+// passes by luck now and then, and a list must not take such a pass in.
+bool unreproducible(const std::string& name) { return name.rfind("test_bernoulli", 0) == 0; }
+
 // Writes the list through a temporary file so a failed run never leaves a
 // half-written list behind.
 void write_list(const std::string& path, const Options& o, const std::vector<Outcome>& outcomes) {
   std::vector<std::string> names;
   for (const Outcome& r : outcomes)
-    if (r.pass) names.push_back(r.name);
+    if (r.pass && !unreproducible(r.name)) names.push_back(r.name);
   std::sort(names.begin(), names.end());
   const std::string tmp = path + ".tmp";
   {
