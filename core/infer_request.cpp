@@ -55,7 +55,10 @@ class StepInferRequest final : public driver::InferRequest {
     check_index(index, step_->inputs().size(), "input");
     check_input(step_->inputs()[index], tensor);
     std::lock_guard lock(mutex_);
-    if (busy_) fail(HETERO_BUSY, "an inference is running on this request; wait for it before binding inputs");
+    // Binding is allowed once the inference has finished, in its callback too
+    // (hetero_callback in include/hetero/hetero.h).
+    if (last_ == Last::Running)
+      fail(HETERO_BUSY, "an inference is running on this request; wait for it before binding inputs");
     step_->input_bound(index, tensor);
     inputs_[index] = tensor;
   }

@@ -237,6 +237,11 @@ def _finish(token: int) -> None:
     pending = _in_flight.pop(token)
     request, future = pending.request, pending.future
     try:
+        # The C callback has handed over but may not have returned yet, and
+        # the request takes no new inference until it has: wait for that tail
+        # (microseconds) so that the awaiting code can start the next one.
+        if not request.closed:
+            lib.hetero_infer_request_wait(request._handle)
         if future.cancelled():
             return
         if pending.status != Status.OK:

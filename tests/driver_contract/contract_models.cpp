@@ -78,11 +78,11 @@ std::vector<const TestModel*> test_models() {
   return {&two_outputs_model(), &three_inputs_model(), &small_cnn_model()};
 }
 
-const char* const kReluDetModel = R"ONNX(
-<ir_version: 8, opset_import: ["" : 13]>
-relu_det (float[2, 2] x) => (float y) {
+const char* const kReluInverseModel = R"ONNX(
+<ir_version: 8, opset_import: ["" : 13, "com.microsoft" : 1]>
+relu_inverse (float[2, 2] x) => (float[2, 2] y) {
   a = Relu (x)
-  y = Det (a)
+  y = com.microsoft.Inverse (a)
 }
 )ONNX";
 

@@ -30,8 +30,9 @@ std::vector<const TestModel*> test_models();
 // two_outputs_model()'s y for its inputs, worked out by hand.
 std::vector<float> two_outputs_expected_y();
 
-// Relu then Det (an ONNX op no driver has a kernel for).
-extern const char* const kReluDetModel;
+// Relu then ONNX Runtime's contrib op com.microsoft.Inverse, which no driver
+// has a kernel for.
+extern const char* const kReluInverseModel;
 // MatMul and Relu with a dynamic batch dim N.
 extern const char* const kDynamicBatchModel;
 

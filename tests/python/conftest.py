@@ -31,6 +31,8 @@ SERVED = {
     "affine": (MODELS / "affine.onnx", None),
     "passthrough": (MODELS / "passthrough.onnx", None),
     "accumulate": (MODELS / "accumulate.onnx", None),
+    "lstm_step": (MODELS / "lstm_step.onnx", None),
+    "lstm_sequence": (MODELS / "lstm_sequence.onnx", None),
     "slow": (DAEMON_MODELS / "slow.onnx", None),
 }
 

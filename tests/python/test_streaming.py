@@ -2,11 +2,12 @@
 between frames fed back from its outputs (no copies: an output array is bound
 as the next frame's input as it is).
 
-accumulate.onnx stands in for a recurrent model (its state is a running sum).
-The streaming LSTM/GRU model of the edge-models issue (int8, LSTM, GRU ops)
-is tested here the same way once those ops have landed: hidden and cell
-state outputs bound as the next frame's state inputs, answers compared with
-ONNX Runtime frame by frame."""
+accumulate.onnx has the simplest state there is (a running sum, exact in
+float32). lstm_step.onnx is a real recurrent layer: its hidden and cell state
+outputs are fed back as the next frame's state inputs, and the stream must
+reproduce lstm_sequence.onnx, the same LSTM run over all frames at once.
+(The Silero VAD models are streamed against ONNX Runtime through the C ABI,
+the CLI and the daemon in tests/models.)"""
 
 from __future__ import annotations
 
@@ -44,3 +45,20 @@ def test_async_stream_with_state(target: Target) -> None:
             return state
 
     np.testing.assert_array_equal(asyncio.run(stream()), np.sum(frames(), axis=0))
+
+
+def lstm_frames() -> np.ndarray:
+    return np.random.default_rng(5).uniform(-1, 1, size=(FRAMES, 1, 4)).astype(np.float32)
+
+
+def test_recurrent_stream_matches_the_whole_sequence(target: Target) -> None:
+    xs = lstm_frames()
+    with target.open("lstm_sequence") as whole, whole.create_infer_request() as request:
+        expected = request.infer({"xs": xs})["ys"][:, 0, 0, :]
+    with target.open("lstm_step") as step, step.create_infer_request() as request:
+        h = np.zeros((1, 1, 8), np.float32)
+        c = np.zeros((1, 1, 8), np.float32)
+        for t in range(FRAMES):
+            out = request.infer({"x": xs[t : t + 1], "h": h, "c": c})
+            h, c = out["h_out"], out["c_out"]
+            np.testing.assert_allclose(h[0, 0], expected[t], rtol=1e-4, atol=1e-5, err_msg=f"frame {t}")

@@ -357,13 +357,7 @@ TEST(CpuShapeKernels, GeneratorsAndShapeQueries) {
   EXPECT_EQ(floats(e.run({iota_f32({2, 3})})[0]), (std::vector<float>{0, 1, 0, 0, 0, 1}));
   OpNode cs("ConstantOfShape", 9, 1);
   EXPECT_EQ(cs.run({i64({2, 0})})[0].shape(), (Shape{2, 0}));
-  OpNode dr("Dropout", 13, 3, 2);
-  const Tensor x = iota_f32({2});
-  const auto outs = dr.run({x, std::nullopt, std::nullopt}, 2);
-  EXPECT_EQ(outs[0].raw(), x.raw());
-  EXPECT_EQ(ints(outs[1]), (std::vector<int64_t>{1, 1}));
-  expect_status(HETERO_NOT_SUPPORTED,
-                [&] { dr.run({x, f32({0.5f}, {}), Tensor::from_vector<bool>({true}, {})}, 2); });
+  // (Dropout: test_cpu_random.cpp.)
 }
 
 }  // namespace
