@@ -21,9 +21,11 @@ run_suite build || status=1
 # The sanitizer build runs the unit and fuzz suites, the daemon test (the
 # real heterod against hostile clients) and the driver contract but for its
 # OPENCL instances (suite 'sanitize'): the conformance and model suites are
-# the same code on larger inputs, too slow under ASan on 2 cores.
+# the same code on larger inputs, too slow under ASan on 2 cores. It is also
+# the CPU-only configuration a box without a GPU builds (no OpenCL, no Level
+# Zero), so that configuration is built and its CPU tests run on every change.
 SUITES="--suite unit --suite fuzz --suite sanitize" run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false \
-  -Dbuildtype=debugoptimized || status=1
+  -Dbuildtype=debugoptimized -Dopencl=disabled -Dlevel_zero=disabled || status=1
 
 python3 scripts/test_summary.py build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
 exit $status

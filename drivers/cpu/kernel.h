@@ -146,5 +146,6 @@ void register_roi_align_kernels(KernelRegistry& r); // kernels_roi_align.cpp: Ro
 void register_unpool_kernels(KernelRegistry& r);    // kernels_unpool.cpp: MaxUnpool
 void register_random_kernels(KernelRegistry& r);    // kernels_random.cpp: Random*, Bernoulli, Dropout
 void register_optimizer_kernels(KernelRegistry& r); // kernels_optimizers.cpp: Adagrad, Adam, Momentum
+void register_tfidf_kernels(KernelRegistry& r);     // kernels_tfidf.cpp: TfIdfVectorizer
 
 }  // namespace hetero::cpu

@@ -44,6 +44,7 @@ const KernelRegistry& KernelRegistry::builtin() {
     register_unpool_kernels(r);
     register_random_kernels(r);
     register_optimizer_kernels(r);
+    register_tfidf_kernels(r);
     register_control_flow_kernels(r);
     register_nn_kernels(r);
     register_rnn_kernels(r);

@@ -1,6 +1,7 @@
 #include "tests/conformance/node_case.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -109,6 +110,15 @@ std::vector<size_t> match_ports(const std::vector<driver::Port>& ports, const st
   return order;
 }
 
+// ONNX's backend test data stores bfloat16 tensors as uint16 (NumPy has no
+// bfloat16): the same bits, declared bfloat16 by the model's port.
+core::Tensor as_port_dtype(core::Tensor t, const driver::Port& port) {
+  if (t.dtype() != core::DType::U16 || port.dtype != core::DType::BF16) return t;
+  core::Tensor bits = core::Tensor::allocate(core::DType::BF16, t.shape(), false);
+  std::memcpy(bits.raw(), t.raw(), t.nbytes());
+  return bits;
+}
+
 void run_data_set(driver::CompiledModel& compiled, driver::InferRequest& request, const fs::path& set,
                   const NoteFn& note) {
   const std::string set_name = set.filename().string();
@@ -123,7 +133,7 @@ void run_data_set(driver::CompiledModel& compiled, driver::InferRequest& request
   for (size_t i = 0; i < in_order.size(); ++i) {
     const std::string what = set_name + " input '" + compiled.inputs()[i].name + "'";
     try {
-      inputs.push_back(tensor_from_pb(in_protos[in_order[i]], what));
+      inputs.push_back(as_port_dtype(tensor_from_pb(in_protos[in_order[i]], what), compiled.inputs()[i]));
     } catch (const std::runtime_error& e) {
       throw CaseFailure(std::string("data: ") + e.what());
     }
@@ -141,7 +151,7 @@ void run_data_set(driver::CompiledModel& compiled, driver::InferRequest& request
     const std::string what = set_name + " output '" + compiled.outputs()[i].name + "'";
     core::Tensor expected;
     try {
-      expected = tensor_from_pb(out_protos[out_order[i]], what);
+      expected = as_port_dtype(tensor_from_pb(out_protos[out_order[i]], what), compiled.outputs()[i]);
     } catch (const std::runtime_error& e) {
       throw CaseFailure(std::string("data: ") + e.what());
     }

@@ -1,5 +1,6 @@
 #include "tests/conformance/tensor_compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -39,7 +40,12 @@ std::string compare_floats(const core::Tensor& expected, const core::Tensor& act
     } else {
       const double err = std::fabs(a - e);
       max_abs = std::max(max_abs, err);
-      excess = err - (tol.atol + tol.rtol * std::fabs(e));
+      double allowed = tol.atol + tol.rtol * std::fabs(e);
+      // bfloat16 keeps 8 significant bits; ONNX 1.12's test data makes its
+      // bfloat16 values by truncating float32, heterod (as ONNX Runtime and
+      // later ONNX references) rounds to nearest even: one step apart.
+      if (expected.dtype() == core::DType::BF16 && e != 0) allowed = std::max(allowed, std::ldexp(1.0, std::ilogb(e) - 7));
+      excess = err - allowed;
       ok = excess <= 0;
     }
     if (!ok) {
