@@ -1,4 +1,4 @@
-#include "tests/conformance/node_case.h"
+#include "tests/onnx_case/onnx_case.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -12,10 +12,10 @@
 
 #include "core/error.h"
 #include "core/onnx_import.h"
-#include "tests/conformance/pb_tensor.h"
-#include "tests/conformance/tensor_compare.h"
+#include "tests/onnx_case/pb_tensor.h"
+#include "tests/onnx_case/tensor_compare.h"
 
-namespace hetero::conformance {
+namespace hetero::onnx_case {
 
 namespace fs = std::filesystem;
 
@@ -109,6 +109,14 @@ std::vector<size_t> match_ports(const std::vector<driver::Port>& ports, const st
   return order;
 }
 
+// ONNX 1.12's generator stores bfloat16 test data as uint16 tensors; the
+// port's declared type says what the bits are.
+core::Tensor as_port_type(core::Tensor t, const driver::Port& port) {
+  if (t.dtype() == core::DType::U16 && port.dtype == core::DType::BF16)
+    return core::Tensor::wrap(core::DType::BF16, t.shape(), t.raw(), t.owner());
+  return t;
+}
+
 void run_data_set(driver::CompiledModel& compiled, driver::InferRequest& request, const fs::path& set,
                   const NoteFn& note) {
   const std::string set_name = set.filename().string();
@@ -123,7 +131,7 @@ void run_data_set(driver::CompiledModel& compiled, driver::InferRequest& request
   for (size_t i = 0; i < in_order.size(); ++i) {
     const std::string what = set_name + " input '" + compiled.inputs()[i].name + "'";
     try {
-      inputs.push_back(tensor_from_pb(in_protos[in_order[i]], what));
+      inputs.push_back(as_port_type(tensor_from_pb(in_protos[in_order[i]], what), compiled.inputs()[i]));
     } catch (const std::runtime_error& e) {
       throw CaseFailure(std::string("data: ") + e.what());
     }
@@ -141,7 +149,7 @@ void run_data_set(driver::CompiledModel& compiled, driver::InferRequest& request
     const std::string what = set_name + " output '" + compiled.outputs()[i].name + "'";
     core::Tensor expected;
     try {
-      expected = tensor_from_pb(out_protos[out_order[i]], what);
+      expected = as_port_type(tensor_from_pb(out_protos[out_order[i]], what), compiled.outputs()[i]);
     } catch (const std::runtime_error& e) {
       throw CaseFailure(std::string("data: ") + e.what());
     }
@@ -162,6 +170,14 @@ std::vector<std::string> op_types(const onnx::GraphProto& graph) {
 }
 
 }  // namespace
+
+std::vector<std::string> case_op_types(const std::string& dir) {
+  try {
+    return op_types(read_model_proto(fs::path(dir) / "model.onnx").graph());
+  } catch (const CaseFailure& e) {
+    throw std::runtime_error(e.what());
+  }
+}
 
 CaseResult run_case(const std::string& dir_name, const core::Runtime& runtime, const std::string& device,
                     const NoteFn& note) {
@@ -218,4 +234,4 @@ CaseResult run_case(const std::string& dir_name, const core::Runtime& runtime, c
   }
 }
 
-}  // namespace hetero::conformance
+}  // namespace hetero::onnx_case
