@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/kernel_factories.h"
+#include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/post_ops.h"
 
 namespace hetero::cpu {
@@ -90,8 +92,8 @@ class BatchNormKernel final : public Kernel {
                        core::shape_to_string(p.shape()));
     }
     core::Tensor& y = r.output(0, x.dtype(), x.shape());
-    auto go = [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_or_fail(FloatTypes{}, x.dtype(), node_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
       std::vector<T> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
       for (size_t k = 0; k < a.size(); ++k) {
         const double s = param<T>(*r.input(1), k) / std::sqrt(param<T>(*r.input(4), k) + epsilon_);
@@ -99,10 +101,7 @@ class BatchNormKernel final : public Kernel {
         b[k] = static_cast<T>(param<T>(*r.input(2), k) - param<T>(*r.input(3), k) * s);
       }
       channel_affine<T>(x.data<T>(), y.data<T>(), a, b, n, c, inner, channels_last_);
-    };
-    if (x.dtype() == core::DType::F32) go(float{});
-    else if (x.dtype() == core::DType::F64) go(double{});
-    else fail(HETERO_NOT_SUPPORTED, node_.describe() + ": element type " + core::dtype_name(x.dtype()) + " is not supported");
+    });
   }
 
  private:
@@ -266,17 +265,14 @@ class LayerNormKernel final : public Kernel {
 
 }  // namespace
 
-void register_nn_kernels(KernelRegistry& r) {
-  auto batch_norm = [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<BatchNormKernel>(b); };
-  r.add("BatchNormalization", batch_norm);
-  r.add("BatchNormalization", batch_norm, kCpuDomain, 1, 1);  // channels-last, from the layout pass
-  r.add("InstanceNormalization", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    const double epsilon = b.node.attr_float("epsilon", 1e-5f);
-    return std::make_unique<FunctionKernel>([epsilon](KernelRun& r) { instance_norm(r, epsilon); });
-  });
-  r.add("LRN", [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<LrnKernel>(b); });
-  r.add("LayerNormalization",
-        [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<LayerNormKernel>(b); }, "", 17);
+std::unique_ptr<Kernel> make_batch_normalization(const KernelBuild& b) { return std::make_unique<BatchNormKernel>(b); }
+
+std::unique_ptr<Kernel> make_instance_normalization(const KernelBuild& b) {
+  const double epsilon = b.node.attr_float("epsilon", 1e-5f);
+  return std::make_unique<FunctionKernel>([epsilon](KernelRun& r) { instance_norm(r, epsilon); });
 }
+
+std::unique_ptr<Kernel> make_lrn(const KernelBuild& b) { return std::make_unique<LrnKernel>(b); }
+std::unique_ptr<Kernel> make_layer_normalization(const KernelBuild& b) { return std::make_unique<LayerNormKernel>(b); }
 
 }  // namespace hetero::cpu
