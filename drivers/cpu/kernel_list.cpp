@@ -2,17 +2,18 @@
 // on CPU is read here.
 //
 // How a node of a model gets its kernel:
-//  1. An op without a line here but with an ONNX function body (Gelu,
-//     MeanVarianceNormalization, ...; core/function_expand.h) is replaced by
-//     that body at compile, and each node of the body goes through these
-//     steps; query() counts such a node as supported.
+//  1. An op without a line here but with an ONNX function body
+//     (MeanVarianceNormalization, SoftmaxCrossEntropyLoss, ...;
+//     core/function_expand.h) is replaced by that body at compile, and each
+//     node of the body goes through these steps; query() counts such a node
+//     as supported.
 //  2. With CPU.optimize (the default), the graph passes (graph_passes.h)
 //     rewrite the driver's copy of the model before any kernel is built: a
 //     Conv, ConvTranspose, MatMul or Gemm and the elementwise steps after it
 //     become one hetero.cpu Fused* node whose kernel lets oneDNN apply the
 //     steps as post-ops while the output is in cache, and convolutions with
-//     the pools and normalisations around them become channels-last forms
-//     between ToChannelsLast/ToChannelsFirst nodes. That is how a fused
+//     the pools, BatchNormalizations and elementwise ops around them become
+//     channels-last forms between ToChannelsLast/ToChannelsFirst nodes. That is how a fused
 //     oneDNN kernel is preferred over the plain ones: the node is renamed to
 //     it, so the lookup below never has two candidates to pick from.
 //     query() judges the node as the model has it, before these passes.
