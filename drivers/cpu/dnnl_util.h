@@ -1,7 +1,6 @@
 // Helpers shared by the CPU driver's oneDNN kernels: dims and memory
 // descriptors over core::Tensor memory, per-thread scratch buffers, a
-// per-shape cache of primitives, and the registration of the families the
-// oneDNN kernels are split into.
+// per-shape cache of primitives, and oneDNN errors as hetero errors.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +41,12 @@ inline dnnl::memory view_memory(const dnnl::memory::desc& md, const dnnl::engine
 // allocated per run, and must not be shared by requests running at once.
 enum class Scratch { Pad, Src, Dst, Weights, Extra, Count };
 void* scratch_buffer(Scratch slot, size_t bytes);
+
+// A primitive's user-managed scratchpad of `bytes` in the Scratch::Pad buffer.
+inline dnnl::memory scratchpad_memory(size_t bytes, const dnnl::engine& engine) {
+  return view_memory(dnnl::memory::desc({static_cast<int64_t>(bytes)}, dnnl_dt::u8, dnnl_tag::a), engine,
+                     scratch_buffer(Scratch::Pad, bytes));
+}
 
 // Makes the calling thread's OpenMP team `threads` wide (oneDNN reads the
 // thread's OpenMP setting); no-op when it already is or threads <= 0.
@@ -132,15 +137,5 @@ class LayoutChange {
 
 // The float32 check every oneDNN kernel makes at build time.
 void require_float_inputs(const KernelBuild& b, std::initializer_list<size_t> inputs);
-
-// The families the oneDNN kernels are split into; register_dnnl_kernels calls them.
-void register_conv_kernels(KernelRegistry& r);
-void register_conv_transpose_kernels(KernelRegistry& r);
-void register_matmul_kernels(KernelRegistry& r);
-void register_pool_kernels(KernelRegistry& r);
-void register_layout_kernels(KernelRegistry& r);
-
-// The domain of the nodes the CPU driver's graph passes create.
-inline constexpr const char* kCpuDomain = "hetero.cpu";
 
 }  // namespace hetero::cpu

@@ -1,9 +1,16 @@
-// Turning a run-time DType into a C++ element type for templated kernels.
+// Turning a run-time DType into a C++ element type for templated kernels:
+// the one way every CPU kernel does it. A kernel names the element types it
+// handles as a TypeList and gets a TypeTag of the one that matched:
 //
-//   dispatch(NumericTypes{}, x.dtype(), [&](auto tag) {
+//   dispatch_or_fail(NumericTypes{}, x.dtype(), r.node(), [&](auto tag) {
 //     using T = typename decltype(tag)::type;
 //     ...
 //   });
+//
+// dispatch() is the same without the failure (it returns whether a type
+// matched), for kernels that try something else first; dispatch_width()
+// picks an unsigned integer of the element's width, for kernels that only
+// move elements (Transpose, Gather, Slice...) and so handle every dtype.
 //
 // float16 and bfloat16 have no C++ arithmetic type here; kernels that accept
 // them widen to float32 with to_float32() and narrow the result back with
@@ -15,8 +22,11 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "core/dtype.h"
+#include "core/error.h"
+#include "core/graph.h"
 #include "core/tensor.h"
 #include "drivers/cpu/kernel.h"
 
@@ -48,12 +58,48 @@ using IntTypes = ConcatTypes<SignedIntTypes, UnsignedIntTypes>::type;
 using SignedTypes = ConcatTypes<FloatTypes, SignedIntTypes>::type;
 using NumericTypes = ConcatTypes<FloatTypes, IntTypes>::type;
 using AllTypes = ConcatTypes<NumericTypes, TypeList<bool>>::type;
+using BoolTypes = TypeList<bool>;
+// One unsigned integer type per element width heterod's dtypes have.
+using WidthTypes = TypeList<uint8_t, uint16_t, uint32_t, uint64_t>;
 
 // Calls fn(TypeTag<T>{}) for the T of `List` whose DType is `dtype`. Returns
 // false, calling nothing, when `dtype` is not in the list.
 template <typename... Ts, typename Fn>
 bool dispatch(TypeList<Ts...>, core::DType dtype, Fn&& fn) {
   return ((core::DTypeOf<Ts>::value == dtype ? (fn(TypeTag<Ts>{}), true) : false) || ...);
+}
+
+// The run-time refusal of a dtype only known once tensors arrive.
+[[noreturn]] inline void unsupported_dtype(const core::Node& node, core::DType dtype) {
+  fail(HETERO_NOT_SUPPORTED, node.describe() + ": element type " + core::dtype_name(dtype) + " is not supported");
+}
+
+// The same as dispatch(), refusing a `dtype` not in the list.
+template <typename List, typename Fn>
+void dispatch_or_fail(List list, core::DType dtype, const core::Node& node, Fn&& fn) {
+  if (!dispatch(list, dtype, std::forward<Fn>(fn))) unsupported_dtype(node, dtype);
+}
+
+// Calls fn(TypeTag<U>{}) with the unsigned integer type U of `elem_size`
+// bytes (1, 2, 4 or 8: every dtype heterod knows), for kernels that only
+// move elements around.
+template <typename Fn>
+void dispatch_width(size_t elem_size, Fn&& fn) {
+  const core::DType width = elem_size == 1   ? core::DType::U8
+                            : elem_size == 2 ? core::DType::U16
+                            : elem_size == 4 ? core::DType::U32
+                            : elem_size == 8 ? core::DType::U64
+                                             : core::DType::Undefined;
+  if (!dispatch(WidthTypes{}, width, std::forward<Fn>(fn)))
+    fail(HETERO_NOT_SUPPORTED, "elements of " + std::to_string(elem_size) + " bytes are not supported");
+}
+
+// The same for the elements of `dtype`; a type without a fixed width
+// (strings) fails with NOT_SUPPORTED naming `node`.
+template <typename Fn>
+void dispatch_width(core::DType dtype, const core::Node& node, Fn&& fn) {
+  if (core::dtype_size(dtype) == 0) unsupported_dtype(node, dtype);
+  dispatch_width(core::dtype_size(dtype), std::forward<Fn>(fn));
 }
 
 // Refuses the node at build time when input i's static dtype is known and is
@@ -66,12 +112,6 @@ void require_dtype(const KernelBuild& build, size_t i, List, bool half_ok) {
   if (!dispatch(List{}, dtype, [](auto) {}))
     build.unsupported(std::string("input ") + std::to_string(i) + " of type " + core::dtype_name(dtype) +
                       " is not supported");
-}
-
-// The run-time counterpart, for dtypes only known once tensors arrive.
-[[noreturn]] inline void unsupported_dtype(const KernelRun& run, core::DType dtype) {
-  fail(HETERO_NOT_SUPPORTED, run.node().describe() + ": inputs of type " + core::dtype_name(dtype) +
-                                 " are not supported");
 }
 
 // Element conversion as Cast defines it. Floating point to integer truncates
@@ -120,6 +160,21 @@ inline void narrow_from_float32(const core::Tensor& src, core::Tensor& dst) {
     for (size_t i = 0; i < n; ++i) d[i] = core::float_to_half(s[i]);
   else
     for (size_t i = 0; i < n; ++i) d[i] = core::float_to_bf16(s[i]);
+}
+
+// Writes `v` converted to `dtype` at element i of `data` (slow; for fill
+// values and small outputs, not inner loops).
+inline void store_double(core::DType dtype, void* data, size_t i, double v) {
+  if (dtype == core::DType::F16) {
+    static_cast<uint16_t*>(data)[i] = core::float_to_half(static_cast<float>(v));
+  } else if (dtype == core::DType::BF16) {
+    static_cast<uint16_t*>(data)[i] = core::float_to_bf16(static_cast<float>(v));
+  } else if (!dispatch(AllTypes{}, dtype, [&](auto tag) {
+               using T = typename decltype(tag)::type;
+               static_cast<T*>(data)[i] = static_cast<T>(v);
+             })) {
+    fail(HETERO_NOT_SUPPORTED, std::string("cannot write elements of type ") + core::dtype_name(dtype));
+  }
 }
 
 // Element-count threshold above which loops run on all OpenMP threads; below

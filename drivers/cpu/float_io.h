@@ -38,7 +38,7 @@ inline void require_float_input(const KernelBuild& b, size_t i) { require_dtype(
 // The run-time check: input `t` must be a float type.
 inline void check_float_input(const KernelRun& r, const core::Tensor& t) {
   if (!is_half_type(t.dtype()) && t.dtype() != core::DType::F32 && t.dtype() != core::DType::F64)
-    unsupported_dtype(r, t.dtype());
+    unsupported_dtype(r.node(), t.dtype());
 }
 
 }  // namespace hetero::cpu

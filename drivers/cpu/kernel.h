@@ -102,18 +102,30 @@ class FunctionKernel final : public Kernel {
   std::function<void(KernelRun&)> fn_;
 };
 
+// The domain of the nodes the CPU driver's graph passes create (fused and
+// channels-last forms); "" is ai.onnx.
+inline constexpr const char* kCpuDomain = "hetero.cpu";
+
+// Which kernel factory handles a node: the CPU driver's kernels by (op type,
+// domain, opset range). Each (op type, domain, opset) has at most one
+// factory: add() refuses a registration that overlaps an earlier one, so the
+// order of registration never decides anything. kernel_list.cpp holds the
+// driver's whole list and says how a node's kernel is chosen.
 class KernelRegistry {
  public:
   // `domain` is "" for ai.onnx. `min_opset`..`max_opset` bound the opset
-  // versions the factory handles (inclusive).
+  // versions the factory handles (inclusive). Fails with DRIVER_ERROR naming
+  // both when the op already has a factory for one of those opsets.
   void add(const std::string& op_type, KernelFactory factory, const std::string& domain = "",
-           int64_t min_opset = 1, int64_t max_opset = 1000);
+           int64_t min_opset = 1, int64_t max_opset = kLatestOpset);
   // Null when no kernel handles this op at this opset.
   const KernelFactory* find(const std::string& op_type, const std::string& domain, int64_t opset) const;
-  std::vector<std::string> op_types() const;
 
-  // All the CPU driver's kernels.
+  // All the CPU driver's kernels (kernel_list.cpp).
   static const KernelRegistry& builtin();
+
+  // No opset bound above.
+  static constexpr int64_t kLatestOpset = 1000;
 
  private:
   struct Entry {
@@ -123,29 +135,5 @@ class KernelRegistry {
   };
   std::vector<Entry> entries_;
 };
-
-// Each kernel family registers itself here; kernel_registry.cpp calls them all.
-void register_elementwise_kernels(KernelRegistry& r);
-void register_unary_kernels(KernelRegistry& r);
-void register_cast_kernels(KernelRegistry& r);
-void register_softmax_kernels(KernelRegistry& r);
-void register_reduction_kernels(KernelRegistry& r);
-void register_shape_kernels(KernelRegistry& r);
-void register_data_movement_kernels(KernelRegistry& r);
-void register_dnnl_kernels(KernelRegistry& r);
-void register_nn_kernels(KernelRegistry& r);
-void register_control_flow_kernels(KernelRegistry& r);
-void register_misc_kernels(KernelRegistry& r);
-void register_rnn_kernels(KernelRegistry& r);
-void register_quantization_kernels(KernelRegistry& r);
-// The rest of the ONNX op set, a subject per file.
-void register_spectral_kernels(KernelRegistry& r);  // kernels_spectral.cpp: DFT, STFT, MelWeightMatrix
-void register_loss_kernels(KernelRegistry& r);      // kernels_loss.cpp: NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void register_linalg_kernels(KernelRegistry& r);    // kernels_linalg.cpp: Det
-void register_roi_align_kernels(KernelRegistry& r); // kernels_roi_align.cpp: RoiAlign
-void register_unpool_kernels(KernelRegistry& r);    // kernels_unpool.cpp: MaxUnpool
-void register_random_kernels(KernelRegistry& r);    // kernels_random.cpp: Random*, Bernoulli, Dropout
-void register_optimizer_kernels(KernelRegistry& r); // kernels_optimizers.cpp: Adagrad, Adam, Momentum
-void register_tfidf_kernels(KernelRegistry& r);     // kernels_tfidf.cpp: TfIdfVectorizer
 
 }  // namespace hetero::cpu

@@ -7,6 +7,7 @@
 
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 namespace {
@@ -52,25 +53,25 @@ void cast_into(const KernelRun& r, const Tensor& x, Tensor& y) {
     return;
   }
   const int64_t n = static_cast<int64_t>(x.numel());
-  const bool ok = dispatch(AllTypes{}, x.dtype(), [&](auto src_tag) {
+  dispatch_or_fail(AllTypes{}, x.dtype(), r.node(), [&](auto src_tag) {
     using S = typename decltype(src_tag)::type;
-    const bool ok_dst = dispatch(AllTypes{}, y.dtype(), [&](auto dst_tag) {
+    dispatch_or_fail(AllTypes{}, y.dtype(), r.node(), [&](auto dst_tag) {
       using D = typename decltype(dst_tag)::type;
       const S* s = x.data<S>();
       D* d = y.data<D>();
 #pragma omp parallel for schedule(static) if (n > int64_t(kParallelThreshold))
       for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(s[i]);
     });
-    if (!ok_dst) unsupported_dtype(r, y.dtype());
   });
-  if (!ok) unsupported_dtype(r, x.dtype());
 }
 
 void refuse_strings(const KernelBuild& b, DType dtype) {
   if (dtype == DType::String) b.unsupported("casting to or from strings is not supported");
 }
 
-std::unique_ptr<Kernel> cast_kernel(const KernelBuild& b) {
+}  // namespace
+
+std::unique_ptr<Kernel> make_cast(const KernelBuild& b) {
   DType to = DType::Undefined;
   const core::Attribute* a = b.node.attr("to");
   if (!a) b.unsupported("attribute 'to' is missing");
@@ -96,7 +97,7 @@ std::unique_ptr<Kernel> cast_kernel(const KernelBuild& b) {
   });
 }
 
-std::unique_ptr<Kernel> cast_like_kernel(const KernelBuild& b) {
+std::unique_ptr<Kernel> make_cast_like(const KernelBuild& b) {
   refuse_strings(b, b.input_dtype(0));
   refuse_strings(b, b.input_dtype(1));
   return std::make_unique<FunctionKernel>([](KernelRun& r) {
@@ -109,13 +110,6 @@ std::unique_ptr<Kernel> cast_like_kernel(const KernelBuild& b) {
     }
     cast_into(r, *x, r.output(0, like->dtype(), x->shape()));
   });
-}
-
-}  // namespace
-
-void register_cast_kernels(KernelRegistry& r) {
-  r.add("Cast", cast_kernel);
-  r.add("CastLike", cast_like_kernel, "", 15);
 }
 
 }  // namespace hetero::cpu

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
 #include "drivers/cpu/plan.h"
 
@@ -68,6 +69,52 @@ void stack_output(KernelRun& r, size_t index, const std::vector<Tensor>& parts, 
   }
 }
 
+// Slice t of `x` along `axis` (the axis removed): a view when the slices are
+// contiguous (axis 0), else a copy.
+Tensor scan_slice(const Tensor& x, size_t axis, int64_t t) {
+  Shape shape = x.shape();
+  const int64_t steps = shape[axis];
+  shape.erase(shape.begin() + static_cast<ptrdiff_t>(axis));
+  const auto inner = static_cast<size_t>(product(x.shape(), axis + 1, x.rank()));
+  const int64_t outer = product(x.shape(), 0, axis);
+  if (outer == 1) return view_of(x, static_cast<size_t>(t) * inner, shape);
+  Tensor s = Tensor::allocate(x.dtype(), shape, false);
+  const size_t bytes = inner * core::dtype_size(x.dtype());
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(static_cast<char*>(s.raw()) + static_cast<size_t>(o) * bytes,
+                static_cast<const char*>(x.raw()) + static_cast<size_t>(o * steps + t) * bytes, bytes);
+  return s;
+}
+
+// Copies parts (null ones as zeros) into output `index` of shape lead + the
+// parts' common shape: the batch-major layout of Scan-8's outputs.
+void write_batched(KernelRun& r, size_t index, const std::vector<const Tensor*>& parts, Shape lead) {
+  const Tensor* first = nullptr;
+  for (const Tensor* p : parts)
+    if (p && !first) first = p;
+  if (!first) {
+    const core::Value* v = r.node().outputs[index];
+    r.output(index, v && v->dtype != DType::Undefined ? v->dtype : DType::F32, lead);
+    return;
+  }
+  Shape out = lead;
+  out.insert(out.end(), first->shape().begin(), first->shape().end());
+  Tensor& y = r.output(index, first->dtype(), out);
+  const size_t bytes = first->nbytes();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    char* dst = static_cast<char*>(y.raw()) + i * bytes;
+    if (!parts[i]) {
+      std::memset(dst, 0, bytes);
+      continue;
+    }
+    if (parts[i]->dtype() != first->dtype() || parts[i]->shape() != first->shape())
+      bad_input(r.node(), "iterations produced outputs of different shapes");
+    std::memcpy(dst, parts[i]->raw(), bytes);
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Kernel> make_if(const KernelBuild& b) {
   const Body then_body = compile_body(b, "then_branch");
   const Body else_body = compile_body(b, "else_branch");
@@ -117,23 +164,6 @@ std::unique_ptr<Kernel> make_loop(const KernelBuild& b) {
   });
 }
 
-// Slice t of `x` along `axis` (the axis removed): a view when the slices are
-// contiguous (axis 0), else a copy.
-Tensor scan_slice(const Tensor& x, size_t axis, int64_t t) {
-  Shape shape = x.shape();
-  const int64_t steps = shape[axis];
-  shape.erase(shape.begin() + static_cast<ptrdiff_t>(axis));
-  const auto inner = static_cast<size_t>(product(x.shape(), axis + 1, x.rank()));
-  const int64_t outer = product(x.shape(), 0, axis);
-  if (outer == 1) return view_of(x, static_cast<size_t>(t) * inner, shape);
-  Tensor s = Tensor::allocate(x.dtype(), shape, false);
-  const size_t bytes = inner * core::dtype_size(x.dtype());
-  for (int64_t o = 0; o < outer; ++o)
-    std::memcpy(static_cast<char*>(s.raw()) + static_cast<size_t>(o) * bytes,
-                static_cast<const char*>(x.raw()) + static_cast<size_t>(o * steps + t) * bytes, bytes);
-  return s;
-}
-
 std::unique_ptr<Kernel> make_scan(const KernelBuild& b) {
   const Body body = compile_body(b, "body");
   const int64_t m = b.node.attr_int("num_scan_inputs", -1);
@@ -181,33 +211,6 @@ std::unique_ptr<Kernel> make_scan(const KernelBuild& b) {
     for (size_t k = 0; k < scan_outputs && states + k < r.num_outputs(); ++k)
       if (r.output_wanted(states + k)) stack_output(r, states + k, scanned[k], out_axes[k], out_dirs[k] != 0);
   });
-}
-
-// Copies parts (null ones as zeros) into output `index` of shape lead + the
-// parts' common shape: the batch-major layout of Scan-8's outputs.
-void write_batched(KernelRun& r, size_t index, const std::vector<const Tensor*>& parts, Shape lead) {
-  const Tensor* first = nullptr;
-  for (const Tensor* p : parts)
-    if (p && !first) first = p;
-  if (!first) {
-    const core::Value* v = r.node().outputs[index];
-    r.output(index, v && v->dtype != DType::Undefined ? v->dtype : DType::F32, lead);
-    return;
-  }
-  Shape out = lead;
-  out.insert(out.end(), first->shape().begin(), first->shape().end());
-  Tensor& y = r.output(index, first->dtype(), out);
-  const size_t bytes = first->nbytes();
-  for (size_t i = 0; i < parts.size(); ++i) {
-    char* dst = static_cast<char*>(y.raw()) + i * bytes;
-    if (!parts[i]) {
-      std::memset(dst, 0, bytes);
-      continue;
-    }
-    if (parts[i]->dtype() != first->dtype() || parts[i]->shape() != first->shape())
-      bad_input(r.node(), "iterations produced outputs of different shapes");
-    std::memcpy(dst, parts[i]->raw(), bytes);
-  }
 }
 
 // Scan-8: every input has a leading batch dim, scan inputs are [batch, seq,
@@ -279,15 +282,6 @@ std::unique_ptr<Kernel> make_scan8(const KernelBuild& b) {
     for (size_t k = 0; k < scan_outputs && states + k < r.num_outputs(); ++k)
       if (r.output_wanted(states + k)) write_batched(r, states + k, scan_parts[k], {batch, seq});
   });
-}
-
-}  // namespace
-
-void register_control_flow_kernels(KernelRegistry& r) {
-  r.add("If", make_if);
-  r.add("Loop", make_loop);
-  r.add("Scan", make_scan8, "", 8, 8);
-  r.add("Scan", make_scan, "", 9);
 }
 
 }  // namespace hetero::cpu

@@ -11,6 +11,7 @@
 
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/post_ops.h"
 
 namespace hetero::cpu {
@@ -91,21 +92,8 @@ ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
                                       src_md, w_any, bias_md, dst_md, geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
     return dnnl::convolution_forward::primitive_desc(d, attr, engine);
   };
-  dnnl::convolution_forward::primitive_desc pd;
-  const auto po = post_.empty() ? std::nullopt : post_.to_dnnl(dst_dims, channels_last_, r);
-  bool fused = false;
-  if (po) {
-    // oneDNN may refuse a post-op combination, or only offer its slow
-    // reference kernel for it: then the chain runs as a loop afterwards.
-    try {
-      pd = make_pd(&*po);
-      fused = std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
-    } catch (const dnnl::error&) {
-      fused = false;
-    }
-  }
-  if (!fused) pd = make_pd(nullptr);
-  e.manual_post_ops = !post_.empty() && !fused;
+  const auto [pd, manual_post_ops] = make_with_post_ops(post_, dst_dims, channels_last_, r, make_pd);
+  e.manual_post_ops = manual_post_ops;
   e.prim = dnnl::convolution_forward(pd);
   e.src_in = LayoutChange(user_src, pd.src_desc(), engine);
   e.dst_desc = pd.dst_desc();
@@ -167,9 +155,7 @@ void ConvKernel::run(KernelRun& r) {
                             : user_y;
     args[DNNL_ARG_DST] = dst;
     if (e->scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = view_memory(dnnl::memory::desc({static_cast<int64_t>(e->scratchpad)}, dnnl_dt::u8,
-                                                                 dnnl_tag::a),
-                                              engine, scratch_buffer(Scratch::Pad, e->scratchpad));
+      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e->scratchpad, engine);
     if (!e->manual_post_ops) post_.add_args(args, e->dst_dims, channels_last_, r, engine);
     e->prim.execute(s, args);
     if (e->dst_out.needed()) e->dst_out.apply(dst, user_y, s);
@@ -178,13 +164,8 @@ void ConvKernel::run(KernelRun& r) {
   if (e->manual_post_ops) post_.apply(y.data<float>(), y.shape(), r);
 }
 
-std::unique_ptr<Kernel> make_conv(const KernelBuild& b) { return std::make_unique<ConvKernel>(b); }
-
 }  // namespace
 
-void register_conv_kernels(KernelRegistry& r) {
-  r.add("Conv", make_conv);
-  r.add("FusedConv", make_conv, kCpuDomain, 1, 1);
-}
+std::unique_ptr<Kernel> make_conv(const KernelBuild& b) { return std::make_unique<ConvKernel>(b); }
 
 }  // namespace hetero::cpu

@@ -19,6 +19,7 @@
 
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/post_ops.h"
 
 namespace hetero::cpu {
@@ -154,20 +155,8 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
                                         src_md, w_any, bias_md, dst_md, strides, dilates, pad_l, pad_r);
     return dnnl::deconvolution_forward::primitive_desc(d, attr, engine);
   };
-  dnnl::deconvolution_forward::primitive_desc pd;
-  bool fused = false;
-  if (!post_.empty()) {
-    if (const auto po = post_.to_dnnl(dst_dims, channels_last_, r)) {
-      try {
-        pd = make_pd(&*po);
-        fused = std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
-      } catch (const dnnl::error&) {
-        fused = false;
-      }
-    }
-  }
-  if (!fused) pd = make_pd(nullptr);
-  e.manual_post_ops = !post_.empty() && !fused;
+  const auto [pd, manual_post_ops] = make_with_post_ops(post_, dst_dims, channels_last_, r, make_pd);
+  e.manual_post_ops = manual_post_ops;
   e.prim = dnnl::deconvolution_forward(pd);
   e.src_in = LayoutChange(user_src, pd.src_desc(), engine);
   e.dst_desc = pd.dst_desc();
@@ -325,9 +314,7 @@ void ConvTransposeKernel::run(KernelRun& r) {
                             : user_y;
     args[DNNL_ARG_DST] = dst;
     if (e->scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = view_memory(dnnl::memory::desc({static_cast<int64_t>(e->scratchpad)}, dnnl_dt::u8,
-                                                                 dnnl_tag::a),
-                                              engine, scratch_buffer(Scratch::Pad, e->scratchpad));
+      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e->scratchpad, engine);
     if (!e->manual_post_ops) post_.add_args(args, e->dst_dims, channels_last_, r, engine);
     e->prim.execute(s, args);
     if (e->dst_out.needed()) e->dst_out.apply(dst, user_y, s);
@@ -336,13 +323,8 @@ void ConvTransposeKernel::run(KernelRun& r) {
   if (e->manual_post_ops) post_.apply(y.data<float>(), y.shape(), r);
 }
 
-std::unique_ptr<Kernel> make_conv_transpose(const KernelBuild& b) { return std::make_unique<ConvTransposeKernel>(b); }
-
 }  // namespace
 
-void register_conv_transpose_kernels(KernelRegistry& r) {
-  r.add("ConvTranspose", make_conv_transpose);
-  r.add("FusedConvTranspose", make_conv_transpose, kCpuDomain, 1, 1);
-}
+std::unique_ptr<Kernel> make_conv_transpose(const KernelBuild& b) { return std::make_unique<ConvTransposeKernel>(b); }
 
 }  // namespace hetero::cpu

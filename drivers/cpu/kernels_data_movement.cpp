@@ -1,12 +1,13 @@
-// Data-movement kernels that join, cut or regroup whole blocks of a tensor:
-// Concat, Split, DepthToSpace, SpaceToDepth. They copy contiguous runs with
-// memcpy and return views where the result is a contiguous part of an input.
-// Slice/Pad, Gather/Scatter and Resize live in their own files and are
-// registered from here.
+// Data-movement kernels that join, cut, regroup or mask whole blocks of a
+// tensor by position: Concat, Split, DepthToSpace, SpaceToDepth, Trilu and
+// ReverseSequence. They copy contiguous runs with memcpy and return views
+// where the result is a contiguous part of an input. Slice/Pad,
+// Gather/Scatter and Resize have files of their own.
 #include <algorithm>
 #include <cstring>
 
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
 #include "drivers/cpu/transpose.h"
 
@@ -20,6 +21,14 @@ using core::Tensor;
 
 // Below this many bytes a copy is not worth spreading over threads.
 constexpr size_t kParallelBytes = size_t{1} << 16;
+
+int64_t blocksize_of(const KernelBuild& b) {
+  const int64_t bs = b.node.attr_int("blocksize", 0);
+  if (bs <= 0) b.unsupported("attribute 'blocksize' must be positive");
+  return bs;
+}
+
+}  // namespace
 
 std::unique_ptr<Kernel> make_concat(const KernelBuild& b) {
   // Concat-1..3 defaulted the axis to 1; from opset 4 it is required.
@@ -134,12 +143,6 @@ std::unique_ptr<Kernel> make_split(const KernelBuild& b) {
   });
 }
 
-int64_t blocksize_of(const KernelBuild& b) {
-  const int64_t bs = b.node.attr_int("blocksize", 0);
-  if (bs <= 0) b.unsupported("attribute 'blocksize' must be positive");
-  return bs;
-}
-
 std::unique_ptr<Kernel> make_depth_to_space(const KernelBuild& b) {
   const int64_t bs = blocksize_of(b);
   const std::string mode = b.node.attr_string("mode", "DCR");
@@ -177,16 +180,68 @@ std::unique_ptr<Kernel> make_space_to_depth(const KernelBuild& b) {
   });
 }
 
-}  // namespace
+std::unique_ptr<Kernel> make_trilu(const KernelBuild& b) {
+  const bool upper = b.node.attr_int("upper", 1) != 0;
+  return make_fn_kernel([upper](KernelRun& r) {
+    const Tensor& x = required_input(r, 0);
+    if (x.rank() < 2) bad_input(r.node(), "the input must have at least two dims");
+    int64_t k = 0;
+    if (const Tensor* kt = r.input(1)) {
+      const std::vector<int64_t> kv = int_input_values(r.node(), *kt, "k");
+      if (kv.size() != 1) bad_input(r.node(), "k must hold one value");
+      k = kv[0];
+    }
+    Tensor& y = r.output(0, x.dtype(), x.shape());
+    const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+    const int64_t mats = product(x.shape(), 0, x.rank() - 2);
+    const size_t elem = core::dtype_size(x.dtype());
+    // Zero is all-zero bytes in every dtype.
+    for (int64_t m = 0; m < mats; ++m)
+      for (int64_t i = 0; i < rows; ++i) {
+        const size_t off = static_cast<size_t>((m * rows + i) * cols) * elem;
+        const char* src = static_cast<const char*>(x.raw()) + off;
+        char* dst = static_cast<char*>(y.raw()) + off;
+        // Upper keeps j >= i + k, lower keeps j <= i + k.
+        const int64_t split = std::clamp<int64_t>(upper ? i + k : i + k + 1, 0, cols);
+        const auto a = static_cast<size_t>(split) * elem, all = static_cast<size_t>(cols) * elem;
+        if (upper) {
+          std::memset(dst, 0, a);
+          std::memcpy(dst + a, src + a, all - a);
+        } else {
+          std::memcpy(dst, src, a);
+          std::memset(dst + a, 0, all - a);
+        }
+      }
+  });
+}
 
-void register_data_movement_kernels(KernelRegistry& r) {
-  r.add("Concat", make_concat);
-  r.add("Split", make_split);
-  r.add("DepthToSpace", make_depth_to_space);
-  r.add("SpaceToDepth", make_space_to_depth);
-  register_slice_pad_kernels(r);
-  register_gather_scatter_kernels(r);
-  register_resize_kernels(r);
+std::unique_ptr<Kernel> make_reverse_sequence(const KernelBuild& b) {
+  const int64_t time_axis = b.node.attr_int("time_axis", 0), batch_axis = b.node.attr_int("batch_axis", 1);
+  if (!((time_axis == 0 && batch_axis == 1) || (time_axis == 1 && batch_axis == 0)))
+    b.unsupported("time_axis and batch_axis must be 0 and 1");
+  return make_fn_kernel([time_axis](KernelRun& r) {
+    const Tensor& x = required_input(r, 0);
+    if (x.rank() < 2) bad_input(r.node(), "the input must have at least two dims");
+    const std::vector<int64_t> lens = int_input_values(r.node(), required_input(r, 1), "sequence_lens");
+    const int64_t steps = x.dim(static_cast<size_t>(time_axis)), batch = x.dim(time_axis == 0 ? 1 : 0);
+    if (static_cast<int64_t>(lens.size()) != batch) bad_input(r.node(), "sequence_lens does not match the batch");
+    Tensor& y = r.output(0, x.dtype(), x.shape());
+    const size_t block = static_cast<size_t>(product(x.shape(), 2, x.rank())) * core::dtype_size(x.dtype());
+    auto offset = [&](int64_t t, int64_t bi) {
+      return static_cast<size_t>(time_axis == 0 ? t * batch + bi : bi * steps + t) * block;
+    };
+    for (int64_t bi = 0; bi < batch; ++bi) {
+      const int64_t len = lens[static_cast<size_t>(bi)];
+      if (len < 0 || len > steps)
+        bad_input(r.node(), "sequence length " + std::to_string(len) + " is out of range for " +
+                                std::to_string(steps) + " steps");
+      for (int64_t t = 0; t < steps; ++t) {
+        const int64_t src_t = t < len ? len - 1 - t : t;
+        std::memcpy(static_cast<char*>(y.raw()) + offset(t, bi),
+                    static_cast<const char*>(x.raw()) + offset(src_t, bi), block);
+      }
+    }
+  });
 }
 
 }  // namespace hetero::cpu

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
 #include "drivers/cpu/transpose.h"
 
@@ -280,6 +281,8 @@ bool einsum_matmul(const Bound& bd, const Tensor& a, const Tensor& b, Tensor& y,
   return true;
 }
 
+}  // namespace
+
 std::unique_ptr<Kernel> make_einsum(const KernelBuild& b) {
   const Equation eq = parse_equation(b, b.node.attr_string("equation", ""));
   return make_fn_kernel([eq](KernelRun& r) {
@@ -294,12 +297,9 @@ std::unique_ptr<Kernel> make_einsum(const KernelBuild& b) {
     if (y.numel() == 0) return;
     if (ins.size() == 2 && y.dtype() == DType::F32 && einsum_matmul(bd, *ins[0], *ins[1], y, r.threads())) return;
     if (y.dtype() == DType::Bool) fail(HETERO_NOT_SUPPORTED, r.node().describe() + ": bool operands are not supported");
-    visit_arithmetic(r.node(), y.dtype(), [&](auto tag) { einsum_loop<decltype(tag)>(bd, ins, y); });
+    dispatch_or_fail(AllTypes{}, y.dtype(), r.node(),
+                     [&](auto tag) { einsum_loop<typename decltype(tag)::type>(bd, ins, y); });
   });
 }
-
-}  // namespace
-
-void register_einsum_kernels(KernelRegistry& r) { r.add("Einsum", make_einsum, "", 12); }
 
 }  // namespace hetero::cpu

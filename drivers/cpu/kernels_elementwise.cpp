@@ -9,6 +9,7 @@
 #include "drivers/cpu/broadcast.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 namespace {
@@ -207,14 +208,13 @@ std::unique_ptr<Kernel> binary_kernel(const KernelBuild& build, Op op, BinarySpe
         return;
       }
     }
-    const bool ok = dispatch(Types{}, dtype, [&](auto tag) {
+    dispatch_or_fail(Types{}, dtype, r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       using O = decltype(op(T(), T()));
       if (spec.nonzero_divisor) check_divisor<T>(r, *b);
       Tensor& out = r.output(0, core::DTypeOf<O>::value, bc.out_shape);
       apply_binary<2>(bc, 0, 1, ptr<T>(*a), ptr<T>(*b), out.data<O>(), op);
     });
-    if (!ok) unsupported_dtype(r, dtype);
   });
 }
 
@@ -254,37 +254,6 @@ bool pow_fast_path(const Tensor& base, double e, Tensor& out) {
   return true;
 }
 
-std::unique_ptr<Kernel> pow_kernel(const KernelBuild& build) {
-  require_dtype(build, 0, PowBaseTypes{}, true);
-  require_dtype(build, 1, NumericTypes{}, true);
-  BinarySpec spec = binary_spec(build);
-  return std::make_unique<FunctionKernel>([spec](KernelRun& r) {
-    need_inputs(r, 2);
-    const Tensor* a = r.input(0);
-    const Tensor* b = r.input(1);
-    Tensor wa, wb;  // float32 copies of float16/bfloat16 inputs
-    if (is_half_type(a->dtype())) a = &(wa = to_float32(*a));
-    if (is_half_type(b->dtype())) b = &(wb = to_float32(*b));
-    const Shape sb = b_shape(spec, *a, *b, r.node());
-    const Broadcast bc = plan_broadcast({&a->shape(), &sb}, r.node());
-    const DType out_dtype = r.input(0)->dtype();
-    Tensor tmp;
-    Tensor& out = wa.empty() ? r.output(0, out_dtype, bc.out_shape)
-                             : (tmp = Tensor::allocate(DType::F32, bc.out_shape, false));
-    const bool ok = dispatch(PowBaseTypes{}, a->dtype(), [&](auto base_tag) {
-      using B = typename decltype(base_tag)::type;
-      if (b->numel() == 1 && bc.out_shape == a->shape() && pow_fast_path<B>(*a, b->as_double(0), out)) return;
-      const bool ok_exp = dispatch(NumericTypes{}, b->dtype(), [&](auto exp_tag) {
-        using E = typename decltype(exp_tag)::type;
-        apply_binary<2>(bc, 0, 1, ptr<B>(*a), ptr<E>(*b), out.data<B>(), [](B x, E e) { return pow_elem(x, e); });
-      });
-      if (!ok_exp) unsupported_dtype(r, b->dtype());
-    });
-    if (!ok) unsupported_dtype(r, a->dtype());
-    if (!wa.empty()) narrow_from_float32(tmp, r.output(0, out_dtype, bc.out_shape));
-  });
-}
-
 // ---- Variadic Max/Min/Sum/Mean: a left fold over broadcast inputs.
 
 template <typename Op>
@@ -308,7 +277,7 @@ std::unique_ptr<Kernel> variadic_kernel(const KernelBuild& build, Op op, bool me
     Tensor tmp;
     Tensor& out = widened.empty() ? r.output(0, dtype, full) : (tmp = Tensor::allocate(DType::F32, full, false));
 
-    const bool ok = dispatch(NumericTypes{}, in[0]->dtype(), [&](auto tag) {
+    dispatch_or_fail(NumericTypes{}, in[0]->dtype(), r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* o = out.data<T>();
       // The first step broadcasts to the full shape (a dummy input of that
@@ -331,27 +300,59 @@ std::unique_ptr<Kernel> variadic_kernel(const KernelBuild& build, Op op, bool me
         for (size_t i = 0; i < n; ++i) o[i] = static_cast<T>(o[i] / count);
       }
     });
-    if (!ok) unsupported_dtype(r, dtype);
     if (!widened.empty()) narrow_from_float32(tmp, r.output(0, dtype, full));
+  });
+}
+
+// An op whose functor does not depend on attributes; opsets before 7 may
+// ask for legacy broadcasting.
+template <typename Types, bool half_ok, typename Op>
+std::unique_ptr<Kernel> simple_binary(const KernelBuild& b, Op op, bool nonzero_divisor = false) {
+  BinarySpec spec = binary_spec(b);
+  spec.nonzero_divisor = nonzero_divisor;
+  return binary_kernel<Types, half_ok>(b, op, spec);
+}
+
+// Ternaries instead of std::max/min: they vectorise to max/min instructions.
+constexpr auto kMax = [](auto a, auto b) { return a < b ? b : a; };
+constexpr auto kMin = [](auto a, auto b) { return b < a ? b : a; };
+constexpr auto kAdd = [](auto a, auto b) { return add(a, b); };
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_pow(const KernelBuild& build) {
+  require_dtype(build, 0, PowBaseTypes{}, true);
+  require_dtype(build, 1, NumericTypes{}, true);
+  BinarySpec spec = binary_spec(build);
+  return std::make_unique<FunctionKernel>([spec](KernelRun& r) {
+    need_inputs(r, 2);
+    const Tensor* a = r.input(0);
+    const Tensor* b = r.input(1);
+    Tensor wa, wb;  // float32 copies of float16/bfloat16 inputs
+    if (is_half_type(a->dtype())) a = &(wa = to_float32(*a));
+    if (is_half_type(b->dtype())) b = &(wb = to_float32(*b));
+    const Shape sb = b_shape(spec, *a, *b, r.node());
+    const Broadcast bc = plan_broadcast({&a->shape(), &sb}, r.node());
+    const DType out_dtype = r.input(0)->dtype();
+    Tensor tmp;
+    Tensor& out = wa.empty() ? r.output(0, out_dtype, bc.out_shape)
+                             : (tmp = Tensor::allocate(DType::F32, bc.out_shape, false));
+    dispatch_or_fail(PowBaseTypes{}, a->dtype(), r.node(), [&](auto base_tag) {
+      using B = typename decltype(base_tag)::type;
+      if (b->numel() == 1 && bc.out_shape == a->shape() && pow_fast_path<B>(*a, b->as_double(0), out)) return;
+      dispatch_or_fail(NumericTypes{}, b->dtype(), r.node(), [&](auto exp_tag) {
+        using E = typename decltype(exp_tag)::type;
+        apply_binary<2>(bc, 0, 1, ptr<B>(*a), ptr<E>(*b), out.data<B>(), [](B x, E e) { return pow_elem(x, e); });
+      });
+    });
+    if (!wa.empty()) narrow_from_float32(tmp, r.output(0, out_dtype, bc.out_shape));
   });
 }
 
 // ---- Where(condition, X, Y): selection only moves bits, so any dtype is
 // handled by its element width.
 
-using WidthTypes = TypeList<uint8_t, uint16_t, uint32_t, uint64_t>;
-
-DType width_dtype(size_t bytes) {
-  switch (bytes) {
-    case 1: return DType::U8;
-    case 2: return DType::U16;
-    case 4: return DType::U32;
-    case 8: return DType::U64;
-    default: return DType::Undefined;
-  }
-}
-
-std::unique_ptr<Kernel> where_kernel(const KernelBuild&) {
+std::unique_ptr<Kernel> make_where(const KernelBuild&) {
   return std::make_unique<FunctionKernel>([](KernelRun& r) {
     need_inputs(r, 3);
     const Tensor& c = *r.input(0);
@@ -362,7 +363,7 @@ std::unique_ptr<Kernel> where_kernel(const KernelBuild&) {
     same_dtype(r, x, y);
     const Broadcast bc = plan_broadcast({&c.shape(), &x.shape(), &y.shape()}, r.node());
     Tensor& out = r.output(0, x.dtype(), bc.out_shape);
-    const bool ok = dispatch(WidthTypes{}, width_dtype(core::dtype_size(x.dtype())), [&](auto tag) {
+    dispatch_width(x.dtype(), r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const bool* pc = c.data<bool>();
       const T* px = static_cast<const T*>(x.raw());
@@ -373,80 +374,78 @@ std::unique_ptr<Kernel> where_kernel(const KernelBuild&) {
         for (size_t i = 0; i < len; ++i) po[o + i] = pc[off[0] + i * sc] ? px[off[1] + i * sx] : py[off[2] + i * sy];
       });
     });
-    if (!ok) unsupported_dtype(r, x.dtype());
   });
 }
 
-// ---- Registration helpers.
-
-// A factory for an op whose functor does not depend on attributes.
-template <typename Types, bool half_ok, typename Op>
-KernelFactory binary(Op op, bool nonzero_divisor = false) {
-  return [op, nonzero_divisor](const KernelBuild& b) {
-    BinarySpec spec = binary_spec(b);
-    spec.nonzero_divisor = nonzero_divisor;
-    return binary_kernel<Types, half_ok>(b, op, spec);
-  };
+std::unique_ptr<Kernel> make_add(const KernelBuild& b) { return simple_binary<NumericTypes, true>(b, kAdd); }
+std::unique_ptr<Kernel> make_sub(const KernelBuild& b) {
+  return simple_binary<NumericTypes, true>(b, [](auto x, auto y) { return sub(x, y); });
+}
+std::unique_ptr<Kernel> make_mul(const KernelBuild& b) {
+  return simple_binary<NumericTypes, true>(b, [](auto x, auto y) { return mul(x, y); });
+}
+std::unique_ptr<Kernel> make_div(const KernelBuild& b) {
+  return simple_binary<NumericTypes, true>(b, [](auto x, auto y) { return div(x, y); }, true);
 }
 
-using BoolTypes = TypeList<bool>;
-using EqualTypes = AllTypes;
-
-}  // namespace
-
-void register_elementwise_kernels(KernelRegistry& r) {
-  r.add("Add", binary<NumericTypes, true>([](auto a, auto b) { return add(a, b); }));
-  r.add("Sub", binary<NumericTypes, true>([](auto a, auto b) { return sub(a, b); }));
-  r.add("Mul", binary<NumericTypes, true>([](auto a, auto b) { return mul(a, b); }));
-  r.add("Div", binary<NumericTypes, true>([](auto a, auto b) { return div(a, b); }, true));
-  r.add("Mod", [](const KernelBuild& b) {
-    BinarySpec spec;
-    spec.nonzero_divisor = true;
-    if (b.node.attr_int("fmod", 0) != 0)
-      return binary_kernel<NumericTypes, true>(b, [](auto x, auto y) { return mod_trunc(x, y); }, spec);
-    return binary_kernel<NumericTypes, true>(b, [](auto x, auto y) { return mod_floor(x, y); }, spec);
-  });
-  r.add("Pow", pow_kernel);
-  r.add("BitShift", [](const KernelBuild& b) {
-    const std::string direction = b.node.attr_string("direction", "");
-    // Shifting by the bit width or more gives 0 rather than undefined behaviour.
-    if (direction == "LEFT")
-      return binary_kernel<UnsignedIntTypes, false>(b, [](auto x, auto s) {
-        using T = decltype(x);
-        return s >= sizeof(T) * 8 ? T(0) : static_cast<T>(Wrap<T>(x) << s);
-      });
-    if (direction == "RIGHT")
-      return binary_kernel<UnsignedIntTypes, false>(b, [](auto x, auto s) {
-        using T = decltype(x);
-        return s >= sizeof(T) * 8 ? T(0) : static_cast<T>(x >> s);
-      });
-    b.unsupported("direction must be LEFT or RIGHT, not '" + direction + "'");
-  });
-
-  r.add("And", binary<BoolTypes, false>([](bool a, bool b) { return a && b; }));
-  r.add("Or", binary<BoolTypes, false>([](bool a, bool b) { return a || b; }));
-  r.add("Xor", binary<BoolTypes, false>([](bool a, bool b) { return a != b; }));
-  r.add("Equal", binary<EqualTypes, true>([](auto a, auto b) -> bool { return a == b; }));
-  r.add("Less", binary<NumericTypes, true>([](auto a, auto b) -> bool { return a < b; }));
-  r.add("Greater", binary<NumericTypes, true>([](auto a, auto b) -> bool { return a > b; }));
-  r.add("LessOrEqual", binary<NumericTypes, true>([](auto a, auto b) -> bool { return a <= b; }));
-  r.add("GreaterOrEqual", binary<NumericTypes, true>([](auto a, auto b) -> bool { return a >= b; }));
-
-  r.add("PRelu", [](const KernelBuild& b) {
-    BinarySpec spec;
-    if (b.opset < 7) spec.rule = ShapeRule::PreluChannel;
-    return binary_kernel<SignedTypes, true>(
-        b, [](auto x, auto slope) { return x < 0 ? mul(x, slope) : x; }, spec);
-  });
-
-  // Ternaries instead of std::max/min: they vectorise to max/min instructions.
-  auto max_op = [](auto a, auto b) { return a < b ? b : a; };
-  auto min_op = [](auto a, auto b) { return b < a ? b : a; };
-  r.add("Max", [max_op](const KernelBuild& b) { return variadic_kernel(b, max_op, false); });
-  r.add("Min", [min_op](const KernelBuild& b) { return variadic_kernel(b, min_op, false); });
-  r.add("Sum", [](const KernelBuild& b) { return variadic_kernel(b, [](auto x, auto y) { return add(x, y); }, false); });
-  r.add("Mean", [](const KernelBuild& b) { return variadic_kernel(b, [](auto x, auto y) { return add(x, y); }, true); });
-  r.add("Where", where_kernel);
+std::unique_ptr<Kernel> make_mod(const KernelBuild& b) {
+  BinarySpec spec;
+  spec.nonzero_divisor = true;
+  if (b.node.attr_int("fmod", 0) != 0)
+    return binary_kernel<NumericTypes, true>(b, [](auto x, auto y) { return mod_trunc(x, y); }, spec);
+  return binary_kernel<NumericTypes, true>(b, [](auto x, auto y) { return mod_floor(x, y); }, spec);
 }
+
+std::unique_ptr<Kernel> make_bit_shift(const KernelBuild& b) {
+  const std::string direction = b.node.attr_string("direction", "");
+  // Shifting by the bit width or more gives 0 rather than undefined behaviour.
+  if (direction == "LEFT")
+    return binary_kernel<UnsignedIntTypes, false>(b, [](auto x, auto s) {
+      using T = decltype(x);
+      return s >= sizeof(T) * 8 ? T(0) : static_cast<T>(Wrap<T>(x) << s);
+    });
+  if (direction == "RIGHT")
+    return binary_kernel<UnsignedIntTypes, false>(b, [](auto x, auto s) {
+      using T = decltype(x);
+      return s >= sizeof(T) * 8 ? T(0) : static_cast<T>(x >> s);
+    });
+  b.unsupported("direction must be LEFT or RIGHT, not '" + direction + "'");
+}
+
+std::unique_ptr<Kernel> make_and(const KernelBuild& b) {
+  return simple_binary<BoolTypes, false>(b, [](bool x, bool y) { return x && y; });
+}
+std::unique_ptr<Kernel> make_or(const KernelBuild& b) {
+  return simple_binary<BoolTypes, false>(b, [](bool x, bool y) { return x || y; });
+}
+std::unique_ptr<Kernel> make_xor(const KernelBuild& b) {
+  return simple_binary<BoolTypes, false>(b, [](bool x, bool y) { return x != y; });
+}
+std::unique_ptr<Kernel> make_equal(const KernelBuild& b) {
+  return simple_binary<AllTypes, true>(b, [](auto x, auto y) -> bool { return x == y; });
+}
+std::unique_ptr<Kernel> make_less(const KernelBuild& b) {
+  return simple_binary<NumericTypes, true>(b, [](auto x, auto y) -> bool { return x < y; });
+}
+std::unique_ptr<Kernel> make_greater(const KernelBuild& b) {
+  return simple_binary<NumericTypes, true>(b, [](auto x, auto y) -> bool { return x > y; });
+}
+std::unique_ptr<Kernel> make_less_or_equal(const KernelBuild& b) {
+  return simple_binary<NumericTypes, true>(b, [](auto x, auto y) -> bool { return x <= y; });
+}
+std::unique_ptr<Kernel> make_greater_or_equal(const KernelBuild& b) {
+  return simple_binary<NumericTypes, true>(b, [](auto x, auto y) -> bool { return x >= y; });
+}
+
+std::unique_ptr<Kernel> make_prelu(const KernelBuild& b) {
+  BinarySpec spec;
+  if (b.opset < 7) spec.rule = ShapeRule::PreluChannel;
+  return binary_kernel<SignedTypes, true>(b, [](auto x, auto slope) { return x < 0 ? mul(x, slope) : x; }, spec);
+}
+
+std::unique_ptr<Kernel> make_max(const KernelBuild& b) { return variadic_kernel(b, kMax, false); }
+std::unique_ptr<Kernel> make_min(const KernelBuild& b) { return variadic_kernel(b, kMin, false); }
+std::unique_ptr<Kernel> make_sum(const KernelBuild& b) { return variadic_kernel(b, kAdd, false); }
+std::unique_ptr<Kernel> make_mean(const KernelBuild& b) { return variadic_kernel(b, kAdd, true); }
 
 }  // namespace hetero::cpu

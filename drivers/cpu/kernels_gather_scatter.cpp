@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
 
 namespace hetero::cpu {
@@ -39,45 +40,6 @@ struct IndexReader {
     return v;
   }
 };
-
-std::unique_ptr<Kernel> make_gather(const KernelBuild& b) {
-  const int64_t axis_attr = b.node.attr_int("axis", 0);
-  return make_fn_kernel([axis_attr](KernelRun& r) {
-    const Tensor& x = required_input(r, 0);
-    const Tensor& idx = required_input(r, 1);
-    if (x.rank() == 0) bad_input(r.node(), "cannot gather from a scalar");
-    const auto axis = static_cast<size_t>(normalize_axis(r.node(), axis_attr, static_cast<int64_t>(x.rank())));
-    const IndexReader read(r.node(), idx);
-    const int64_t dim = x.dim(axis);
-    std::vector<int64_t> rows(idx.numel());
-    for (size_t i = 0; i < rows.size(); ++i) rows[i] = read(i, dim);
-    Shape out(x.shape().begin(), x.shape().begin() + static_cast<ptrdiff_t>(axis));
-    out.insert(out.end(), idx.shape().begin(), idx.shape().end());
-    out.insert(out.end(), x.shape().begin() + static_cast<ptrdiff_t>(axis) + 1, x.shape().end());
-    Tensor& y = r.output(0, x.dtype(), out);
-    if (y.numel() == 0) return;
-    const size_t elem = core::dtype_size(x.dtype());
-    const int64_t outer = product(x.shape(), 0, axis);
-    const auto inner = static_cast<size_t>(product(x.shape(), axis + 1, x.rank()));
-    const auto n = static_cast<int64_t>(rows.size());
-    const bool parallel = r.threads() > 1 && y.nbytes() >= kParallelBytes;
-    visit_elem_size(elem, [&](auto tag) {
-      using T = decltype(tag);
-      const T* src = static_cast<const T*>(x.raw());
-      T* dst = static_cast<T*>(y.raw());
-#pragma omp parallel for num_threads(r.threads()) if (parallel) schedule(static)
-      for (int64_t item = 0; item < outer * n; ++item) {
-        const int64_t o = item / n, j = item % n;
-        const T* from = src + (o * dim + rows[static_cast<size_t>(j)]) * static_cast<int64_t>(inner);
-        T* to = dst + item * static_cast<int64_t>(inner);
-        if (inner == 1)
-          *to = *from;
-        else
-          std::memcpy(to, from, inner * sizeof(T));
-      }
-    });
-  });
-}
 
 // Walks every position of `shape` (an index tensor's), giving the element
 // offset in a tensor of `strides` with the `axis` coordinate left out.
@@ -112,6 +74,103 @@ size_t elements_axis(const KernelRun& r, const Tensor& data, const Tensor& idx, 
   return axis;
 }
 
+enum class Reduction { None, Add, Mul, Max, Min };
+
+Reduction reduction_of(const KernelBuild& b) {
+  const std::string s = b.node.attr_string("reduction", "none");
+  if (s == "none") return Reduction::None;
+  if (s == "add") return Reduction::Add;
+  if (s == "mul") return Reduction::Mul;
+  if (s == "max") return Reduction::Max;
+  if (s == "min") return Reduction::Min;
+  b.unsupported("reduction '" + s + "' is not supported");
+}
+
+template <typename T>
+T reduce(Reduction red, T a, T b) {
+  switch (red) {
+    case Reduction::Add: return static_cast<T>(a + b);
+    case Reduction::Mul: return static_cast<T>(a * b);
+    case Reduction::Max: return std::max(a, b);
+    case Reduction::Min: return std::min(a, b);
+    case Reduction::None: break;
+  }
+  return b;
+}
+
+// Applies updates element by element: fn(i, dst_offset) for update i. With a
+// reduction, the element types are arithmetic; float16/bfloat16 go through float.
+template <class Offsets>
+void scatter_apply(const KernelRun& r, Reduction red, Tensor& out, const Tensor& upd, Offsets&& offsets) {
+  if (upd.dtype() != out.dtype()) bad_input(r.node(), "updates differ in type from data");
+  if (red == Reduction::None) {
+    dispatch_width(out.dtype(), r.node(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      offsets([&](size_t i, int64_t off) { out.data<T>()[off] = upd.data<T>()[i]; });
+    });
+  } else if (out.dtype() == DType::F16 || out.dtype() == DType::BF16) {
+    offsets([&](size_t i, int64_t off) {
+      const auto o = static_cast<size_t>(off);
+      store_double(out.dtype(), out.raw(), o,
+                   reduce<float>(red, static_cast<float>(out.as_double(o)), static_cast<float>(upd.as_double(i))));
+    });
+  } else {
+    dispatch_or_fail(AllTypes{}, out.dtype(), r.node(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      offsets([&](size_t i, int64_t off) { out.data<T>()[off] = reduce<T>(red, out.data<T>()[off], upd.data<T>()[i]); });
+    });
+  }
+}
+
+// Positions of the non-zero elements; -0.0 counts as zero.
+template <typename T>
+void collect_nonzero(const Tensor& x, std::vector<size_t>& where) {
+  const T* p = x.data<T>();
+  for (size_t i = 0; i < x.numel(); ++i)
+    if (p[i] != T{}) where.push_back(i);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_gather(const KernelBuild& b) {
+  const int64_t axis_attr = b.node.attr_int("axis", 0);
+  return make_fn_kernel([axis_attr](KernelRun& r) {
+    const Tensor& x = required_input(r, 0);
+    const Tensor& idx = required_input(r, 1);
+    if (x.rank() == 0) bad_input(r.node(), "cannot gather from a scalar");
+    const auto axis = static_cast<size_t>(normalize_axis(r.node(), axis_attr, static_cast<int64_t>(x.rank())));
+    const IndexReader read(r.node(), idx);
+    const int64_t dim = x.dim(axis);
+    std::vector<int64_t> rows(idx.numel());
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = read(i, dim);
+    Shape out(x.shape().begin(), x.shape().begin() + static_cast<ptrdiff_t>(axis));
+    out.insert(out.end(), idx.shape().begin(), idx.shape().end());
+    out.insert(out.end(), x.shape().begin() + static_cast<ptrdiff_t>(axis) + 1, x.shape().end());
+    Tensor& y = r.output(0, x.dtype(), out);
+    if (y.numel() == 0) return;
+    const size_t elem = core::dtype_size(x.dtype());
+    const int64_t outer = product(x.shape(), 0, axis);
+    const auto inner = static_cast<size_t>(product(x.shape(), axis + 1, x.rank()));
+    const auto n = static_cast<int64_t>(rows.size());
+    const bool parallel = r.threads() > 1 && y.nbytes() >= kParallelBytes;
+    dispatch_width(elem, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* src = static_cast<const T*>(x.raw());
+      T* dst = static_cast<T*>(y.raw());
+#pragma omp parallel for num_threads(r.threads()) if (parallel) schedule(static)
+      for (int64_t item = 0; item < outer * n; ++item) {
+        const int64_t o = item / n, j = item % n;
+        const T* from = src + (o * dim + rows[static_cast<size_t>(j)]) * static_cast<int64_t>(inner);
+        T* to = dst + item * static_cast<int64_t>(inner);
+        if (inner == 1)
+          *to = *from;
+        else
+          std::memcpy(to, from, inner * sizeof(T));
+      }
+    });
+  });
+}
+
 std::unique_ptr<Kernel> make_gather_elements(const KernelBuild& b) {
   const int64_t axis_attr = b.node.attr_int("axis", 0);
   return make_fn_kernel([axis_attr](KernelRun& r) {
@@ -121,8 +180,8 @@ std::unique_ptr<Kernel> make_gather_elements(const KernelBuild& b) {
     const IndexReader read(r.node(), idx);
     Tensor& y = r.output(0, x.dtype(), idx.shape());
     const std::vector<int64_t> strides = contiguous_strides(x.shape());
-    visit_by_size(x.dtype(), [&](auto tag) {
-      using T = decltype(tag);
+    dispatch_width(x.dtype(), r.node(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
       const T* src = static_cast<const T*>(x.raw());
       T* dst = static_cast<T*>(y.raw());
       for_each_position(idx.shape(), strides, axis, [&](size_t i, int64_t off) {
@@ -167,54 +226,6 @@ std::unique_ptr<Kernel> make_gather_nd(const KernelBuild& b) {
       }
     }
   });
-}
-
-enum class Reduction { None, Add, Mul, Max, Min };
-
-Reduction reduction_of(const KernelBuild& b) {
-  const std::string s = b.node.attr_string("reduction", "none");
-  if (s == "none") return Reduction::None;
-  if (s == "add") return Reduction::Add;
-  if (s == "mul") return Reduction::Mul;
-  if (s == "max") return Reduction::Max;
-  if (s == "min") return Reduction::Min;
-  b.unsupported("reduction '" + s + "' is not supported");
-}
-
-template <typename T>
-T reduce(Reduction red, T a, T b) {
-  switch (red) {
-    case Reduction::Add: return static_cast<T>(a + b);
-    case Reduction::Mul: return static_cast<T>(a * b);
-    case Reduction::Max: return std::max(a, b);
-    case Reduction::Min: return std::min(a, b);
-    case Reduction::None: break;
-  }
-  return b;
-}
-
-// Applies updates element by element: fn(i, dst_offset) for update i. With a
-// reduction, the element types are arithmetic; float16/bfloat16 go through float.
-template <class Offsets>
-void scatter_apply(const KernelRun& r, Reduction red, Tensor& out, const Tensor& upd, Offsets&& offsets) {
-  if (upd.dtype() != out.dtype()) bad_input(r.node(), "updates differ in type from data");
-  if (red == Reduction::None) {
-    visit_by_size(out.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      offsets([&](size_t i, int64_t off) { out.data<T>()[off] = upd.data<T>()[i]; });
-    });
-  } else if (out.dtype() == DType::F16 || out.dtype() == DType::BF16) {
-    offsets([&](size_t i, int64_t off) {
-      const auto o = static_cast<size_t>(off);
-      store_double(out.dtype(), out.raw(), o,
-                   reduce<float>(red, static_cast<float>(out.as_double(o)), static_cast<float>(upd.as_double(i))));
-    });
-  } else {
-    visit_arithmetic(r.node(), out.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      offsets([&](size_t i, int64_t off) { out.data<T>()[off] = reduce<T>(red, out.data<T>()[off], upd.data<T>()[i]); });
-    });
-  }
 }
 
 std::unique_ptr<Kernel> make_scatter_elements(const KernelBuild& b) {
@@ -299,14 +310,6 @@ std::unique_ptr<Kernel> make_compress(const KernelBuild& b) {
   });
 }
 
-// Positions of the non-zero elements; -0.0 counts as zero.
-template <typename T>
-void collect_nonzero(const Tensor& x, std::vector<size_t>& where) {
-  const T* p = x.data<T>();
-  for (size_t i = 0; i < x.numel(); ++i)
-    if (p[i] != T{}) where.push_back(i);
-}
-
 std::unique_ptr<Kernel> make_nonzero(const KernelBuild&) {
   return make_fn_kernel([](KernelRun& r) {
     const Tensor& x = required_input(r, 0);
@@ -315,7 +318,8 @@ std::unique_ptr<Kernel> make_nonzero(const KernelBuild&) {
       for (size_t i = 0; i < x.numel(); ++i)
         if (x.data<uint16_t>()[i] & 0x7fffu) where.push_back(i);
     } else {
-      visit_arithmetic(r.node(), x.dtype(), [&](auto tag) { collect_nonzero<decltype(tag)>(x, where); });
+      dispatch_or_fail(AllTypes{}, x.dtype(), r.node(),
+                       [&](auto tag) { collect_nonzero<typename decltype(tag)::type>(x, where); });
     }
     // A scalar is treated as a one-element vector.
     const Shape shape = x.rank() == 0 ? Shape{1} : x.shape();
@@ -363,21 +367,6 @@ std::unique_ptr<Kernel> make_one_hot(const KernelBuild& b) {
                     off_on + elem, elem);
       }
   });
-}
-
-}  // namespace
-
-void register_gather_scatter_kernels(KernelRegistry& r) {
-  r.add("Gather", make_gather);
-  r.add("GatherElements", make_gather_elements, "", 11);
-  r.add("GatherND", make_gather_nd, "", 11);
-  // Scatter (9-10) is ScatterElements under its old name.
-  r.add("Scatter", make_scatter_elements, "", 9, 10);
-  r.add("ScatterElements", make_scatter_elements, "", 11);
-  r.add("ScatterND", make_scatter_nd, "", 11);
-  r.add("Compress", make_compress, "", 9);
-  r.add("NonZero", make_nonzero, "", 9);
-  r.add("OneHot", make_one_hot, "", 9);
 }
 
 }  // namespace hetero::cpu

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
 
 namespace hetero::cpu {
@@ -125,6 +126,8 @@ void grid_sample(const Sampler& s, const Tensor& x, const Tensor& grid, Tensor& 
   }
 }
 
+}  // namespace
+
 std::unique_ptr<Kernel> make_grid_sample(const KernelBuild& b) {
   Sampler s{};
   const std::string mode = b.node.attr_string("mode", b.opset >= 20 ? "linear" : "bilinear");
@@ -147,18 +150,9 @@ std::unique_ptr<Kernel> make_grid_sample(const KernelBuild& b) {
     Tensor& y = r.output(0, x.dtype(), {x.dim(0), x.dim(1), grid.dim(1), grid.dim(2)});
     if (y.numel() == 0) return;
     if (x.dim(2) == 0 || x.dim(3) == 0) bad_input(r.node(), "cannot sample an empty image");
-    if (x.dtype() == DType::F32)
-      grid_sample<float>(s, x, grid, y, r.threads());
-    else if (x.dtype() == DType::F64)
-      grid_sample<double>(s, x, grid, y, r.threads());
-    else
-      fail(HETERO_NOT_SUPPORTED, r.node().describe() + ": element type " + core::dtype_name(x.dtype()) +
-                                     " is not supported");
+    dispatch_or_fail(FloatTypes{}, x.dtype(), r.node(),
+                     [&](auto tag) { grid_sample<typename decltype(tag)::type>(s, x, grid, y, r.threads()); });
   });
 }
-
-}  // namespace
-
-void register_grid_sample_kernels(KernelRegistry& r) { r.add("GridSample", make_grid_sample, "", 16); }
 
 }  // namespace hetero::cpu

@@ -5,6 +5,7 @@
 // C or the spatial size is 1 (the bytes are then in the same order).
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -73,13 +74,9 @@ class LayoutKernel final : public Kernel {
 
 }  // namespace
 
-void register_layout_kernels(KernelRegistry& r) {
-  r.add("ToChannelsLast", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    return std::make_unique<LayoutKernel>(b, true);
-  }, kCpuDomain, 1, 1);
-  r.add("ToChannelsFirst", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    return std::make_unique<LayoutKernel>(b, false);
-  }, kCpuDomain, 1, 1);
+std::unique_ptr<Kernel> make_to_channels_last(const KernelBuild& b) { return std::make_unique<LayoutKernel>(b, true); }
+std::unique_ptr<Kernel> make_to_channels_first(const KernelBuild& b) {
+  return std::make_unique<LayoutKernel>(b, false);
 }
 
 }  // namespace hetero::cpu

@@ -9,6 +9,7 @@
 
 #include "drivers/cpu/float_io.h"
 #include "drivers/cpu/layout_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -38,6 +39,8 @@ double determinant(double* a, int64_t m) {
   }
   return det;
 }
+
+}  // namespace
 
 std::unique_ptr<Kernel> make_det(const KernelBuild& b) {
   require_float_input(b, 0);
@@ -70,9 +73,5 @@ std::unique_ptr<Kernel> make_det(const KernelBuild& b) {
     out.finish();
   });
 }
-
-}  // namespace
-
-void register_linalg_kernels(KernelRegistry& r) { r.add("Det", make_det, "", 11); }
 
 }  // namespace hetero::cpu

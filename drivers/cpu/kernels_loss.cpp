@@ -17,6 +17,7 @@
 
 #include "drivers/cpu/float_io.h"
 #include "drivers/cpu/layout_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -164,6 +165,8 @@ void run_loss(KernelRun& r, const LossAttrs& a) {
   if (log_prob) log_prob->finish();
 }
 
+}  // namespace
+
 std::unique_ptr<Kernel> make_nll_loss(const KernelBuild& b) {
   const LossAttrs a = loss_attrs(b, false);
   return make_fn_kernel([a](KernelRun& r) { run_loss(r, a); });
@@ -172,13 +175,6 @@ std::unique_ptr<Kernel> make_nll_loss(const KernelBuild& b) {
 std::unique_ptr<Kernel> make_softmax_cross_entropy_loss(const KernelBuild& b) {
   const LossAttrs a = loss_attrs(b, true);
   return make_fn_kernel([a](KernelRun& r) { run_loss(r, a); });
-}
-
-}  // namespace
-
-void register_loss_kernels(KernelRegistry& r) {
-  r.add("NegativeLogLikelihoodLoss", make_nll_loss, "", 12);
-  r.add("SoftmaxCrossEntropyLoss", make_softmax_cross_entropy_loss, "", 12);
 }
 
 }  // namespace hetero::cpu

@@ -6,6 +6,7 @@
 
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/matmul_util.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/post_ops.h"
 
 namespace hetero::cpu {
@@ -138,20 +139,8 @@ ProductKernel::Entry ProductKernel::make_entry(KernelRun& r, const core::Shape& 
     if (po) attr.set_post_ops(*po);
     return dnnl::matmul::primitive_desc(dnnl::matmul::desc(e.a_desc, b_md, e.y_desc), attr, engine);
   };
-  dnnl::matmul::primitive_desc pd;
-  bool fused = false;
-  if (!post_.empty()) {
-    if (const auto po = post_.to_dnnl(e.shapes.y, false, r)) {
-      try {
-        pd = make_pd(&*po);
-        fused = std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
-      } catch (const dnnl::error&) {
-        fused = false;
-      }
-    }
-  }
-  if (!fused) pd = make_pd(nullptr);
-  e.manual_post_ops = !post_.empty() && !fused;
+  const auto [pd, manual_post_ops] = make_with_post_ops(post_, e.shapes.y, false, r, make_pd);
+  e.manual_post_ops = manual_post_ops;
   e.prim = dnnl::matmul(pd);
   e.b_desc = pd.weights_desc();
   e.scratchpad = pd.scratchpad_desc().get_size();
@@ -193,9 +182,7 @@ void ProductKernel::run(KernelRun& r) {
                                               : weights_.get(e->b_desc, e->b_user_desc, engine, s);
     args[DNNL_ARG_DST] = view_memory(e->y_desc, engine, y.raw());
     if (e->scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = view_memory(dnnl::memory::desc({static_cast<int64_t>(e->scratchpad)}, dnnl_dt::u8,
-                                                                 dnnl_tag::a),
-                                              engine, scratch_buffer(Scratch::Pad, e->scratchpad));
+      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e->scratchpad, engine);
     if (!e->manual_post_ops) post_.add_args(args, e->shapes.y, false, r, engine);
     e->prim.execute(s, args);
     s.wait();
@@ -205,13 +192,7 @@ void ProductKernel::run(KernelRun& r) {
 
 }  // namespace
 
-void register_matmul_kernels(KernelRegistry& r) {
-  auto matmul = [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<ProductKernel>(b, false); };
-  auto gemm = [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<ProductKernel>(b, true); };
-  r.add("MatMul", matmul);
-  r.add("Gemm", gemm);
-  r.add("FusedMatMul", matmul, kCpuDomain, 1, 1);
-  r.add("FusedGemm", gemm, kCpuDomain, 1, 1);
-}
+std::unique_ptr<Kernel> make_matmul(const KernelBuild& b) { return std::make_unique<ProductKernel>(b, false); }
+std::unique_ptr<Kernel> make_gemm(const KernelBuild& b) { return std::make_unique<ProductKernel>(b, true); }
 
 }  // namespace hetero::cpu

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/kernel_factories.h"
+#include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/post_ops.h"
 
 namespace hetero::cpu {
@@ -123,8 +125,8 @@ class BatchNormKernel final : public Kernel {
                        core::shape_to_string(p.shape()));
     }
     core::Tensor& y = r.output(0, x.dtype(), x.shape());
-    auto go = [&](auto zero) {
-      using T = decltype(zero);
+    dispatch_or_fail(FloatTypes{}, x.dtype(), node_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
       std::vector<double> mean(static_cast<size_t>(c)), var(static_cast<size_t>(c));
       if (training_) {
         channel_moments<T>(x.data<T>(), n, c, inner, channels_last_, mean, var);
@@ -149,10 +151,7 @@ class BatchNormKernel final : public Kernel {
         for (size_t k = 0; k < batch.size(); ++k)
           running[k] = static_cast<T>(param<T>(*r.input(2 + o), k) * momentum_ + batch[k] * (1 - momentum_));
       }
-    };
-    if (x.dtype() == core::DType::F32) go(float{});
-    else if (x.dtype() == core::DType::F64) go(double{});
-    else fail(HETERO_NOT_SUPPORTED, node_.describe() + ": element type " + core::dtype_name(x.dtype()) + " is not supported");
+    });
   }
 
  private:
@@ -317,17 +316,14 @@ class LayerNormKernel final : public Kernel {
 
 }  // namespace
 
-void register_nn_kernels(KernelRegistry& r) {
-  auto batch_norm = [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<BatchNormKernel>(b); };
-  r.add("BatchNormalization", batch_norm);
-  r.add("BatchNormalization", batch_norm, kCpuDomain, 1, 1);  // channels-last, from the layout pass
-  r.add("InstanceNormalization", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    const double epsilon = b.node.attr_float("epsilon", 1e-5f);
-    return std::make_unique<FunctionKernel>([epsilon](KernelRun& r) { instance_norm(r, epsilon); });
-  });
-  r.add("LRN", [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<LrnKernel>(b); });
-  r.add("LayerNormalization",
-        [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<LayerNormKernel>(b); }, "", 17);
+std::unique_ptr<Kernel> make_batch_normalization(const KernelBuild& b) { return std::make_unique<BatchNormKernel>(b); }
+
+std::unique_ptr<Kernel> make_instance_normalization(const KernelBuild& b) {
+  const double epsilon = b.node.attr_float("epsilon", 1e-5f);
+  return std::make_unique<FunctionKernel>([epsilon](KernelRun& r) { instance_norm(r, epsilon); });
 }
+
+std::unique_ptr<Kernel> make_lrn(const KernelBuild& b) { return std::make_unique<LrnKernel>(b); }
+std::unique_ptr<Kernel> make_layer_normalization(const KernelBuild& b) { return std::make_unique<LayerNormKernel>(b); }
 
 }  // namespace hetero::cpu

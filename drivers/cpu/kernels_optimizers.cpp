@@ -11,6 +11,7 @@
 
 #include "drivers/cpu/float_io.h"
 #include "drivers/cpu/layout_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -90,7 +91,7 @@ void run_optimizer(KernelRun& r, const OptimizerAttrs& a) {
                             core::shape_to_string(in.back()->shape()) + ") does not match X" + std::to_string(i + 1) +
                             " (" + core::dtype_name(x.dtype()) + " " + core::shape_to_string(x.shape()) + ")");
     }
-    if (x.dtype() != DType::F32 && x.dtype() != DType::F64) unsupported_dtype(r, x.dtype());
+    if (x.dtype() != DType::F32 && x.dtype() != DType::F64) unsupported_dtype(r.node(), x.dtype());
     // Outputs: new X_i at i, new state s at (1 + s) * n + i.
     std::vector<Tensor*> out;
     for (size_t g = 0; g < groups - 1; ++g) {
@@ -154,10 +155,8 @@ std::unique_ptr<Kernel> make_optimizer(const KernelBuild& b, Optimizer kind) {
 
 }  // namespace
 
-void register_optimizer_kernels(KernelRegistry& r) {
-  r.add("Adagrad", [](const KernelBuild& b) { return make_optimizer(b, Optimizer::Adagrad); }, kTrainingDomain);
-  r.add("Adam", [](const KernelBuild& b) { return make_optimizer(b, Optimizer::Adam); }, kTrainingDomain);
-  r.add("Momentum", [](const KernelBuild& b) { return make_optimizer(b, Optimizer::Momentum); }, kTrainingDomain);
-}
+std::unique_ptr<Kernel> make_adagrad(const KernelBuild& b) { return make_optimizer(b, Optimizer::Adagrad); }
+std::unique_ptr<Kernel> make_adam(const KernelBuild& b) { return make_optimizer(b, Optimizer::Adam); }
+std::unique_ptr<Kernel> make_momentum(const KernelBuild& b) { return make_optimizer(b, Optimizer::Momentum); }
 
 }  // namespace hetero::cpu

@@ -14,6 +14,8 @@
 
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/kernel_factories.h"
+#include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/post_ops.h"
 
 namespace hetero::cpu {
@@ -289,50 +291,42 @@ class PoolKernel final : public Kernel {
     if (prm_.kind == PoolKind::Max && r.output_wanted(1))
       indices = r.output(1, core::DType::I64, out_shape).data<int64_t>();
     if (y.numel() == 0) return;
-    switch (x->dtype()) {
-      case core::DType::F32: pool<float, float>(prm_, g, x->data<float>(), y.data<float>(), indices); break;
-      case core::DType::F64: pool<double, double>(prm_, g, x->data<double>(), y.data<double>(), indices); break;
-      case core::DType::I8:
-        if (prm_.kind != PoolKind::Max) unsupported_type(*x);
-        pool<int8_t, int32_t>(prm_, g, x->data<int8_t>(), y.data<int8_t>(), indices);
-        break;
-      case core::DType::U8:
-        if (prm_.kind != PoolKind::Max) unsupported_type(*x);
-        pool<uint8_t, int32_t>(prm_, g, x->data<uint8_t>(), y.data<uint8_t>(), indices);
-        break;
-      default: unsupported_type(*x);
-    }
+    dispatch_or_fail(TypeList<float, double, int8_t, uint8_t>{}, x->dtype(), node_, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        pool<T, T>(prm_, g, x->data<T>(), y.data<T>(), indices);
+      } else {
+        // 8-bit integers: MaxPool only, compared in int32.
+        if (prm_.kind != PoolKind::Max) unsupported_dtype(node_, x->dtype());
+        pool<T, int32_t>(prm_, g, x->data<T>(), y.data<T>(), indices);
+      }
+    });
   }
 
  private:
-  [[noreturn]] void unsupported_type(const core::Tensor& x) const {
-    fail(HETERO_NOT_SUPPORTED, node_.describe() + ": element type " + core::dtype_name(x.dtype()) +
-                                   " is not supported");
-  }
   const core::Node& node_;
   PoolParams prm_;
 };
 
-KernelFactory pool_factory(PoolKind kind, bool global) {
-  return [kind, global](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    return std::make_unique<PoolKernel>(b, kind, global);
-  };
-}
-
 }  // namespace
 
-void register_pool_kernels(KernelRegistry& r) {
-  r.add("MaxPool", pool_factory(PoolKind::Max, false));
-  r.add("AveragePool", pool_factory(PoolKind::Average, false));
-  r.add("LpPool", pool_factory(PoolKind::Lp, false));
-  r.add("GlobalMaxPool", pool_factory(PoolKind::Max, true));
-  r.add("GlobalAveragePool", pool_factory(PoolKind::Average, true));
-  r.add("GlobalLpPool", pool_factory(PoolKind::Lp, true));
-  // The same ops over channels-last activations, made by the layout pass.
-  r.add("MaxPool", pool_factory(PoolKind::Max, false), kCpuDomain, 1, 1);
-  r.add("AveragePool", pool_factory(PoolKind::Average, false), kCpuDomain, 1, 1);
-  r.add("GlobalMaxPool", pool_factory(PoolKind::Max, true), kCpuDomain, 1, 1);
-  r.add("GlobalAveragePool", pool_factory(PoolKind::Average, true), kCpuDomain, 1, 1);
+std::unique_ptr<Kernel> make_max_pool(const KernelBuild& b) {
+  return std::make_unique<PoolKernel>(b, PoolKind::Max, false);
+}
+std::unique_ptr<Kernel> make_average_pool(const KernelBuild& b) {
+  return std::make_unique<PoolKernel>(b, PoolKind::Average, false);
+}
+std::unique_ptr<Kernel> make_lp_pool(const KernelBuild& b) {
+  return std::make_unique<PoolKernel>(b, PoolKind::Lp, false);
+}
+std::unique_ptr<Kernel> make_global_max_pool(const KernelBuild& b) {
+  return std::make_unique<PoolKernel>(b, PoolKind::Max, true);
+}
+std::unique_ptr<Kernel> make_global_average_pool(const KernelBuild& b) {
+  return std::make_unique<PoolKernel>(b, PoolKind::Average, true);
+}
+std::unique_ptr<Kernel> make_global_lp_pool(const KernelBuild& b) {
+  return std::make_unique<PoolKernel>(b, PoolKind::Lp, true);
 }
 
 }  // namespace hetero::cpu

@@ -22,6 +22,7 @@
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/quant_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -286,21 +287,13 @@ class ConcatKernel final : public Kernel {
 
 }  // namespace
 
-void register_qlinear_binary_kernels(KernelRegistry& r) {
-  auto binary = [](bool mul, bool attrs) -> KernelFactory {
-    return [mul, attrs](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-      return std::make_unique<BinaryKernel>(b, mul, attrs);
-    };
-  };
-  r.add("QLinearAdd", binary(false, false), "com.microsoft", 1, 1);
-  r.add("QLinearMul", binary(true, false), "com.microsoft", 1, 1);
-  r.add("QLinearAdd", binary(false, true), kCpuDomain, 1, 1);
-  r.add("QLinearMul", binary(true, true), kCpuDomain, 1, 1);
-  auto concat = [](bool attrs) -> KernelFactory {
-    return [attrs](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<ConcatKernel>(b, attrs); };
-  };
-  r.add("QLinearConcat", concat(false), "com.microsoft", 1, 1);
-  r.add("QLinearConcat", concat(true), kCpuDomain, 1, 1);
-}
+// The ONNX Runtime forms take their quantisation parameters as inputs, the
+// int8 pass's (hetero.cpu domain) as attributes.
+std::unique_ptr<Kernel> make_qlinear_add(const KernelBuild& b) { return std::make_unique<BinaryKernel>(b, false, false); }
+std::unique_ptr<Kernel> make_qlinear_mul(const KernelBuild& b) { return std::make_unique<BinaryKernel>(b, true, false); }
+std::unique_ptr<Kernel> make_int8_add(const KernelBuild& b) { return std::make_unique<BinaryKernel>(b, false, true); }
+std::unique_ptr<Kernel> make_int8_mul(const KernelBuild& b) { return std::make_unique<BinaryKernel>(b, true, true); }
+std::unique_ptr<Kernel> make_qlinear_concat(const KernelBuild& b) { return std::make_unique<ConcatKernel>(b, false); }
+std::unique_ptr<Kernel> make_int8_concat(const KernelBuild& b) { return std::make_unique<ConcatKernel>(b, true); }
 
 }  // namespace hetero::cpu

@@ -19,6 +19,7 @@
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/post_ops.h"
 #include "drivers/cpu/qlinear_product.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -299,17 +300,10 @@ void QConvKernel::run(KernelRun& r) {
     reference_conv(q, attrs_.group, channels_last_, src_dims, geo, *x, *w, bias, y);
 }
 
-KernelFactory qconv_factory(Form form) {
-  return [form](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<QConvKernel>(b, form); };
-}
-
 }  // namespace
 
-void register_qlinear_conv_kernels(KernelRegistry& r) {
-  r.add("QLinearConv", qconv_factory(Form::QLinear), "", 10);
-  r.add("QLinearConv", qconv_factory(Form::QLinear), "com.microsoft", 1, 1);
-  r.add("ConvInteger", qconv_factory(Form::Integer), "", 10);
-  r.add("QLinearConv", qconv_factory(Form::Fused), kCpuDomain, 1, 1);
-}
+std::unique_ptr<Kernel> make_qlinear_conv(const KernelBuild& b) { return std::make_unique<QConvKernel>(b, Form::QLinear); }
+std::unique_ptr<Kernel> make_conv_integer(const KernelBuild& b) { return std::make_unique<QConvKernel>(b, Form::Integer); }
+std::unique_ptr<Kernel> make_int8_conv(const KernelBuild& b) { return std::make_unique<QConvKernel>(b, Form::Fused); }
 
 }  // namespace hetero::cpu

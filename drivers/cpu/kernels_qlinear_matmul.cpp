@@ -18,6 +18,7 @@
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/matmul_util.h"
 #include "drivers/cpu/qlinear_product.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -295,17 +296,15 @@ void QMatMulKernel::run(KernelRun& r) {
   });
 }
 
-KernelFactory qmatmul_factory(Form form) {
-  return [form](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<QMatMulKernel>(b, form); };
-}
-
 }  // namespace
 
-void register_qlinear_matmul_kernels(KernelRegistry& r) {
-  r.add("QLinearMatMul", qmatmul_factory(Form::QLinear), "", 10);
-  r.add("MatMulInteger", qmatmul_factory(Form::Integer), "", 10);
-  r.add("QGemm", qmatmul_factory(Form::QGemm), "com.microsoft", 1, 1);
-  r.add("QLinearMatMul", qmatmul_factory(Form::Fused), kCpuDomain, 1, 1);
+std::unique_ptr<Kernel> make_qlinear_matmul(const KernelBuild& b) {
+  return std::make_unique<QMatMulKernel>(b, Form::QLinear);
 }
+std::unique_ptr<Kernel> make_matmul_integer(const KernelBuild& b) {
+  return std::make_unique<QMatMulKernel>(b, Form::Integer);
+}
+std::unique_ptr<Kernel> make_qgemm(const KernelBuild& b) { return std::make_unique<QMatMulKernel>(b, Form::QGemm); }
+std::unique_ptr<Kernel> make_int8_matmul(const KernelBuild& b) { return std::make_unique<QMatMulKernel>(b, Form::Fused); }
 
 }  // namespace hetero::cpu

@@ -19,6 +19,7 @@
 #include "drivers/cpu/graph_eval.h"
 #include "drivers/cpu/post_ops.h"
 #include "drivers/cpu/quant_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -203,18 +204,6 @@ std::vector<core::Attribute> float_op_attrs(const core::Node& node) {
   return out;
 }
 
-std::unique_ptr<Kernel> make_unary(const KernelBuild& b) {
-  const std::string op = b.node.attr_string("float_op", "");
-  if (op.empty()) b.unsupported("float_op is missing");
-  std::vector<std::optional<Tensor>> extra;
-  for (size_t i = 1; i < b.node.inputs.size(); ++i) {
-    const Tensor* c = b.constant_input(i);
-    if (b.node.input(i) && !c) b.unsupported("input " + std::to_string(i) + " of the float op must be a constant");
-    extra.push_back(c ? std::optional<Tensor>(*c) : std::nullopt);
-  }
-  return std::make_unique<TableKernel>(b, true, op, b.node.attr_int("float_op_opset", 13), float_op_attrs(b.node),
-                                       std::move(extra));
-}
 
 // QLinearAveragePool: the float AveragePool (channels-last or not) on the
 // dequantised input, quantised.
@@ -335,33 +324,48 @@ class GlobalAveragePoolKernel final : public Kernel {
 
 }  // namespace
 
-void register_qlinear_via_float_kernels(KernelRegistry& r) {
-  r.add("QLinearSigmoid", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    return std::make_unique<TableKernel>(b, false, "Sigmoid", 13, std::vector<core::Attribute>{},
-                                         std::vector<std::optional<Tensor>>{});
-  }, "com.microsoft", 1, 1);
-  r.add("QLinearLeakyRelu", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    core::Attribute alpha;
-    alpha.name = "alpha";
-    alpha.type = core::AttrType::Float;
-    alpha.f = b.node.attr_float("alpha", 0.01f);
-    return std::make_unique<TableKernel>(b, false, "LeakyRelu", 16, std::vector<core::Attribute>{alpha},
-                                         std::vector<std::optional<Tensor>>{});
-  }, "com.microsoft", 1, 1);
-  r.add("QLinearUnary", make_unary, kCpuDomain, 1, 1);
-  r.add("QLinearTable", [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    return std::make_unique<ChainTableKernel>(b);
-  }, kCpuDomain, 1, 1);
-  auto pool = [](bool global, bool attrs) -> KernelFactory {
-    return [global, attrs](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-      if (global) return std::make_unique<GlobalAveragePoolKernel>(b, attrs);
-      return std::make_unique<AveragePoolKernel>(b, attrs);
-    };
-  };
-  r.add("QLinearAveragePool", pool(false, false), "com.microsoft", 1, 1);
-  r.add("QLinearGlobalAveragePool", pool(true, false), "com.microsoft", 1, 1);
-  r.add("QLinearAveragePool", pool(false, true), kCpuDomain, 1, 1);
-  r.add("QLinearGlobalAveragePool", pool(true, true), kCpuDomain, 1, 1);
+std::unique_ptr<Kernel> make_qlinear_sigmoid(const KernelBuild& b) {
+  return std::make_unique<TableKernel>(b, false, "Sigmoid", 13, std::vector<core::Attribute>{},
+                                       std::vector<std::optional<Tensor>>{});
+}
+
+std::unique_ptr<Kernel> make_qlinear_leaky_relu(const KernelBuild& b) {
+  core::Attribute alpha;
+  alpha.name = "alpha";
+  alpha.type = core::AttrType::Float;
+  alpha.f = b.node.attr_float("alpha", 0.01f);
+  return std::make_unique<TableKernel>(b, false, "LeakyRelu", 16, std::vector<core::Attribute>{alpha},
+                                       std::vector<std::optional<Tensor>>{});
+}
+
+std::unique_ptr<Kernel> make_int8_unary(const KernelBuild& b) {
+  const std::string op = b.node.attr_string("float_op", "");
+  if (op.empty()) b.unsupported("float_op is missing");
+  std::vector<std::optional<Tensor>> extra;
+  for (size_t i = 1; i < b.node.inputs.size(); ++i) {
+    const Tensor* c = b.constant_input(i);
+    if (b.node.input(i) && !c) b.unsupported("input " + std::to_string(i) + " of the float op must be a constant");
+    extra.push_back(c ? std::optional<Tensor>(*c) : std::nullopt);
+  }
+  return std::make_unique<TableKernel>(b, true, op, b.node.attr_int("float_op_opset", 13), float_op_attrs(b.node),
+                                       std::move(extra));
+}
+
+std::unique_ptr<Kernel> make_int8_table(const KernelBuild& b) { return std::make_unique<ChainTableKernel>(b); }
+
+// The ONNX Runtime forms take their quantisation parameters as inputs, the
+// int8 pass's (hetero.cpu domain) as attributes.
+std::unique_ptr<Kernel> make_qlinear_average_pool(const KernelBuild& b) {
+  return std::make_unique<AveragePoolKernel>(b, false);
+}
+std::unique_ptr<Kernel> make_qlinear_global_average_pool(const KernelBuild& b) {
+  return std::make_unique<GlobalAveragePoolKernel>(b, false);
+}
+std::unique_ptr<Kernel> make_int8_average_pool(const KernelBuild& b) {
+  return std::make_unique<AveragePoolKernel>(b, true);
+}
+std::unique_ptr<Kernel> make_int8_global_average_pool(const KernelBuild& b) {
+  return std::make_unique<GlobalAveragePoolKernel>(b, true);
 }
 
 }  // namespace hetero::cpu

@@ -13,6 +13,7 @@
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/quant_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -163,22 +164,10 @@ void dynamic_quantize(KernelRun& r) {
 
 }  // namespace
 
-void register_quantization_kernels(KernelRegistry& r) {
-  auto quantize = [](const KernelBuild& b) -> std::unique_ptr<Kernel> { return std::make_unique<QuantizeKernel>(b); };
-  auto dequantize = [](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    return std::make_unique<DequantizeKernel>(b);
-  };
-  r.add("QuantizeLinear", quantize, "", 10, 18);
-  r.add("DequantizeLinear", dequantize, "", 10, 18);
-  r.add("QuantizeLinear", quantize, "com.microsoft", 1, 1);
-  r.add("DequantizeLinear", dequantize, "com.microsoft", 1, 1);
-  r.add("DynamicQuantizeLinear", [](const KernelBuild&) -> std::unique_ptr<Kernel> {
-    return std::make_unique<FunctionKernel>(dynamic_quantize);
-  }, "", 11);
-  register_qlinear_conv_kernels(r);
-  register_qlinear_matmul_kernels(r);
-  register_qlinear_binary_kernels(r);
-  register_qlinear_via_float_kernels(r);
+std::unique_ptr<Kernel> make_quantize_linear(const KernelBuild& b) { return std::make_unique<QuantizeKernel>(b); }
+std::unique_ptr<Kernel> make_dequantize_linear(const KernelBuild& b) { return std::make_unique<DequantizeKernel>(b); }
+std::unique_ptr<Kernel> make_dynamic_quantize_linear(const KernelBuild&) {
+  return std::make_unique<FunctionKernel>(dynamic_quantize);
 }
 
 }  // namespace hetero::cpu

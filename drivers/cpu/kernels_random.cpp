@@ -22,6 +22,7 @@
 
 #include "drivers/cpu/float_io.h"
 #include "drivers/cpu/layout_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -139,6 +140,8 @@ bool bernoulli_output_ok(DType t) {
          t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64 || t == DType::Bool;
 }
 
+}  // namespace
+
 // 1 with probability p (the input), else 0. As ONNX's function body for it
 // has it: uniform u in [0, 1), then u < p.
 std::unique_ptr<Kernel> make_bernoulli(const KernelBuild& b) {
@@ -210,15 +213,9 @@ std::unique_ptr<Kernel> make_dropout(const KernelBuild& b) {
   });
 }
 
-}  // namespace
-
-void register_random_kernels(KernelRegistry& r) {
-  r.add("RandomUniform", [](const KernelBuild& b) { return make_random(b, false, false); });
-  r.add("RandomNormal", [](const KernelBuild& b) { return make_random(b, true, false); });
-  r.add("RandomUniformLike", [](const KernelBuild& b) { return make_random(b, false, true); });
-  r.add("RandomNormalLike", [](const KernelBuild& b) { return make_random(b, true, true); });
-  r.add("Bernoulli", make_bernoulli, "", 15);
-  r.add("Dropout", make_dropout);
-}
+std::unique_ptr<Kernel> make_random_uniform(const KernelBuild& b) { return make_random(b, false, false); }
+std::unique_ptr<Kernel> make_random_normal(const KernelBuild& b) { return make_random(b, true, false); }
+std::unique_ptr<Kernel> make_random_uniform_like(const KernelBuild& b) { return make_random(b, false, true); }
+std::unique_ptr<Kernel> make_random_normal_like(const KernelBuild& b) { return make_random(b, true, true); }
 
 }  // namespace hetero::cpu

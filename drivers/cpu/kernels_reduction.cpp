@@ -17,6 +17,7 @@
 #include "drivers/cpu/broadcast.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 namespace {
@@ -325,25 +326,22 @@ void reduce_tensor(KernelRun& r, const ReduceSpec& spec) {
     narrow_from_float32(tmp, r.output(0, x->dtype(), out_shape));
     return;
   }
-  const bool ok = dispatch(NumericTypes{}, x->dtype(), [&](auto tag) {
+  dispatch_or_fail(NumericTypes{}, x->dtype(), r.node(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     run_reduce(spec.op, x->data<T>(), r.output(0, x->dtype(), out_shape).data<T>(), L);
   });
-  if (!ok) unsupported_dtype(r, x->dtype());
 }
 
-KernelFactory reduce_kernel(ReduceOp op) {
-  return [op](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    require_dtype(b, 0, NumericTypes{}, true);
-    ReduceSpec spec;
-    spec.op = op;
-    spec.keepdims = b.node.attr_int("keepdims", 1) != 0;
-    // Axes became an input in opset 13 for ReduceSum and in 18 for the rest.
-    spec.axes_from_input = b.opset >= (op == ReduceOp::Sum ? 13 : 18);
-    spec.noop_with_empty_axes = spec.axes_from_input && b.node.attr_int("noop_with_empty_axes", 0) != 0;
-    if (!spec.axes_from_input) spec.axes = b.node.attr_ints("axes");
-    return std::make_unique<FunctionKernel>([spec](KernelRun& r) { reduce_tensor(r, spec); });
-  };
+std::unique_ptr<Kernel> reduce_kernel(const KernelBuild& b, ReduceOp op) {
+  require_dtype(b, 0, NumericTypes{}, true);
+  ReduceSpec spec;
+  spec.op = op;
+  spec.keepdims = b.node.attr_int("keepdims", 1) != 0;
+  // Axes became an input in opset 13 for ReduceSum and in 18 for the rest.
+  spec.axes_from_input = b.opset >= (op == ReduceOp::Sum ? 13 : 18);
+  spec.noop_with_empty_axes = spec.axes_from_input && b.node.attr_int("noop_with_empty_axes", 0) != 0;
+  if (!spec.axes_from_input) spec.axes = b.node.attr_ints("axes");
+  return std::make_unique<FunctionKernel>([spec](KernelRun& r) { reduce_tensor(r, spec); });
 }
 
 // ---- ArgMax / ArgMin.
@@ -411,11 +409,10 @@ std::unique_ptr<Kernel> arg_kernel(const KernelBuild& b) {
       arg_reduce<float, kMax>(to_float32(*x).data<float>(), y, s, last);
       return;
     }
-    const bool ok = dispatch(NumericTypes{}, x->dtype(), [&](auto tag) {
+    dispatch_or_fail(NumericTypes{}, x->dtype(), r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       arg_reduce<T, kMax>(x->data<T>(), y, s, last);
     });
-    if (!ok) unsupported_dtype(r, x->dtype());
   });
 }
 
@@ -449,7 +446,9 @@ void cumsum(const T* x, T* y, const AxisSplit& s, bool exclusive, bool reverse) 
   }
 }
 
-std::unique_ptr<Kernel> cumsum_kernel(const KernelBuild& b) {
+}  // namespace
+
+std::unique_ptr<Kernel> make_cum_sum(const KernelBuild& b) {
   require_dtype(b, 0, NumericTypes{}, true);
   const bool exclusive = b.node.attr_int("exclusive", 0) != 0;
   const bool reverse = b.node.attr_int("reverse", 0) != 0;
@@ -469,30 +468,24 @@ std::unique_ptr<Kernel> cumsum_kernel(const KernelBuild& b) {
       narrow_from_float32(tmp, r.output(0, x->dtype(), x->shape()));
       return;
     }
-    const bool ok = dispatch(NumericTypes{}, x->dtype(), [&](auto tag) {
+    dispatch_or_fail(NumericTypes{}, x->dtype(), r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       cumsum(x->data<T>(), r.output(0, x->dtype(), x->shape()).data<T>(), s, exclusive, reverse);
     });
-    if (!ok) unsupported_dtype(r, x->dtype());
   });
 }
 
-}  // namespace
-
-void register_reduction_kernels(KernelRegistry& r) {
-  r.add("ReduceSum", reduce_kernel(ReduceOp::Sum));
-  r.add("ReduceMean", reduce_kernel(ReduceOp::Mean));
-  r.add("ReduceMax", reduce_kernel(ReduceOp::Max));
-  r.add("ReduceMin", reduce_kernel(ReduceOp::Min));
-  r.add("ReduceProd", reduce_kernel(ReduceOp::Prod));
-  r.add("ReduceL1", reduce_kernel(ReduceOp::L1));
-  r.add("ReduceL2", reduce_kernel(ReduceOp::L2));
-  r.add("ReduceLogSum", reduce_kernel(ReduceOp::LogSum));
-  r.add("ReduceLogSumExp", reduce_kernel(ReduceOp::LogSumExp));
-  r.add("ReduceSumSquare", reduce_kernel(ReduceOp::SumSquare));
-  r.add("ArgMax", arg_kernel<true>);
-  r.add("ArgMin", arg_kernel<false>);
-  r.add("CumSum", cumsum_kernel, "", 11);
-}
+std::unique_ptr<Kernel> make_reduce_sum(const KernelBuild& b) { return reduce_kernel(b, ReduceOp::Sum); }
+std::unique_ptr<Kernel> make_reduce_mean(const KernelBuild& b) { return reduce_kernel(b, ReduceOp::Mean); }
+std::unique_ptr<Kernel> make_reduce_max(const KernelBuild& b) { return reduce_kernel(b, ReduceOp::Max); }
+std::unique_ptr<Kernel> make_reduce_min(const KernelBuild& b) { return reduce_kernel(b, ReduceOp::Min); }
+std::unique_ptr<Kernel> make_reduce_prod(const KernelBuild& b) { return reduce_kernel(b, ReduceOp::Prod); }
+std::unique_ptr<Kernel> make_reduce_l1(const KernelBuild& b) { return reduce_kernel(b, ReduceOp::L1); }
+std::unique_ptr<Kernel> make_reduce_l2(const KernelBuild& b) { return reduce_kernel(b, ReduceOp::L2); }
+std::unique_ptr<Kernel> make_reduce_log_sum(const KernelBuild& b) { return reduce_kernel(b, ReduceOp::LogSum); }
+std::unique_ptr<Kernel> make_reduce_log_sum_exp(const KernelBuild& b) { return reduce_kernel(b, ReduceOp::LogSumExp); }
+std::unique_ptr<Kernel> make_reduce_sum_square(const KernelBuild& b) { return reduce_kernel(b, ReduceOp::SumSquare); }
+std::unique_ptr<Kernel> make_arg_max(const KernelBuild& b) { return arg_kernel<true>(b); }
+std::unique_ptr<Kernel> make_arg_min(const KernelBuild& b) { return arg_kernel<false>(b); }
 
 }  // namespace hetero::cpu

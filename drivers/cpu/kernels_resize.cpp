@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
 
 namespace hetero::cpu {
@@ -165,8 +166,8 @@ void gather_nearest(const Tensor& x, Tensor& y, const std::vector<AxisFilter>& f
   // The innermost axis unresized (channels-last activations): rows copy whole.
   const bool last_identity = last.identity();
   const Shape& out = y.shape();
-  visit_elem_size(elem, [&](auto tag) {
-    using T = decltype(tag);
+  dispatch_width(elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     T fv;
     std::memcpy(&fv, fill, sizeof(T));
     const T* in = static_cast<const T*>(x.raw());
@@ -230,20 +231,12 @@ void filter_pass(const A* src, A* dst, int64_t outer, int64_t inner, const AxisF
 
 // Integer outputs of linear/cubic saturate to the type's range.
 double saturate(DType t, double v) {
-  auto clampv = [v](auto lo) {
-    using T = decltype(lo);
-    return std::clamp(v, static_cast<double>(std::numeric_limits<T>::lowest()),
-                      static_cast<double>(std::numeric_limits<T>::max()));
-  };
-  switch (t) {
-    case DType::U8: return clampv(uint8_t{});
-    case DType::I8: return clampv(int8_t{});
-    case DType::U16: return clampv(uint16_t{});
-    case DType::I16: return clampv(int16_t{});
-    case DType::I32: return clampv(int32_t{});
-    case DType::U32: return clampv(uint32_t{});
-    default: return v;
-  }
+  dispatch(TypeList<uint8_t, int8_t, uint16_t, int16_t, int32_t, uint32_t>{}, t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    v = std::clamp(v, static_cast<double>(std::numeric_limits<T>::lowest()),
+                   static_cast<double>(std::numeric_limits<T>::max()));
+  });
+  return v;
 }
 
 // Linear/cubic in accumulator type A (double for float64, float otherwise).
@@ -368,6 +361,8 @@ void check_interpolation_dtype(const KernelBuild& b, const Config& c) {
     b.unsupported(std::string("interpolating ") + core::dtype_name(t) + " tensors is not supported");
 }
 
+}  // namespace
+
 std::unique_ptr<Kernel> make_resize(const KernelBuild& b) {
   const Node& n = b.node;
   Config c;
@@ -413,13 +408,6 @@ std::unique_ptr<Kernel> make_upsample(const KernelBuild& b) {
   }
   check_interpolation_dtype(b, c);
   return make_fn_kernel([c](KernelRun& r) { run_resize(c, r); });
-}
-
-}  // namespace
-
-void register_resize_kernels(KernelRegistry& r) {
-  r.add("Resize", make_resize, "", 10);
-  r.add("Upsample", make_upsample, "", 7, 9);
 }
 
 }  // namespace hetero::cpu

@@ -1,6 +1,7 @@
 // The RNN, GRU and LSTM kernels: the oneDNN path where it computes the node
 // exactly, the plain path for everything else (rnn.h says which is which).
 #include "drivers/cpu/rnn.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -39,11 +40,9 @@ std::unique_ptr<Kernel> make_kernel(const KernelBuild& b, Path path) { return st
 
 }  // namespace rnn
 
-void register_rnn_kernels(KernelRegistry& r) {
-  // Opset 1's LSTM/GRU/RNN differ only by output_sequence, which says
-  // whether Y is produced; later versions add layout (14) and types (22).
-  for (const char* op : {"RNN", "GRU", "LSTM"})
-    r.add(op, [](const KernelBuild& b) { return rnn::make_kernel(b); });
-}
+// Opset 1's LSTM/GRU/RNN differ only by output_sequence, which says whether
+// Y is produced; later versions add layout (14) and types (22): one kernel
+// reads them all.
+std::unique_ptr<Kernel> make_recurrent(const KernelBuild& b) { return rnn::make_kernel(b); }
 
 }  // namespace hetero::cpu

@@ -25,6 +25,7 @@
 
 #include "drivers/cpu/float_io.h"
 #include "drivers/cpu/layout_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -201,6 +202,8 @@ class RoiAlignKernel final : public Kernel {
   RoiAlignAttrs a_;
 };
 
+}  // namespace
+
 std::unique_ptr<Kernel> make_roi_align(const KernelBuild& b) {
   RoiAlignAttrs a;
   const std::string mode = b.node.attr_string("mode", "avg");
@@ -233,9 +236,5 @@ std::unique_ptr<Kernel> make_roi_align(const KernelBuild& b) {
     b.invalid("rois must be [num_rois, 4]");
   return std::make_unique<RoiAlignKernel>(a);
 }
-
-}  // namespace
-
-void register_roi_align_kernels(KernelRegistry& r) { r.add("RoiAlign", make_roi_align, "", 10); }
 
 }  // namespace hetero::cpu

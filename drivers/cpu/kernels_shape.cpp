@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
 
 namespace hetero::cpu {
@@ -17,29 +18,6 @@ using core::DType;
 using core::Node;
 using core::Shape;
 using core::Tensor;
-
-std::unique_ptr<Kernel> make_shape(const KernelBuild& b) {
-  // start/end exist from opset 15; both clamp to [0, rank] after wrapping.
-  const int64_t start = b.opset >= 15 ? b.node.attr_int("start", 0) : 0;
-  const bool has_end = b.opset >= 15 && b.node.has_attr("end");
-  const int64_t end = has_end ? b.node.attr_int("end", 0) : 0;
-  return make_fn_kernel([=](KernelRun& r) {
-    const Tensor& x = required_input(r, 0);
-    const auto rank = static_cast<int64_t>(x.rank());
-    auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
-    const int64_t s = clamp(start), e = has_end ? clamp(end) : rank;
-    const int64_t n = std::max<int64_t>(e - s, 0);
-    Tensor& y = r.output(0, DType::I64, {n});
-    for (int64_t i = 0; i < n; ++i) y.data<int64_t>()[i] = x.dim(static_cast<size_t>(s + i));
-  });
-}
-
-std::unique_ptr<Kernel> make_size(const KernelBuild&) {
-  return make_fn_kernel([](KernelRun& r) {
-    const Tensor& x = required_input(r, 0);
-    r.output(0, DType::I64, {}).data<int64_t>()[0] = static_cast<int64_t>(x.numel());
-  });
-}
 
 // Reshape's target: 0 copies the input dim (unless allowzero), one -1 is
 // inferred from the element count.
@@ -81,6 +59,102 @@ Shape reshape_target(const Node& node, const Shape& in, const std::vector<int64_
   return out;
 }
 
+// Axes of Squeeze/Unsqueeze: an attribute before opset 13, input 1 from 13.
+std::vector<int64_t> axes_of(const KernelRun& r, bool from_attr, const std::vector<int64_t>& attr_axes) {
+  if (from_attr) return attr_axes;
+  const Tensor* t = r.input(1);
+  return t ? int_input_values(r.node(), *t, "axes") : std::vector<int64_t>{};
+}
+
+template <typename T>
+void fill_range(KernelRun& r, const Tensor& start_t, const Tensor& limit_t, const Tensor& delta_t) {
+  const T start = start_t.data<T>()[0], limit = limit_t.data<T>()[0], delta = delta_t.data<T>()[0];
+  if (delta == 0) bad_input(r.node(), "delta is zero");
+  int64_t n = 0;
+  if constexpr (std::is_floating_point_v<T>) {
+    const double count = std::ceil((static_cast<double>(limit) - start) / delta);
+    if (!(count < 9.0e18)) bad_input(r.node(), "the range is too long");  // also catches NaN
+    n = std::max<int64_t>(static_cast<int64_t>(count), 0);
+  } else {
+    // 128-bit so that the difference of extreme int64 bounds cannot overflow.
+    const __int128 span = static_cast<__int128>(limit) - start;
+    const __int128 d = delta;
+    if ((span > 0 && d > 0) || (span < 0 && d < 0))
+      n = static_cast<int64_t>((span + d - (d > 0 ? 1 : -1)) / d);
+  }
+  Tensor& y = r.output(0, start_t.dtype(), {n});
+  T* out = y.data<T>();
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+}
+
+// Copies `in` broadcast to `out`'s shape. Dims from `tail` on match exactly
+// and form one contiguous block; above it, a dim of size 1 in the input is
+// produced once and then replicated by memcpy.
+struct Broadcaster {
+  const Shape& in_shape;  // aligned to out's rank with leading 1s
+  const Shape& out_shape;
+  std::vector<int64_t> in_strides, out_strides;
+  size_t elem, tail;
+
+  void run(size_t d, const char* src, char* dst) const {
+    if (d == tail) {
+      std::memcpy(dst, src, block_bytes(d));
+      return;
+    }
+    const size_t chunk = block_bytes(d + 1);
+    if (in_shape[d] == out_shape[d]) {
+      for (int64_t i = 0; i < out_shape[d]; ++i)
+        run(d + 1, src + static_cast<size_t>(i * in_strides[d]) * elem, dst + i * chunk);
+    } else {
+      run(d + 1, src, dst);
+      fill_elements(dst, dst, static_cast<size_t>(out_shape[d]), chunk);
+    }
+  }
+  // Bytes of the output block spanned by dims d.. (one step of dim d-1).
+  size_t block_bytes(size_t d) const {
+    return static_cast<size_t>(product(out_shape, d, out_shape.size())) * elem;
+  }
+};
+
+// Tile: each dim's block is produced once from the input, then repeated.
+void tile_dim(size_t d, const Shape& in, const std::vector<int64_t>& reps, const std::vector<int64_t>& in_strides,
+              const std::vector<int64_t>& out_strides, size_t elem, const char* src, char* dst) {
+  const size_t block = static_cast<size_t>(in[d] * out_strides[d]) * elem;
+  if (d + 1 == in.size()) {
+    std::memcpy(dst, src, block);
+  } else {
+    for (int64_t i = 0; i < in[d]; ++i)
+      tile_dim(d + 1, in, reps, in_strides, out_strides, elem, src + static_cast<size_t>(i * in_strides[d]) * elem,
+               dst + static_cast<size_t>(i * out_strides[d]) * elem);
+  }
+  fill_elements(dst, dst, static_cast<size_t>(reps[d]), block);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_shape(const KernelBuild& b) {
+  // start/end exist from opset 15; both clamp to [0, rank] after wrapping.
+  const int64_t start = b.opset >= 15 ? b.node.attr_int("start", 0) : 0;
+  const bool has_end = b.opset >= 15 && b.node.has_attr("end");
+  const int64_t end = has_end ? b.node.attr_int("end", 0) : 0;
+  return make_fn_kernel([=](KernelRun& r) {
+    const Tensor& x = required_input(r, 0);
+    const auto rank = static_cast<int64_t>(x.rank());
+    auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+    const int64_t s = clamp(start), e = has_end ? clamp(end) : rank;
+    const int64_t n = std::max<int64_t>(e - s, 0);
+    Tensor& y = r.output(0, DType::I64, {n});
+    for (int64_t i = 0; i < n; ++i) y.data<int64_t>()[i] = x.dim(static_cast<size_t>(s + i));
+  });
+}
+
+std::unique_ptr<Kernel> make_size(const KernelBuild&) {
+  return make_fn_kernel([](KernelRun& r) {
+    const Tensor& x = required_input(r, 0);
+    r.output(0, DType::I64, {}).data<int64_t>()[0] = static_cast<int64_t>(x.numel());
+  });
+}
+
 std::unique_ptr<Kernel> make_reshape(const KernelBuild& b) {
   // Opsets 1-4 carry the target as an attribute, later ones as input 1.
   const bool from_attr = b.opset < 5;
@@ -105,13 +179,6 @@ std::unique_ptr<Kernel> make_flatten(const KernelBuild& b) {
     const auto a = static_cast<size_t>(axis < 0 ? axis + rank : axis);
     r.set_output(0, x.reshaped({product(x.shape(), 0, a), product(x.shape(), a, x.rank())}));
   });
-}
-
-// Axes of Squeeze/Unsqueeze: an attribute before opset 13, input 1 from 13.
-std::vector<int64_t> axes_of(const KernelRun& r, bool from_attr, const std::vector<int64_t>& attr_axes) {
-  if (from_attr) return attr_axes;
-  const Tensor* t = r.input(1);
-  return t ? int_input_values(r.node(), *t, "axes") : std::vector<int64_t>{};
 }
 
 std::unique_ptr<Kernel> make_squeeze(const KernelBuild& b) {
@@ -204,42 +271,13 @@ std::unique_ptr<Kernel> make_constant_of_shape(const KernelBuild& b) {
   });
 }
 
-template <typename T>
-void fill_range(KernelRun& r, const Tensor& start_t, const Tensor& limit_t, const Tensor& delta_t) {
-  const T start = start_t.data<T>()[0], limit = limit_t.data<T>()[0], delta = delta_t.data<T>()[0];
-  if (delta == 0) bad_input(r.node(), "delta is zero");
-  int64_t n = 0;
-  if constexpr (std::is_floating_point_v<T>) {
-    const double count = std::ceil((static_cast<double>(limit) - start) / delta);
-    if (!(count < 9.0e18)) bad_input(r.node(), "the range is too long");  // also catches NaN
-    n = std::max<int64_t>(static_cast<int64_t>(count), 0);
-  } else {
-    // 128-bit so that the difference of extreme int64 bounds cannot overflow.
-    const __int128 span = static_cast<__int128>(limit) - start;
-    const __int128 d = delta;
-    if ((span > 0 && d > 0) || (span < 0 && d < 0))
-      n = static_cast<int64_t>((span + d - (d > 0 ? 1 : -1)) / d);
-  }
-  Tensor& y = r.output(0, start_t.dtype(), {n});
-  T* out = y.data<T>();
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
-}
-
 std::unique_ptr<Kernel> make_range(const KernelBuild&) {
   return make_fn_kernel([](KernelRun& r) {
     const Tensor &s = required_input(r, 0), &l = required_input(r, 1), &d = required_input(r, 2);
     if (s.numel() != 1 || l.numel() != 1 || d.numel() != 1) bad_input(r.node(), "inputs must be scalars");
     if (l.dtype() != s.dtype() || d.dtype() != s.dtype()) bad_input(r.node(), "inputs differ in type");
-    switch (s.dtype()) {
-      case DType::F32: return fill_range<float>(r, s, l, d);
-      case DType::F64: return fill_range<double>(r, s, l, d);
-      case DType::I16: return fill_range<int16_t>(r, s, l, d);
-      case DType::I32: return fill_range<int32_t>(r, s, l, d);
-      case DType::I64: return fill_range<int64_t>(r, s, l, d);
-      default:
-        fail(HETERO_NOT_SUPPORTED,
-             r.node().describe() + ": element type " + core::dtype_name(s.dtype()) + " is not supported");
-    }
+    dispatch_or_fail(TypeList<float, double, int16_t, int32_t, int64_t>{}, s.dtype(), r.node(),
+                     [&](auto tag) { fill_range<typename decltype(tag)::type>(r, s, l, d); });
   });
 }
 
@@ -259,35 +297,6 @@ std::unique_ptr<Kernel> make_eye_like(const KernelBuild& b) {
       store_double(y.dtype(), y.raw(), static_cast<size_t>(i * cols + i + k), 1.0);
   });
 }
-
-// Copies `in` broadcast to `out`'s shape. Dims from `tail` on match exactly
-// and form one contiguous block; above it, a dim of size 1 in the input is
-// produced once and then replicated by memcpy.
-struct Broadcaster {
-  const Shape& in_shape;  // aligned to out's rank with leading 1s
-  const Shape& out_shape;
-  std::vector<int64_t> in_strides, out_strides;
-  size_t elem, tail;
-
-  void run(size_t d, const char* src, char* dst) const {
-    if (d == tail) {
-      std::memcpy(dst, src, block_bytes(d));
-      return;
-    }
-    const size_t chunk = block_bytes(d + 1);
-    if (in_shape[d] == out_shape[d]) {
-      for (int64_t i = 0; i < out_shape[d]; ++i)
-        run(d + 1, src + static_cast<size_t>(i * in_strides[d]) * elem, dst + i * chunk);
-    } else {
-      run(d + 1, src, dst);
-      fill_elements(dst, dst, static_cast<size_t>(out_shape[d]), chunk);
-    }
-  }
-  // Bytes of the output block spanned by dims d.. (one step of dim d-1).
-  size_t block_bytes(size_t d) const {
-    return static_cast<size_t>(product(out_shape, d, out_shape.size())) * elem;
-  }
-};
 
 std::unique_ptr<Kernel> make_expand(const KernelBuild&) {
   return make_fn_kernel([](KernelRun& r) {
@@ -320,20 +329,6 @@ std::unique_ptr<Kernel> make_expand(const KernelBuild&) {
   });
 }
 
-// Tile: each dim's block is produced once from the input, then repeated.
-void tile_dim(size_t d, const Shape& in, const std::vector<int64_t>& reps, const std::vector<int64_t>& in_strides,
-              const std::vector<int64_t>& out_strides, size_t elem, const char* src, char* dst) {
-  const size_t block = static_cast<size_t>(in[d] * out_strides[d]) * elem;
-  if (d + 1 == in.size()) {
-    std::memcpy(dst, src, block);
-  } else {
-    for (int64_t i = 0; i < in[d]; ++i)
-      tile_dim(d + 1, in, reps, in_strides, out_strides, elem, src + static_cast<size_t>(i * in_strides[d]) * elem,
-               dst + static_cast<size_t>(i * out_strides[d]) * elem);
-  }
-  fill_elements(dst, dst, static_cast<size_t>(reps[d]), block);
-}
-
 std::unique_ptr<Kernel> make_tile(const KernelBuild&) {
   return make_fn_kernel([](KernelRun& r) {
     const Tensor& x = required_input(r, 0);
@@ -355,26 +350,6 @@ std::unique_ptr<Kernel> make_tile(const KernelBuild&) {
     tile_dim(0, x.shape(), reps, contiguous_strides(x.shape()), contiguous_strides(out),
              core::dtype_size(x.dtype()), static_cast<const char*>(x.raw()), static_cast<char*>(y.raw()));
   });
-}
-
-}  // namespace
-
-void register_shape_kernels(KernelRegistry& r) {
-  r.add("Shape", make_shape);
-  r.add("Size", make_size);
-  r.add("Reshape", make_reshape);
-  r.add("Flatten", make_flatten);
-  r.add("Squeeze", make_squeeze);
-  r.add("Unsqueeze", make_unsqueeze);
-  r.add("Identity", make_identity);
-  r.add("Constant", make_constant);
-  r.add("ConstantOfShape", make_constant_of_shape, "", 9);
-  r.add("Range", make_range, "", 11);
-  r.add("EyeLike", make_eye_like, "", 9);
-  r.add("Expand", make_expand, "", 8);
-  // Tile-1 took the tile count and axis as inputs; only the later form is kept.
-  r.add("Tile", make_tile, "", 6);
-  register_transpose_kernels(r);
 }
 
 }  // namespace hetero::cpu

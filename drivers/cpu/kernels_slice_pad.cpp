@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
 
 namespace hetero::cpu {
@@ -60,8 +61,8 @@ void strided_copy(const Tensor& x, Tensor& y, const std::vector<SliceDim>& dims)
   std::vector<int64_t> idx(rank, 0);
   const auto* src = static_cast<const char*>(x.raw());
   auto* dst = static_cast<char*>(y.raw());
-  visit_elem_size(elem, [&](auto tag) {
-    using T = decltype(tag);
+  dispatch_width(elem, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     for (int64_t row = 0; row < rows; ++row) {
       int64_t off = base;
       for (size_t d = 0; d + 1 < rank; ++d) off += idx[d] * dims[d].step * in_strides[d];
@@ -80,6 +81,36 @@ void strided_copy(const Tensor& x, Tensor& y, const std::vector<SliceDim>& dims)
     }
   });
 }
+
+// Input index of each output position of one padded dim, -1 for the
+// constant border.
+std::vector<int64_t> pad_map(const Node& node, const std::string& mode, int64_t dim, int64_t before, int64_t out) {
+  std::vector<int64_t> map(static_cast<size_t>(out));
+  if (mode != "constant" && dim == 0 && out > 0) bad_input(node, "cannot pad an empty dim in mode '" + mode + "'");
+  for (int64_t o = 0; o < out; ++o) {
+    int64_t i = o - before;
+    if (i < 0 || i >= dim) {
+      if (mode == "constant") {
+        i = -1;
+      } else if (mode == "edge") {
+        i = std::clamp<int64_t>(i, 0, dim - 1);
+      } else if (mode == "wrap") {
+        i = ((i % dim) + dim) % dim;
+      } else if (dim == 1) {  // reflect on one element repeats it
+        i = 0;
+      } else {
+        // Reflect without repeating the edge: the pattern has period 2(dim-1).
+        const int64_t period = 2 * (dim - 1);
+        i = ((i % period) + period) % period;
+        if (i >= dim) i = period - i;
+      }
+    }
+    map[static_cast<size_t>(o)] = i;
+  }
+  return map;
+}
+
+}  // namespace
 
 std::unique_ptr<Kernel> make_slice(const KernelBuild& b) {
   // Opsets 1-9 describe the slice with attributes, later ones with inputs.
@@ -133,34 +164,6 @@ std::unique_ptr<Kernel> make_slice(const KernelBuild& b) {
     Tensor& y = r.output(0, x.dtype(), out);
     strided_copy(x, y, dims);
   });
-}
-
-// Input index of each output position of one padded dim, -1 for the
-// constant border.
-std::vector<int64_t> pad_map(const Node& node, const std::string& mode, int64_t dim, int64_t before, int64_t out) {
-  std::vector<int64_t> map(static_cast<size_t>(out));
-  if (mode != "constant" && dim == 0 && out > 0) bad_input(node, "cannot pad an empty dim in mode '" + mode + "'");
-  for (int64_t o = 0; o < out; ++o) {
-    int64_t i = o - before;
-    if (i < 0 || i >= dim) {
-      if (mode == "constant") {
-        i = -1;
-      } else if (mode == "edge") {
-        i = std::clamp<int64_t>(i, 0, dim - 1);
-      } else if (mode == "wrap") {
-        i = ((i % dim) + dim) % dim;
-      } else if (dim == 1) {  // reflect on one element repeats it
-        i = 0;
-      } else {
-        // Reflect without repeating the edge: the pattern has period 2(dim-1).
-        const int64_t period = 2 * (dim - 1);
-        i = ((i % period) + period) % period;
-        if (i >= dim) i = period - i;
-      }
-    }
-    map[static_cast<size_t>(o)] = i;
-  }
-  return map;
 }
 
 std::unique_ptr<Kernel> make_pad(const KernelBuild& b) {
@@ -220,8 +223,8 @@ std::unique_ptr<Kernel> make_pad(const KernelBuild& b) {
     const int64_t mid_len = std::max<int64_t>(0, std::min(in_width - mid_src, width - mid_out));
     const int64_t rows = static_cast<int64_t>(y.numel()) / width;
     std::vector<int64_t> idx(rank, 0);
-    visit_elem_size(elem, [&](auto tag) {
-      using T = decltype(tag);
+    dispatch_width(elem, [&](auto tag) {
+      using T = typename decltype(tag)::type;
       T fill;
       std::memcpy(&fill, value, sizeof(T));
       const T* in = static_cast<const T*>(x.raw());
@@ -250,13 +253,6 @@ std::unique_ptr<Kernel> make_pad(const KernelBuild& b) {
       }
     });
   });
-}
-
-}  // namespace
-
-void register_slice_pad_kernels(KernelRegistry& r) {
-  r.add("Slice", make_slice);
-  r.add("Pad", make_pad);
 }
 
 }  // namespace hetero::cpu

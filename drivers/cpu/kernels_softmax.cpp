@@ -12,6 +12,7 @@
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/fast_math.h"
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 namespace {
@@ -149,20 +150,17 @@ std::unique_ptr<Kernel> norm_kernel(const KernelBuild& b, Norm norm) {
       narrow_from_float32(tmp, r.output(0, x->dtype(), x->shape()));
       return;
     }
-    const bool ok = dispatch(FloatTypes{}, x->dtype(), [&](auto tag) {
+    dispatch_or_fail(FloatTypes{}, x->dtype(), r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       normalize(norm, x->data<T>(), r.output(0, x->dtype(), x->shape()).data<T>(), s);
     });
-    if (!ok) unsupported_dtype(r, x->dtype());
   });
 }
 
 }  // namespace
 
-void register_softmax_kernels(KernelRegistry& r) {
-  r.add("Softmax", [](const KernelBuild& b) { return norm_kernel(b, Norm::Softmax); });
-  r.add("LogSoftmax", [](const KernelBuild& b) { return norm_kernel(b, Norm::LogSoftmax); });
-  r.add("Hardmax", [](const KernelBuild& b) { return norm_kernel(b, Norm::Hardmax); });
-}
+std::unique_ptr<Kernel> make_softmax(const KernelBuild& b) { return norm_kernel(b, Norm::Softmax); }
+std::unique_ptr<Kernel> make_log_softmax(const KernelBuild& b) { return norm_kernel(b, Norm::LogSoftmax); }
+std::unique_ptr<Kernel> make_hardmax(const KernelBuild& b) { return norm_kernel(b, Norm::Hardmax); }
 
 }  // namespace hetero::cpu

@@ -21,6 +21,7 @@
 #include "drivers/cpu/fft.h"
 #include "drivers/cpu/float_io.h"
 #include "drivers/cpu/layout_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -205,22 +206,6 @@ class DftKernel final : public Kernel {
   DftPlans plans_;
 };
 
-std::unique_ptr<Kernel> make_dft(const KernelBuild& b) {
-  const int64_t axis = b.node.attr_int("axis", 1);
-  const bool inverse = flag_attr(b, "inverse", 0), onesided = flag_attr(b, "onesided", 0);
-  require_float_input(b, 0);
-  check_static_signal(b, 0, 2, std::nullopt);
-  if (const std::vector<core::Dim>* dims = b.input_dims(0)) {
-    const auto rank = static_cast<int64_t>(dims->size());
-    if (axis < -rank || axis > rank - 2 || axis == -1)
-      b.invalid("axis " + std::to_string(axis) + " is not a signal axis of a rank-" + std::to_string(rank) + " input");
-  } else if (axis == -1) {
-    b.invalid("axis -1 is the real/imaginary dim, not a signal axis");
-  }
-  check_constant_scalar(b, 1, "dft_length", 1);
-  return std::make_unique<DftKernel>(axis, inverse, onesided);
-}
-
 class StftKernel final : public Kernel {
  public:
   explicit StftKernel(bool onesided) : onesided_(onesided) {}
@@ -291,17 +276,6 @@ class StftKernel final : public Kernel {
   DftPlans plans_;
 };
 
-std::unique_ptr<Kernel> make_stft(const KernelBuild& b) {
-  const bool onesided = flag_attr(b, "onesided", 1);
-  require_float_input(b, 0);
-  check_static_signal(b, 0, 3, 3);
-  check_constant_scalar(b, 1, "frame_step", 1);
-  if (const std::vector<core::Dim>* dims = b.input_dims(2); dims && dims->size() != 1)
-    b.invalid("the window must have rank 1, got rank " + std::to_string(dims->size()));
-  check_constant_scalar(b, 3, "frame_length", 1);
-  return std::make_unique<StftKernel>(onesided);
-}
-
 // Python's float floor division (NumPy's too), which ONNX's reference uses
 // to map frequencies to DFT bins: the floor of the exact quotient, not of the
 // rounded a / b.
@@ -341,6 +315,35 @@ bool mel_output_type_ok(DType t) {
   return t == DType::U8 || t == DType::U16 || t == DType::U32 || t == DType::U64 || t == DType::I8 || t == DType::I16 ||
          t == DType::I32 || t == DType::I64 || t == DType::F16 || t == DType::F32 || t == DType::F64 ||
          t == DType::BF16;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_dft(const KernelBuild& b) {
+  const int64_t axis = b.node.attr_int("axis", 1);
+  const bool inverse = flag_attr(b, "inverse", 0), onesided = flag_attr(b, "onesided", 0);
+  require_float_input(b, 0);
+  check_static_signal(b, 0, 2, std::nullopt);
+  if (const std::vector<core::Dim>* dims = b.input_dims(0)) {
+    const auto rank = static_cast<int64_t>(dims->size());
+    if (axis < -rank || axis > rank - 2 || axis == -1)
+      b.invalid("axis " + std::to_string(axis) + " is not a signal axis of a rank-" + std::to_string(rank) + " input");
+  } else if (axis == -1) {
+    b.invalid("axis -1 is the real/imaginary dim, not a signal axis");
+  }
+  check_constant_scalar(b, 1, "dft_length", 1);
+  return std::make_unique<DftKernel>(axis, inverse, onesided);
+}
+
+std::unique_ptr<Kernel> make_stft(const KernelBuild& b) {
+  const bool onesided = flag_attr(b, "onesided", 1);
+  require_float_input(b, 0);
+  check_static_signal(b, 0, 3, 3);
+  check_constant_scalar(b, 1, "frame_step", 1);
+  if (const std::vector<core::Dim>* dims = b.input_dims(2); dims && dims->size() != 1)
+    b.invalid("the window must have rank 1, got rank " + std::to_string(dims->size()));
+  check_constant_scalar(b, 3, "frame_length", 1);
+  return std::make_unique<StftKernel>(onesided);
 }
 
 std::unique_ptr<Kernel> make_mel_weight_matrix(const KernelBuild& b) {
@@ -396,15 +399,6 @@ std::unique_ptr<Kernel> make_mel_weight_matrix(const KernelBuild& b) {
     Tensor& y = r.output(0, out_type, {spectrum_bins, mel_bins});
     for (size_t i = 0; i < w.size(); ++i) store_double(out_type, y.raw(), i, w[i]);
   });
-}
-
-}  // namespace
-
-void register_spectral_kernels(KernelRegistry& r) {
-  // Opset 20 turned DFT's axis into an input.
-  r.add("DFT", make_dft, "", 17, 19);
-  r.add("STFT", make_stft, "", 17);
-  r.add("MelWeightMatrix", make_mel_weight_matrix, "", 17);
 }
 
 }  // namespace hetero::cpu

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "drivers/cpu/layout_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -110,6 +111,8 @@ void count_row(const TfIdfSpec& s, const Tensor& x, size_t offset, int64_t len, 
   }
 }
 
+}  // namespace
+
 std::unique_ptr<Kernel> make_tfidf_vectorizer(const KernelBuild& b) {
   const DType in = b.input_dtype(0);
   if (in != DType::Undefined && in != DType::I32 && in != DType::I64)
@@ -141,9 +144,5 @@ std::unique_ptr<Kernel> make_tfidf_vectorizer(const KernelBuild& b) {
     }
   });
 }
-
-}  // namespace
-
-void register_tfidf_kernels(KernelRegistry& r) { r.add("TfIdfVectorizer", make_tfidf_vectorizer, "", 9); }
 
 }  // namespace hetero::cpu

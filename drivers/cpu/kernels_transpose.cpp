@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
 #include "drivers/cpu/transpose.h"
 
@@ -145,8 +146,8 @@ void permute_copy(const void* in, void* out, const Shape& in_shape, const std::v
   constexpr int64_t kRows = 16;
   const int64_t a_blocks = (a_count + kRows - 1) / kRows;
   const int64_t in_stride_b = in_strides[p], out_stride_a = out_strides[q];
-  visit_elem_size(elem_size, [&](auto tag) {
-                  using T = decltype(tag);
+  dispatch_width(elem_size, [&](auto tag) {
+                  using T = typename decltype(tag)::type;
                   const T* in_t = reinterpret_cast<const T*>(src);
                   T* out_t = reinterpret_cast<T*>(dst);
 #pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
@@ -164,8 +165,6 @@ void permute_copy(const void* in, void* out, const Shape& in_shape, const std::v
                   }
                 });
 }
-
-namespace {
 
 std::unique_ptr<Kernel> make_transpose(const KernelBuild& b) {
   const bool has_perm = b.node.has_attr("perm");
@@ -198,9 +197,5 @@ std::unique_ptr<Kernel> make_transpose(const KernelBuild& b) {
     permute_copy(x.raw(), y.raw(), x.shape(), perm, core::dtype_size(x.dtype()), r.threads());
   });
 }
-
-}  // namespace
-
-void register_transpose_kernels(KernelRegistry& r) { r.add("Transpose", make_transpose); }
 
 }  // namespace hetero::cpu

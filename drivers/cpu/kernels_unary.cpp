@@ -1,5 +1,5 @@
 // Unary elementwise ops: math functions, activations, predicates (IsNaN,
-// IsInf, Not), Clip and Identity. Each op is a small generic lambda applied
+// IsInf, Not) and Clip. Each op is a small generic lambda applied
 // by one templated loop; attributes are read once, when the kernel is built.
 #include <cmath>
 #include <limits>
@@ -8,6 +8,7 @@
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/fast_math.h"
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 namespace {
@@ -48,32 +49,27 @@ void run_unary(KernelRun& r, const Fn& fn) {
       return;
     }
   }
-  const bool ok = dispatch(Types{}, dtype, [&](auto tag) {
+  dispatch_or_fail(Types{}, dtype, r.node(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = UnaryOut<T, Fn>;
     Tensor& out = r.output(0, core::DTypeOf<O>::value, x->shape());
     map_elements(x->data<T>(), out.data<O>(), x->numel(), fn);
   });
-  if (!ok) unsupported_dtype(r, dtype);
 }
 
-// A factory for an op whose function `make(build)` returns from the node's
+// The kernel of an op whose function `make(build)` returns from the node's
 // attributes; Types are the element types it accepts besides float16/bfloat16.
 template <typename Types, typename Make>
-KernelFactory unary(Make make) {
-  return [make](const KernelBuild& b) -> std::unique_ptr<Kernel> {
-    require_dtype(b, 0, Types{}, true);
-    auto fn = make(b);
-    return std::make_unique<FunctionKernel>([fn](KernelRun& r) { run_unary<Types, true>(r, fn); });
-  };
+std::unique_ptr<Kernel> unary_kernel(const KernelBuild& b, Make make) {
+  require_dtype(b, 0, Types{}, true);
+  auto fn = make(b);
+  return std::make_unique<FunctionKernel>([fn](KernelRun& r) { run_unary<Types, true>(r, fn); });
 }
 // The same for functions without attributes.
 template <typename Types, typename Fn>
-KernelFactory unary_fn(Fn fn) {
-  return unary<Types>([fn](const KernelBuild&) { return fn; });
+std::unique_ptr<Kernel> simple_unary(const KernelBuild& b, Fn fn) {
+  return unary_kernel<Types>(b, [fn](const KernelBuild&) { return fn; });
 }
-
-using BoolTypes = TypeList<bool>;
 
 // -x without overflow trouble for the most negative integer.
 template <typename T>
@@ -86,9 +82,14 @@ T negate(T x) {
 
 float attr(const KernelBuild& b, const char* name, float fallback) { return b.node.attr_float(name, fallback); }
 
+// log(1 + e^x) without overflowing e^x for large x.
+constexpr auto kSoftplus = [](auto x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); };
+
+}  // namespace
+
 // ---- Clip: bounds are attributes before opset 11 and optional inputs after.
 
-std::unique_ptr<Kernel> clip_kernel(const KernelBuild& b) {
+std::unique_ptr<Kernel> make_clip(const KernelBuild& b) {
   require_dtype(b, 0, NumericTypes{}, true);
   const bool attrs = b.opset < 11;
   const float attr_lo = attr(b, "min", -std::numeric_limits<float>::infinity());
@@ -118,7 +119,7 @@ std::unique_ptr<Kernel> clip_kernel(const KernelBuild& b) {
       run_unary<TypeList<float>, true>(r, with_bounds(lo, hi));
       return;
     }
-    const bool ok = dispatch(NumericTypes{}, dtype, [&](auto tag) {
+    dispatch_or_fail(NumericTypes{}, dtype, r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       T lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
       if (lo_t) lo = lo_t->data<T>()[0];
@@ -128,131 +129,231 @@ std::unique_ptr<Kernel> clip_kernel(const KernelBuild& b) {
       }
       run_unary<TypeList<T>, false>(r, with_bounds(lo, hi));
     });
-    if (!ok) unsupported_dtype(r, dtype);
   });
 }
 
-}  // namespace
+// ---- Arithmetic and rounding.
 
-void register_unary_kernels(KernelRegistry& r) {
-  // ---- Arithmetic and rounding.
-  r.add("Abs", unary_fn<NumericTypes>([](auto x) {
+std::unique_ptr<Kernel> make_abs(const KernelBuild& b) {
+  return simple_unary<NumericTypes>(b, [](auto x) {
     using T = decltype(x);
     if constexpr (std::is_unsigned_v<T>) return x;
     else return x < T(0) ? negate(x) : x;
-  }));
-  r.add("Neg", unary_fn<SignedTypes>([](auto x) { return negate(x); }));
-  r.add("Reciprocal", unary_fn<FloatTypes>([](auto x) { return decltype(x)(1) / x; }));
-  r.add("Floor", unary_fn<FloatTypes>([](auto x) { return std::floor(x); }));
-  r.add("Ceil", unary_fn<FloatTypes>([](auto x) { return std::ceil(x); }));
-  // Halves round to even, as ONNX (and the default FP environment) wants.
-  r.add("Round", unary_fn<FloatTypes>([](auto x) { return std::nearbyint(x); }));
-  r.add("Sign", unary_fn<NumericTypes>([](auto x) {
+  });
+}
+
+std::unique_ptr<Kernel> make_neg(const KernelBuild& b) {
+  return simple_unary<SignedTypes>(b, [](auto x) { return negate(x); });
+}
+
+std::unique_ptr<Kernel> make_reciprocal(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return decltype(x)(1) / x; });
+}
+
+std::unique_ptr<Kernel> make_floor(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::floor(x); });
+}
+
+std::unique_ptr<Kernel> make_ceil(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::ceil(x); });
+}
+
+// Halves round to even, as ONNX (and the default FP environment) wants.
+std::unique_ptr<Kernel> make_round(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::nearbyint(x); });
+}
+
+std::unique_ptr<Kernel> make_sign(const KernelBuild& b) {
+  return simple_unary<NumericTypes>(b, [](auto x) {
     using T = decltype(x);
     return x > T(0) ? T(1) : x < T(0) ? negate(T(1)) : x;  // keeps 0, -0 and NaN
-  }));
+  });
+}
 
-  // ---- libm functions.
-  r.add("Sqrt", unary_fn<FloatTypes>([](auto x) { return std::sqrt(x); }));
-  r.add("Exp", unary_fn<FloatTypes>([](auto x) { return std::exp(x); }));
-  r.add("Log", unary_fn<FloatTypes>([](auto x) { return std::log(x); }));
-  r.add("Sin", unary_fn<FloatTypes>([](auto x) { return std::sin(x); }));
-  r.add("Cos", unary_fn<FloatTypes>([](auto x) { return std::cos(x); }));
-  r.add("Tan", unary_fn<FloatTypes>([](auto x) { return std::tan(x); }));
-  r.add("Asin", unary_fn<FloatTypes>([](auto x) { return std::asin(x); }));
-  r.add("Acos", unary_fn<FloatTypes>([](auto x) { return std::acos(x); }));
-  r.add("Atan", unary_fn<FloatTypes>([](auto x) { return std::atan(x); }));
-  r.add("Sinh", unary_fn<FloatTypes>([](auto x) { return std::sinh(x); }));
-  r.add("Cosh", unary_fn<FloatTypes>([](auto x) { return std::cosh(x); }));
-  r.add("Asinh", unary_fn<FloatTypes>([](auto x) { return std::asinh(x); }));
-  r.add("Acosh", unary_fn<FloatTypes>([](auto x) { return std::acosh(x); }));
-  r.add("Atanh", unary_fn<FloatTypes>([](auto x) { return std::atanh(x); }));
-  r.add("Erf", unary_fn<FloatTypes>([](auto x) { return std::erf(x); }));
-  r.add("Tanh", unary_fn<FloatTypes>([](auto x) { return std::tanh(x); }));
+// ---- libm functions.
 
-  // ---- Predicates.
-  r.add("Not", unary_fn<BoolTypes>([](bool x) { return !x; }));
-  r.add("IsNaN", unary_fn<FloatTypes>([](auto x) -> bool { return x != x; }));
-  r.add("IsInf", unary<FloatTypes>([](const KernelBuild& b) {
+std::unique_ptr<Kernel> make_sqrt(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::sqrt(x); });
+}
+
+std::unique_ptr<Kernel> make_exp(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::exp(x); });
+}
+
+std::unique_ptr<Kernel> make_log(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::log(x); });
+}
+
+std::unique_ptr<Kernel> make_sin(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::sin(x); });
+}
+
+std::unique_ptr<Kernel> make_cos(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::cos(x); });
+}
+
+std::unique_ptr<Kernel> make_tan(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::tan(x); });
+}
+
+std::unique_ptr<Kernel> make_asin(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::asin(x); });
+}
+
+std::unique_ptr<Kernel> make_acos(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::acos(x); });
+}
+
+std::unique_ptr<Kernel> make_atan(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::atan(x); });
+}
+
+std::unique_ptr<Kernel> make_sinh(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::sinh(x); });
+}
+
+std::unique_ptr<Kernel> make_cosh(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::cosh(x); });
+}
+
+std::unique_ptr<Kernel> make_asinh(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::asinh(x); });
+}
+
+std::unique_ptr<Kernel> make_acosh(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::acosh(x); });
+}
+
+std::unique_ptr<Kernel> make_atanh(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::atanh(x); });
+}
+
+std::unique_ptr<Kernel> make_erf(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::erf(x); });
+}
+
+std::unique_ptr<Kernel> make_tanh(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return std::tanh(x); });
+}
+
+// ---- Predicates.
+
+std::unique_ptr<Kernel> make_not(const KernelBuild& b) {
+  return simple_unary<BoolTypes>(b, [](bool x) { return !x; });
+}
+
+std::unique_ptr<Kernel> make_is_nan(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) -> bool { return x != x; });
+}
+
+std::unique_ptr<Kernel> make_is_inf(const KernelBuild& build) {
+  return unary_kernel<FloatTypes>(build, [](const KernelBuild& b) {
     const bool pos = b.node.attr_int("detect_positive", 1) != 0;
     const bool neg = b.node.attr_int("detect_negative", 1) != 0;
     return [pos, neg](auto x) -> bool {
       using T = decltype(x);
       return (pos && x == std::numeric_limits<T>::infinity()) || (neg && x == -std::numeric_limits<T>::infinity());
     };
-  }));
+  });
+}
 
-  // ---- Activations. Ternaries rather than std::max so loops vectorise.
-  r.add("Relu", unary_fn<SignedTypes>([](auto x) { return x < decltype(x)(0) ? decltype(x)(0) : x; }));
-  r.add("LeakyRelu", unary<FloatTypes>([](const KernelBuild& b) {
+// ---- Activations. Ternaries rather than std::max so loops vectorise.
+
+std::unique_ptr<Kernel> make_relu(const KernelBuild& b) {
+  return simple_unary<SignedTypes>(b, [](auto x) { return x < decltype(x)(0) ? decltype(x)(0) : x; });
+}
+
+std::unique_ptr<Kernel> make_leaky_relu(const KernelBuild& build) {
+  return unary_kernel<FloatTypes>(build, [](const KernelBuild& b) {
     const float alpha = attr(b, "alpha", 0.01f);
     return [alpha](auto x) { return x < 0 ? x * static_cast<decltype(x)>(alpha) : x; };
-  }));
-  r.add("ThresholdedRelu", unary<FloatTypes>([](const KernelBuild& b) {
+  });
+}
+
+std::unique_ptr<Kernel> make_thresholded_relu(const KernelBuild& build) {
+  return unary_kernel<FloatTypes>(build, [](const KernelBuild& b) {
     const float alpha = attr(b, "alpha", 1.0f);
     return [alpha](auto x) { return x > static_cast<decltype(x)>(alpha) ? x : decltype(x)(0); };
-  }));
-  // expm1 keeps the relative accuracy of alpha*(e^x - 1) for small |x|.
-  r.add("Elu", unary<FloatTypes>([](const KernelBuild& b) {
+  });
+}
+
+// expm1 keeps the relative accuracy of alpha*(e^x - 1) for small |x|.
+std::unique_ptr<Kernel> make_elu(const KernelBuild& build) {
+  return unary_kernel<FloatTypes>(build, [](const KernelBuild& b) {
     const float alpha = attr(b, "alpha", 1.0f);
     return [alpha](auto x) { return x < 0 ? static_cast<decltype(x)>(alpha) * std::expm1(x) : x; };
-  }));
-  r.add("Selu", unary<FloatTypes>([](const KernelBuild& b) {
+  });
+}
+
+std::unique_ptr<Kernel> make_selu(const KernelBuild& build) {
+  return unary_kernel<FloatTypes>(build, [](const KernelBuild& b) {
     const float alpha = attr(b, "alpha", 1.67326319217681884765625f);
     const float gamma = attr(b, "gamma", 1.05070102214813232421875f);
     return [alpha, gamma](auto x) {
       using T = decltype(x);
       return static_cast<T>(gamma) * (x <= 0 ? static_cast<T>(alpha) * std::expm1(x) : x);
     };
-  }));
-  r.add("Celu", unary<FloatTypes>([](const KernelBuild& b) {
+  });
+}
+
+std::unique_ptr<Kernel> make_celu(const KernelBuild& build) {
+  return unary_kernel<FloatTypes>(build, [](const KernelBuild& b) {
     const float alpha = attr(b, "alpha", 1.0f);
     return [alpha](auto x) {
       using T = decltype(x);
       const T a = static_cast<T>(alpha);
       return x > 0 ? x : a * std::expm1(x / a);
     };
-  }));
-  r.add("Sigmoid", unary_fn<FloatTypes>([](auto x) {
+  });
+}
+
+std::unique_ptr<Kernel> make_sigmoid(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) {
     using T = decltype(x);
     if constexpr (std::is_same_v<T, float>) return 1.0f / (1.0f + fast_expf(-x));
     else return T(1) / (T(1) + std::exp(-x));
-  }));
-  r.add("HardSigmoid", unary<FloatTypes>([](const KernelBuild& b) {
+  });
+}
+
+std::unique_ptr<Kernel> make_hard_sigmoid(const KernelBuild& build) {
+  return unary_kernel<FloatTypes>(build, [](const KernelBuild& b) {
     const float alpha = attr(b, "alpha", 0.2f), beta = attr(b, "beta", 0.5f);
     return [alpha, beta](auto x) {
       using T = decltype(x);
       const T y = static_cast<T>(alpha) * x + static_cast<T>(beta);
       return y < 0 ? T(0) : (y > 1 ? T(1) : y);
     };
-  }));
-  r.add("HardSwish", unary_fn<FloatTypes>([](auto x) {
+  });
+}
+
+std::unique_ptr<Kernel> make_hard_swish(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) {
     using T = decltype(x);
     const T y = x * T(1.0 / 6) + T(0.5);
     return x * (y < 0 ? T(0) : (y > 1 ? T(1) : y));
-  }));
-  // log(1 + e^x) without overflowing e^x for large x.
-  auto softplus = [](auto x) {
-    return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-  };
-  r.add("Softplus", unary_fn<FloatTypes>(softplus));
-  r.add("Softsign", unary_fn<FloatTypes>([](auto x) { return x / (decltype(x)(1) + std::abs(x)); }));
-  r.add("Mish", unary_fn<FloatTypes>([softplus](auto x) { return x * std::tanh(softplus(x)); }), "", 18);
-  r.add("Shrink", unary<NumericTypes>([](const KernelBuild& b) {
+  });
+}
+
+std::unique_ptr<Kernel> make_softplus(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, kSoftplus);
+}
+
+std::unique_ptr<Kernel> make_softsign(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return x / (decltype(x)(1) + std::abs(x)); });
+}
+
+std::unique_ptr<Kernel> make_mish(const KernelBuild& b) {
+  return simple_unary<FloatTypes>(b, [](auto x) { return x * std::tanh(kSoftplus(x)); });
+}
+
+std::unique_ptr<Kernel> make_shrink(const KernelBuild& build) {
+  return unary_kernel<NumericTypes>(build, [](const KernelBuild& b) {
     const double lambd = attr(b, "lambd", 0.5f), bias = attr(b, "bias", 0.0f);
     return [lambd, bias](auto x) {
       using T = decltype(x);
       const double v = static_cast<double>(x);
       return v < -lambd ? convert<T>(v + bias) : v > lambd ? convert<T>(v - bias) : T(0);
     };
-  }));
-
-  r.add("Clip", clip_kernel);
-  r.add("Identity", [](const KernelBuild&) -> std::unique_ptr<Kernel> {
-    return std::make_unique<FunctionKernel>([](KernelRun& r) {
-      if (!r.input(0)) fail(HETERO_INVALID_ARGUMENT, r.node().describe() + ": input 0 is missing");
-      r.set_output(0, *r.input(0));
-    });
   });
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "drivers/cpu/layout_util.h"
+#include "drivers/cpu/kernel_factories.h"
 
 namespace hetero::cpu {
 
@@ -33,6 +34,8 @@ std::string list(const std::vector<int64_t>& v) {
   }
   return s + "]";
 }
+
+}  // namespace
 
 std::unique_ptr<Kernel> make_max_unpool(const KernelBuild& b) {
   UnpoolAttrs a;
@@ -111,9 +114,5 @@ std::unique_ptr<Kernel> make_max_unpool(const KernelBuild& b) {
     }
   });
 }
-
-}  // namespace
-
-void register_unpool_kernels(KernelRegistry& r) { r.add("MaxUnpool", make_max_unpool, "", 9); }
 
 }  // namespace hetero::cpu

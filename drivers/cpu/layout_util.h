@@ -1,14 +1,17 @@
-// Small helpers shared by the CPU driver's shape, data-movement and misc
+// Small helpers shared by the CPU driver's shape, data-movement and sorting
 // kernels: input checks that raise errors naming the node, axis handling,
-// strides, and dispatch on element type or element size.
+// strides, views, fills and a NaN-safe order (dtype dispatch is
+// dtype_dispatch.h's).
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/tensor.h"
+#include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/kernel.h"
 
 namespace hetero::cpu {
@@ -73,71 +77,15 @@ inline core::Tensor view_of(const core::Tensor& base, size_t offset, core::Shape
   return core::Tensor::wrap(base.dtype(), std::move(shape), p, base.owner());
 }
 
-// Calls f(T{}) with the unsigned integer type of an element size, for
-// kernels that only move elements around (every dtype heterod knows is 1, 2,
-// 4 or 8 bytes).
-template <class F>
-decltype(auto) visit_elem_size(size_t elem_size, F&& f) {
-  switch (elem_size) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-    default: fail(HETERO_NOT_SUPPORTED, "elements of " + std::to_string(elem_size) + " bytes are not supported");
+// A strict total order for sorting: NaN sorts above every number, so that a
+// NaN in the data can never break std::sort's preconditions.
+template <typename K>
+inline bool total_less(K a, K b) {
+  if constexpr (std::is_floating_point_v<K>) {
+    if (std::isnan(b)) return !std::isnan(a);
+    if (std::isnan(a)) return false;
   }
-}
-
-template <class F>
-decltype(auto) visit_by_size(core::DType dtype, F&& f) {
-  if (core::dtype_size(dtype) == 0)
-    fail(HETERO_NOT_SUPPORTED, std::string("tensors of type ") + core::dtype_name(dtype) + " are not supported");
-  return visit_elem_size(core::dtype_size(dtype), std::forward<F>(f));
-}
-
-// Calls f(T{}) with the C++ type of a dtype for kernels that compare or
-// compute. float16/bfloat16 are not listed: kernels that accept them convert.
-template <class F>
-decltype(auto) visit_arithmetic(const core::Node& node, core::DType dtype, F&& f) {
-  using core::DType;
-  switch (dtype) {
-    case DType::F32: return f(float{});
-    case DType::F64: return f(double{});
-    case DType::I8: return f(int8_t{});
-    case DType::U8: return f(uint8_t{});
-    case DType::I16: return f(int16_t{});
-    case DType::U16: return f(uint16_t{});
-    case DType::I32: return f(int32_t{});
-    case DType::U32: return f(uint32_t{});
-    case DType::I64: return f(int64_t{});
-    case DType::U64: return f(uint64_t{});
-    case DType::Bool: return f(bool{});
-    default:
-      fail(HETERO_NOT_SUPPORTED,
-           node.describe() + ": element type " + core::dtype_name(dtype) + " is not supported");
-  }
-}
-
-// Writes `v` converted to `dtype` at element i of `data` (slow; for fill
-// values and small outputs, not inner loops).
-inline void store_double(core::DType dtype, void* data, size_t i, double v) {
-  using core::DType;
-  switch (dtype) {
-    case DType::F32: static_cast<float*>(data)[i] = static_cast<float>(v); return;
-    case DType::F64: static_cast<double*>(data)[i] = v; return;
-    case DType::F16: static_cast<uint16_t*>(data)[i] = core::float_to_half(static_cast<float>(v)); return;
-    case DType::BF16: static_cast<uint16_t*>(data)[i] = core::float_to_bf16(static_cast<float>(v)); return;
-    case DType::I8: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v); return;
-    case DType::U8: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v); return;
-    case DType::I16: static_cast<int16_t*>(data)[i] = static_cast<int16_t>(v); return;
-    case DType::U16: static_cast<uint16_t*>(data)[i] = static_cast<uint16_t>(v); return;
-    case DType::I32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); return;
-    case DType::U32: static_cast<uint32_t*>(data)[i] = static_cast<uint32_t>(v); return;
-    case DType::I64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(v); return;
-    case DType::U64: static_cast<uint64_t*>(data)[i] = static_cast<uint64_t>(v); return;
-    case DType::Bool: static_cast<uint8_t*>(data)[i] = v != 0; return;
-    default:
-      fail(HETERO_NOT_SUPPORTED, std::string("cannot write elements of type ") + core::dtype_name(dtype));
-  }
+  return a < b;
 }
 
 // Fills `count` elements at `dst` with copies of the element at `value`
@@ -154,14 +102,5 @@ inline void fill_elements(void* dst, const void* value, size_t count, size_t ele
     done += n;
   }
 }
-
-// The extra family registration functions of the files the shape, data
-// movement and misc families were split into; those families call them.
-void register_transpose_kernels(KernelRegistry& r);
-void register_slice_pad_kernels(KernelRegistry& r);
-void register_gather_scatter_kernels(KernelRegistry& r);
-void register_resize_kernels(KernelRegistry& r);
-void register_einsum_kernels(KernelRegistry& r);
-void register_grid_sample_kernels(KernelRegistry& r);
 
 }  // namespace hetero::cpu

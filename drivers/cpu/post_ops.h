@@ -72,6 +72,39 @@ class PostOpChain {
   std::vector<PostOp> ops_;
 };
 
+// A primitive descriptor of a kernel with a post-op chain (convolution,
+// deconvolution, matrix product), and whether the kernel must apply the
+// chain itself after the primitive ran.
+template <typename PrimitiveDesc>
+struct PostOpsPrimitive {
+  PrimitiveDesc pd;
+  bool manual_post_ops = false;  // run PostOpChain::apply on the output
+};
+
+// Builds the primitive descriptor with `chain` fused into it when oneDNN can
+// do that fast, else without post-ops (then manual_post_ops is set).
+// `make_pd(const dnnl::post_ops*)` builds the descriptor with the given
+// post-ops, or with none when passed null. The chain is fused only when its
+// operands broadcast as oneDNN expects (PostOpChain::to_dnnl), oneDNN accepts
+// the combination, and the implementation it picks is not its reference one:
+// the reference kernels are slower than the plain primitive followed by the
+// chain as a loop.
+template <typename MakePd>
+auto make_with_post_ops(const PostOpChain& chain, const DnnlDims& dst_dims, bool channels_last,
+                        const KernelRun& run, MakePd&& make_pd) -> PostOpsPrimitive<decltype(make_pd(nullptr))> {
+  if (!chain.empty()) {
+    if (const auto po = chain.to_dnnl(dst_dims, channels_last, run)) {
+      try {
+        auto pd = make_pd(&*po);
+        if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0) return {std::move(pd), false};
+      } catch (const dnnl::error&) {
+        // A combination oneDNN refuses: the chain runs as a loop.
+      }
+    }
+  }
+  return {make_pd(nullptr), !chain.empty()};
+}
+
 // The descriptor of `t` (shape in memory order, right-aligned to rank
 // dst_dims.size()) as oneDNN sees a tensor broadcast onto logical dims
 // `dst_dims`; channels_last permutes memory order N, spatial..., C back to

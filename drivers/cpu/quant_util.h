@@ -166,11 +166,5 @@ void with_8bit_type(core::DType dtype, Fn&& fn) {
 // within [-64, 64].
 bool dnnl_int8_exact(const core::Tensor& s8_weights, bool signed_src);
 
-// The quantisation kernel families; register_quantization_kernels
-// (kernels_quantize.cpp) calls them.
-void register_qlinear_conv_kernels(KernelRegistry& r);
-void register_qlinear_matmul_kernels(KernelRegistry& r);
-void register_qlinear_binary_kernels(KernelRegistry& r);
-void register_qlinear_via_float_kernels(KernelRegistry& r);
 
 }  // namespace hetero::cpu

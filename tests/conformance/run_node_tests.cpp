@@ -40,7 +40,7 @@
 
 #include "core/error.h"
 #include "core/runtime.h"
-#include "tests/conformance/node_case.h"
+#include "tests/onnx_case/onnx_case.h"
 
 namespace fs = std::filesystem;
 using namespace hetero;
@@ -200,8 +200,8 @@ std::string one_line(std::string s, size_t max = 400) {
   return s;
 }
 
-conformance::NoteFn notes_to(int fd) {
-  return [fd](conformance::Note kind, const std::string& text) {
+onnx_case::NoteFn notes_to(int fd) {
+  return [fd](onnx_case::Note kind, const std::string& text) {
     write_all(fd, std::string(1, static_cast<char>(kind)) + " " + one_line(text) + "\n");
   };
 }
@@ -239,10 +239,10 @@ bool shared_runtime(const Options& o) { return o.device.rfind("CPU", 0) == 0; }
   close(err_fd);
   limit_memory();
   std::unique_ptr<core::Runtime> own;
-  conformance::CaseResult r;
+  onnx_case::CaseResult r;
   try {
     if (!rt) rt = (own = std::make_unique<core::Runtime>(runtime_options(o))).get();
-    r = conformance::run_case(c.dir, *rt, o.device, notes_to(notes_fd));
+    r = onnx_case::run_case(c.dir, *rt, o.device, notes_to(notes_fd));
   } catch (const std::exception& e) {
     r.reason = std::string("loading the drivers: ") + e.what();
   }
@@ -381,9 +381,9 @@ std::vector<Outcome> run_in_process(const std::vector<Case>& cases, const core::
   std::vector<Outcome> outcomes;
   for (const Case& c : cases) {
     Outcome out{c.name, false, {}, {}, {}};
-    auto r = conformance::run_case(c.dir, rt, o.device, [&](conformance::Note kind, const std::string& text) {
-      if (kind == conformance::Note::Ops) out.ops = text;
-      if (kind == conformance::Note::Unsupported) out.unsupported = text;
+    auto r = onnx_case::run_case(c.dir, rt, o.device, [&](onnx_case::Note kind, const std::string& text) {
+      if (kind == onnx_case::Note::Ops) out.ops = text;
+      if (kind == onnx_case::Note::Unsupported) out.unsupported = text;
     });
     out.pass = r.pass;
     out.reason = r.reason;

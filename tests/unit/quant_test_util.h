@@ -1,6 +1,6 @@
 // Helpers of the quantisation tests: models written in ONNX's text syntax
 // with generated constants, compiled by the real CPU driver through the
-// runtime and run once.
+// runtime and run once (run_model, kernel_harness.h).
 #pragma once
 
 #include <cmath>
@@ -10,15 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime.h"
+#include "tests/unit/kernel_harness.h"
 #include "tests/unit/model_text.h"
 
 namespace hetero::test {
-
-inline core::Runtime& quant_runtime() {
-  static core::Runtime runtime;
-  return runtime;
-}
 
 // "{1, 2, 3}" for an initializer's values.
 template <typename T>
@@ -46,14 +41,7 @@ std::string initializer(const std::string& type, const std::string& name, const 
 // Compiles the text model on CPU (with `config`) and runs it on `inputs`.
 inline std::vector<core::Tensor> run_text(const std::string& text, const std::vector<core::Tensor>& inputs,
                                           const driver::Config& config = {}) {
-  auto model = model_from_text(text.c_str());
-  auto compiled = quant_runtime().compile(*model, "CPU", config);
-  auto request = compiled->create_infer_request();
-  for (size_t i = 0; i < inputs.size(); ++i) request->set_input(i, inputs[i]);
-  request->infer();
-  std::vector<core::Tensor> out;
-  for (size_t i = 0; i < compiled->outputs().size(); ++i) out.push_back(request->output(i).clone());
-  return out;
+  return cpu::testing::run_model(text.c_str(), inputs, config);
 }
 
 template <typename T>

@@ -4,7 +4,7 @@
 #include <dnnl.hpp>
 
 #include "drivers/cpu/plan.h"
-#include "tests/unit/shape_test_util.h"
+#include "tests/unit/kernel_harness.h"
 
 namespace hetero::cpu::testing {
 
@@ -43,9 +43,8 @@ Node* add(Graph& g, const std::string& op, std::vector<Value*> ins, std::vector<
 // Compiles the model's graph and runs it once.
 std::vector<Tensor> run_model(core::Model& model, const std::vector<Tensor>& inputs) {
   model.opsets[""] = 17;
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
-  std::shared_ptr<Plan> plan = Plan::compile(model.graph, model, engine);
+  dnnl::stream stream(test_engine());
+  std::shared_ptr<Plan> plan = Plan::compile(model.graph, model, test_engine());
   Frame frame(*plan, nullptr, stream, 2);
   return frame.run(inputs);
 }

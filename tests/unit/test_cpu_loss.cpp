@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "tests/unit/op_test_harness.h"
+#include "tests/unit/kernel_harness.h"
 
 namespace hetero::cpu::testing {
 namespace {

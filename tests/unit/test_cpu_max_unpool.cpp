@@ -5,7 +5,7 @@
 // be refused.
 #include <random>
 
-#include "tests/unit/op_test_harness.h"
+#include "tests/unit/kernel_harness.h"
 
 namespace hetero::cpu::testing {
 namespace {

@@ -85,7 +85,7 @@ void compile_text(const std::string& text, const std::function<void(onnx::ModelP
   onnx::ModelProto proto = parse_model(text.c_str());
   if (patch) patch(proto);
   auto model = core::import_onnx_bytes(to_vector(serialize(proto)));
-  quant_runtime().compile(*model, "CPU");
+  cpu::testing::test_runtime().compile(*model, "CPU");
 }
 
 // Compiling `text` fails with INVALID_MODEL and a message holding every part.
@@ -184,7 +184,7 @@ TEST(CpuQuantize, RunTimeParametersAreCheckedAtRunNamingTheNode) {
   auto model = model_from_text(R"(
     <ir_version: 8, opset_import: ["" : 13]>
     g (float[3] x, float s) => (uint8[3] y) { y = QuantizeLinear(x, s) })");
-  auto compiled = quant_runtime().compile(*model, "CPU");
+  auto compiled = cpu::testing::test_runtime().compile(*model, "CPU");
   auto request = compiled->create_infer_request();
   request->set_input(0, Tensor::from_vector(std::vector<float>{1, 2, 3}, {3}));
   request->set_input(1, Tensor::from_vector(std::vector<float>{-1.0f}, {}));

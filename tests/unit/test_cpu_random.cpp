@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "tests/unit/op_test_harness.h"
+#include "tests/unit/kernel_harness.h"
 
 namespace hetero::cpu::testing {
 namespace {
@@ -46,7 +46,7 @@ TEST(CpuRandom, BernoulliDrawsOnesWithTheInputsProbabilities) {
         else p.data<uint16_t>()[at] = core::float_to_half(ps[b]);
       }
     KernelNode n("Bernoulli", 15, 1);
-    const Tensor y = n.run({p})[0];
+    const Tensor y = n.run_once({p})[0];
     ASSERT_EQ(y.dtype(), dtype);
     for (size_t b = 0; b < ps.size(); ++b) {
       const double pb = p.as_double(b * block);  // as float16 holds it
@@ -60,7 +60,7 @@ TEST(CpuRandom, BernoulliDrawsOnesWithTheInputsProbabilities) {
   for (DType out : {DType::I32, DType::Bool, DType::U8, DType::F64}) {
     KernelNode n("Bernoulli", 15, 1);
     n.attr_int("dtype", static_cast<int64_t>(out)).attr_float("seed", 3);
-    const Tensor y = n.run({filled(DType::F32, {1000}, 0.5f)})[0];
+    const Tensor y = n.run_once({filled(DType::F32, {1000}, 0.5f)})[0];
     EXPECT_EQ(y.dtype(), out);
     EXPECT_NEAR(mean_of(y, 0, 1000), 0.5, 6 * std::sqrt(0.25 / 1000));
   }
@@ -73,9 +73,7 @@ TEST(CpuRandom, ASeedMakesEveryRunTheSameAndNoSeedDoesNot) {
   other.attr_float("seed", 43);
   const std::unique_ptr<Kernel> k = seeded.build();
   auto run = [&](const KernelNode& n, Kernel& kernel) {
-    DnnlRun r(*n.node, {p}, 1, 1);
-    kernel.run(r);
-    return ints(r.outputs()[0]);
+    return ints(run_kernel(kernel, *n.node, {p}, 1, 1)[0]);
   };
   // The same kernel twice, and a second kernel with the same seed.
   const std::vector<int64_t> first = run(seeded, *k);
@@ -91,25 +89,25 @@ TEST(CpuRandom, TheGeneratorIsNumPysLegacyRandomState) {
   // numpy.random.seed(0); random_sample(4) and standard_normal(3).
   KernelNode uniform("RandomUniform", 1, 0);
   uniform.attr_ints("shape", {4}).attr_float("seed", 0).attr_int("dtype", static_cast<int64_t>(DType::F64));
-  EXPECT_EQ(doubles(uniform.run({})[0]),
+  EXPECT_EQ(doubles(uniform.run_once({})[0]),
             (std::vector<double>{0.5488135039273248, 0.7151893663724195, 0.6027633760716439, 0.5448831829968969}));
   KernelNode normal("RandomNormal", 1, 0);
   normal.attr_ints("shape", {3}).attr_float("seed", 0).attr_int("dtype", static_cast<int64_t>(DType::F64));
-  EXPECT_TRUE(near(normal.run({})[0], {1.764052345967664, 0.4001572083672233, 0.9787379841057392}, 1e-15, 0));
+  EXPECT_TRUE(near(normal.run_once({})[0], {1.764052345967664, 0.4001572083672233, 0.9787379841057392}, 1e-15, 0));
 }
 
 TEST(CpuRandom, UniformAndNormalMomentsAndRanges) {
   const size_t count = 100000;
   KernelNode uniform("RandomUniform", 1, 0);
   uniform.attr_ints("shape", {static_cast<int64_t>(count)}).attr_float("low", -2).attr_float("high", 6);
-  const Tensor u = uniform.run({})[0];
+  const Tensor u = uniform.run_once({})[0];
   EXPECT_EQ(u.dtype(), DType::F32);
   for (size_t i = 0; i < count; ++i) ASSERT_TRUE(u.data<float>()[i] >= -2 && u.data<float>()[i] <= 6);
   EXPECT_NEAR(mean_of(u, 0, count), 2, 6 * 8 / std::sqrt(12.0 * count));
   // The *Like forms take the input's shape and dtype.
   KernelNode normal("RandomNormalLike", 1, 1);
   normal.attr_float("mean", 3).attr_float("scale", 0.5f);
-  const Tensor g = normal.run({filled(DType::F64, {static_cast<int64_t>(count)}, 0)})[0];
+  const Tensor g = normal.run_once({filled(DType::F64, {static_cast<int64_t>(count)}, 0)})[0];
   EXPECT_EQ(g.dtype(), DType::F64);
   const double m = mean_of(g, 0, count);
   double var = 0;
@@ -118,7 +116,7 @@ TEST(CpuRandom, UniformAndNormalMomentsAndRanges) {
   EXPECT_NEAR(m, 3, 6 * 0.5 / std::sqrt(static_cast<double>(count)));
   EXPECT_NEAR(std::sqrt(var), 0.5, 0.01);
   KernelNode like("RandomUniformLike", 1, 1);
-  const Tensor h = like.run({filled(DType::F16, {2, 3}, 0)})[0];
+  const Tensor h = like.run_once({filled(DType::F16, {2, 3}, 0)})[0];
   EXPECT_EQ(h.dtype(), DType::F16);
   EXPECT_EQ(h.shape(), (Shape{2, 3}));
 }
@@ -129,7 +127,7 @@ TEST(CpuRandom, DropoutInTrainingModeKeepsAndScales) {
   for (float ratio : {0.25f, 0.75f}) {
     KernelNode n("Dropout", 13, 3, 2);
     n.attr_int("seed", 5);
-    const std::vector<Tensor> out = n.run({x, tensor<float>({ratio}, {}), tensor<bool>({true}, {})}, 2);
+    const std::vector<Tensor> out = n.run_once({x, tensor<float>({ratio}, {}), tensor<bool>({true}, {})}, 2);
     size_t kept = 0;
     for (size_t i = 0; i < count; ++i) {
       const bool m = out[1].data<bool>()[i];
@@ -140,23 +138,23 @@ TEST(CpuRandom, DropoutInTrainingModeKeepsAndScales) {
     const double p = 1 - ratio;
     EXPECT_NEAR(static_cast<double>(kept) / count, p, 6 * std::sqrt(p * (1 - p) / count));
     // The same seed, the same mask.
-    EXPECT_EQ(ints(n.run({x, tensor<float>({ratio}, {}), tensor<bool>({true}, {})}, 2)[1]), ints(out[1]));
+    EXPECT_EQ(ints(n.run_once({x, tensor<float>({ratio}, {}), tensor<bool>({true}, {})}, 2)[1]), ints(out[1]));
   }
   // Not training, or a zero ratio: the input itself and an all-true mask.
   KernelNode n("Dropout", 13, 3, 2);
   for (const auto& [ratio, training] : {std::pair{0.5f, false}, std::pair{0.0f, true}}) {
-    const std::vector<Tensor> out = n.run({x, tensor<float>({ratio}, {}), tensor<bool>({training}, {})}, 2);
+    const std::vector<Tensor> out = n.run_once({x, tensor<float>({ratio}, {}), tensor<bool>({training}, {})}, 2);
     EXPECT_EQ(out[0].data<float>(), x.data<float>());  // a view, no copy
     for (size_t i = 0; i < count; ++i) ASSERT_TRUE(out[1].data<bool>()[i]);
   }
   // float16 in training mode.
   const Tensor h = filled(DType::F16, {1000}, 1.0f);
-  const Tensor y = n.run({h, tensor<float>({0.5f}, {}), tensor<bool>({true}, {})})[0];
+  const Tensor y = n.run_once({h, tensor<float>({0.5f}, {}), tensor<bool>({true}, {})})[0];
   EXPECT_EQ(y.dtype(), DType::F16);
   for (size_t i = 0; i < y.numel(); ++i) ASSERT_TRUE(y.as_double(i) == 0 || y.as_double(i) == 2);
   // A ratio outside [0, 1) in training mode is refused.
   for (float bad : {1.0f, -0.1f})
-    expect_error([&] { n.run({x, tensor<float>({bad}, {}), tensor<bool>({true}, {})}); }, HETERO_INVALID_ARGUMENT,
+    expect_error([&] { n.run_once({x, tensor<float>({bad}, {}), tensor<bool>({true}, {})}); }, HETERO_INVALID_ARGUMENT,
                  {"node 'n' (Dropout)", "ratio must be in [0, 1)"});
 }
 

@@ -20,7 +20,7 @@
 #include "core/onnx_tensor.h"
 #include "core/runtime.h"
 #include "drivers/cpu/rnn.h"
-#include "tests/unit/dnnl_test_util.h"
+#include "tests/unit/kernel_harness.h"
 #include "tests/unit/model_text.h"
 #include "tests/unit/onnx_test_files.h"
 
@@ -97,14 +97,14 @@ struct Inputs {
 Inputs make_inputs(const Case& c, std::mt19937& rng) {
   const int64_t D = c.directions(), G = c.gates(), H = c.hidden, N = c.batch;
   Inputs in;
-  in.x = random_tensor(c.batch_first ? Shape{N, c.steps, c.input_size} : Shape{c.steps, N, c.input_size}, rng);
-  in.w = random_tensor({D, G * H, c.input_size}, rng, -0.7f, 0.7f);
-  in.r = random_tensor({D, G * H, H}, rng, -0.7f, 0.7f);
+  in.x = random_f32(c.batch_first ? Shape{N, c.steps, c.input_size} : Shape{c.steps, N, c.input_size}, rng);
+  in.w = random_f32({D, G * H, c.input_size}, rng, -0.7f, 0.7f);
+  in.r = random_f32({D, G * H, H}, rng, -0.7f, 0.7f);
   const Shape state = c.batch_first ? Shape{N, D, H} : Shape{D, N, H};
-  if (c.bias) in.b = random_tensor({D, 2 * G * H}, rng, -0.5f, 0.5f);
-  if (c.initial_h) in.h0 = random_tensor(state, rng);
-  if (c.initial_c) in.c0 = random_tensor(state, rng);
-  if (c.peepholes) in.p = random_tensor({D, 3 * H}, rng, -0.5f, 0.5f);
+  if (c.bias) in.b = random_f32({D, 2 * G * H}, rng, -0.5f, 0.5f);
+  if (c.initial_h) in.h0 = random_f32(state, rng);
+  if (c.initial_c) in.c0 = random_f32(state, rng);
+  if (c.peepholes) in.p = random_f32({D, 3 * H}, rng, -0.5f, 0.5f);
   if (c.lens) {
     in.lens = Tensor::allocate(DType::I32, {N});
     std::uniform_int_distribution<int32_t> len(0, static_cast<int32_t>(c.steps));
@@ -204,15 +204,15 @@ Outputs reference(const Case& c, const Inputs& in) {
 }
 
 // The node for `c`; inputs in0..in7 (constants where the case says).
-std::unique_ptr<NodeBuilder> make_node(const Case& c, const Inputs& in) {
+std::unique_ptr<KernelNode> make_node(const Case& c, const Inputs& in) {
   const bool lstm = c.op == "LSTM";
-  auto node = std::make_unique<NodeBuilder>(c.op, lstm ? 8 : 6, lstm ? 3 : 2, 14);
-  NodeBuilder& b = *node;
-  b.i("hidden_size", c.hidden).s("direction", c.direction);
-  if (c.batch_first) b.i("layout", 1);
-  if (c.clip) b.f("clip", *c.clip);
-  if (c.linear_before_reset) b.i("linear_before_reset", 1);
-  if (c.input_forget) b.i("input_forget", 1);
+  auto node = std::make_unique<KernelNode>(c.op, 14, lstm ? 8 : 6, lstm ? 3 : 2);
+  KernelNode& b = *node;
+  b.attr_int("hidden_size", c.hidden).attr_string("direction", c.direction);
+  if (c.batch_first) b.attr_int("layout", 1);
+  if (c.clip) b.attr_float("clip", *c.clip);
+  if (c.linear_before_reset) b.attr_int("linear_before_reset", 1);
+  if (c.input_forget) b.attr_int("input_forget", 1);
   if (!c.acts.empty()) {
     // ONNX Runtime's reading: alphas and betas go, in order, to the
     // functions that take one.
@@ -226,9 +226,9 @@ std::unique_ptr<NodeBuilder> make_node(const Case& c, const Inputs& in) {
       if (takes_alpha) alphas.push_back(a.alpha);
       if (takes_beta) betas.push_back(a.beta);
     }
-    b.strings("activations", names);
-    if (!alphas.empty()) b.floats("activation_alpha", alphas);
-    if (!betas.empty()) b.floats("activation_beta", betas);
+    b.attr_strings("activations", names);
+    if (!alphas.empty()) b.attr_floats("activation_alpha", alphas);
+    if (!betas.empty()) b.attr_floats("activation_beta", betas);
   }
   b.node->inputs[rnn::kSequenceLens]->dtype = DType::I32;
   const Tensor* given[] = {&in.x, &in.w, &in.r, &in.b, &in.lens, &in.h0, &in.c0, &in.p};
@@ -256,15 +256,11 @@ Outputs run_path(const core::Node& node, const Inputs& in, rnn::Path path, int t
   KernelBuild build{node, node.opset, test_engine(), {}};
   std::unique_ptr<Kernel> kernel = rnn::make_kernel(build, path);
   const size_t outputs = node.outputs.size();
-  DnnlRun first(node, run_inputs(in), outputs, threads);
-  kernel->run(first);
-  DnnlRun second(node, run_inputs(in), outputs, threads);
-  kernel->run(second);
-  for (size_t i = 0; i < outputs; ++i) EXPECT_TRUE(all_close(second.outputs()[i], first.outputs()[i], 0, 0));
+  const std::vector<Tensor> out = run_twice(*kernel, node, run_inputs(in), outputs, threads);
   Outputs o;
-  o.y = first.outputs()[0];
-  o.y_h = first.outputs()[1];
-  if (outputs > 2) o.y_c = first.outputs()[2];
+  o.y = out[0];
+  o.y_h = out[1];
+  if (outputs > 2) o.y_c = out[2];
   return o;
 }
 
@@ -416,8 +412,8 @@ TEST(CpuRnn, DefaultAlphasAreTheOperatorsOwn) {
   c.acts = {{"HardSigmoid", 0.2f, 0.5f}, {"LeakyRelu", 0.01f}};
   std::mt19937 rng(7);
   const Inputs in = make_inputs(c, rng);
-  NodeBuilder node(c.op, 6, 2, 14);
-  node.i("hidden_size", c.hidden).strings("activations", {"hardsigmoid", "LEAKYRELU"});  // any case
+  KernelNode node(c.op, 14, 6, 2);
+  node.attr_int("hidden_size", c.hidden).attr_strings("activations", {"hardsigmoid", "LEAKYRELU"});  // any case
   node.node->inputs[rnn::kSequenceLens]->dtype = DType::I32;
   for (size_t i : {5, 4}) node.omit_input(i);
   expect_matches(run_path(*node.node, in, rnn::Path::Best), reference(c, in), false, "defaults");
@@ -465,9 +461,9 @@ TEST(CpuRnn, OnnxTestDataOnBothPaths) {
         ASSERT_EQ(path, rnn::Path::Dnnl);  // oneDNN does not take this node
         continue;
       }
-      DnnlRun run(node, inputs, node.outputs.size(), 1);
+      std::vector<Tensor> outs;
       try {
-        kernel->run(run);
+        outs = run_twice(*kernel, node, inputs, node.outputs.size(), 1);
       } catch (const Error& e) {
         ASSERT_EQ(path, rnn::Path::Dnnl) << e.what();  // nor this run (sequence_lens)
         continue;
@@ -477,7 +473,7 @@ TEST(CpuRnn, OnnxTestDataOnBothPaths) {
         const auto at = std::find(node.outputs.begin(), node.outputs.end(), g.outputs[k]);
         ASSERT_NE(at, node.outputs.end());
         const Tensor want = read_tensor(data / ("output_" + std::to_string(k) + ".pb"));
-        EXPECT_TRUE(all_close(run.outputs()[at - node.outputs.begin()], want, 1e-6f, 1e-3f))
+        EXPECT_TRUE(all_close(outs[at - node.outputs.begin()], want, 1e-6f, 1e-3f))
             << (path == rnn::Path::Plain ? "plain" : "oneDNN") << " path, output " << g.outputs[k]->name;
       }
     }
@@ -623,33 +619,33 @@ TEST(CpuRnn, StateCarriedAcrossCallsEqualsOneLongCall) {
 }
 
 TEST(CpuRnn, BadNodesAndInputsAreRefusedByName) {
-  auto build = [](NodeBuilder& b) {
+  auto build = [](KernelNode& b) {
     KernelBuild kb{*b.node, 14, test_engine(), {}};
     return rnn::make_kernel(kb);
   };
   {
-    NodeBuilder b("LSTM", 3, 2, 14);
-    b.i("hidden_size", 2).s("direction", "sideways");
+    KernelNode b("LSTM", 14, 3, 2);
+    b.attr_int("hidden_size", 2).attr_string("direction", "sideways");
     test::expect_error([&] { build(b); }, HETERO_INVALID_MODEL, {"node 'n' (LSTM)", "sideways"});
   }
   {
-    NodeBuilder b("GRU", 3, 2, 14);
-    b.i("hidden_size", 2).strings("activations", {"Sigmoid", "Swish"});
+    KernelNode b("GRU", 14, 3, 2);
+    b.attr_int("hidden_size", 2).attr_strings("activations", {"Sigmoid", "Swish"});
     test::expect_error([&] { build(b); }, HETERO_INVALID_MODEL, {"node 'n' (GRU)", "'Swish'"});
   }
   {
-    NodeBuilder b("RNN", 3, 2, 14);
-    b.i("hidden_size", 2).strings("activations", {"Tanh", "Tanh", "Tanh"});
+    KernelNode b("RNN", 14, 3, 2);
+    b.attr_int("hidden_size", 2).attr_strings("activations", {"Tanh", "Tanh", "Tanh"});
     test::expect_error([&] { build(b); }, HETERO_INVALID_MODEL, {"node 'n' (RNN)", "lists 3 functions"});
   }
   {
-    NodeBuilder b("LSTM", 3, 2, 14);
-    b.i("hidden_size", 2).f("clip", -1);
+    KernelNode b("LSTM", 14, 3, 2);
+    b.attr_int("hidden_size", 2).attr_float("clip", -1);
     test::expect_error([&] { build(b); }, HETERO_INVALID_MODEL, {"clip must be positive"});
   }
   {
-    NodeBuilder b("LSTM", 3, 2, 14);
-    b.i("hidden_size", 2).i("layout", 2);
+    KernelNode b("LSTM", 14, 3, 2);
+    b.attr_int("hidden_size", 2).attr_int("layout", 2);
     test::expect_error([&] { build(b); }, HETERO_INVALID_MODEL, {"layout must be 0 or 1"});
   }
   // Run-time inputs that do not fit.
@@ -661,18 +657,17 @@ TEST(CpuRnn, BadNodesAndInputsAreRefusedByName) {
   auto run = [&](const Inputs& bad) {
     KernelBuild kb{*node->node, 14, test_engine(), {}};
     auto k = rnn::make_kernel(kb);
-    DnnlRun r(*node->node, run_inputs(bad), 3);
-    k->run(r);
+    run_twice(*k, *node->node, run_inputs(bad), 3, 1);
   };
   Inputs bad = in;
   bad.lens = in.lens.clone();
   bad.lens.data<int32_t>()[1] = 9;
   test::expect_error([&] { run(bad); }, HETERO_INVALID_ARGUMENT, {"node 'n' (LSTM)", "sequence_lens[1] is 9"});
   bad = in;
-  bad.w = random_tensor({1, 16, 5}, rng);
+  bad.w = random_f32({1, 16, 5}, rng);
   test::expect_error([&] { run(bad); }, HETERO_INVALID_ARGUMENT, {"input W has shape 1x16x5, expected 1x16x3"});
   bad = in;
-  bad.x = random_tensor({3, 2}, rng);
+  bad.x = random_f32({3, 2}, rng);
   test::expect_error([&] { run(bad); }, HETERO_INVALID_ARGUMENT, {"X must have rank 3"});
 }
 

@@ -10,7 +10,7 @@
 #include <random>
 
 #include "drivers/cpu/fft.h"
-#include "tests/unit/op_test_harness.h"
+#include "tests/unit/kernel_harness.h"
 
 namespace hetero::cpu::testing {
 namespace {

@@ -1,7 +1,7 @@
 // TfIdfVectorizer: n-gram counting with skips over rows of integer tokens,
 // the three weightings, and pools that do not describe whole n-grams,
 // refused at compile naming the node.
-#include "tests/unit/op_test_harness.h"
+#include "tests/unit/kernel_harness.h"
 
 namespace hetero::cpu::testing {
 namespace {

@@ -8,7 +8,7 @@
 #include <random>
 
 #include "drivers/cpu/post_ops.h"
-#include "tests/unit/op_test_harness.h"
+#include "tests/unit/kernel_harness.h"
 
 namespace hetero::cpu::testing {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "core/tensor.h"
 
-namespace hetero::conformance {
+namespace hetero::onnx_case {
 
 struct Tolerance {
   double rtol = 1e-3;  // onnx/backend/test/case/node defaults
@@ -19,4 +19,4 @@ struct Tolerance {
 // differs (dtype, shape, or the number of mismatches and the worst element).
 std::string compare_tensors(const core::Tensor& expected, const core::Tensor& actual, const Tolerance& tol = {});
 
-}  // namespace hetero::conformance
+}  // namespace hetero::onnx_case

@@ -10,7 +10,7 @@
 
 #include "core/tensor.h"
 
-namespace hetero::conformance {
+namespace hetero::onnx_case {
 
 // Parses `path` as a serialized onnx.TensorProto. Throws std::runtime_error
 // naming the file when it cannot be read or parsed.
@@ -25,4 +25,4 @@ core::Tensor tensor_from_pb(const onnx::TensorProto& proto, const std::string& w
 // "FLOAT", "INT64", ... (TensorProto.DataType's names) for messages.
 std::string onnx_type_name(int32_t elem_type);
 
-}  // namespace hetero::conformance
+}  // namespace hetero::onnx_case

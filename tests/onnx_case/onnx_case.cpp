@@ -1,7 +1,6 @@
-#include "tests/conformance/node_case.h"
+#include "tests/onnx_case/onnx_case.h"
 
 #include <algorithm>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,10 +12,10 @@
 
 #include "core/error.h"
 #include "core/onnx_import.h"
-#include "tests/conformance/pb_tensor.h"
-#include "tests/conformance/tensor_compare.h"
+#include "tests/onnx_case/pb_tensor.h"
+#include "tests/onnx_case/tensor_compare.h"
 
-namespace hetero::conformance {
+namespace hetero::onnx_case {
 
 namespace fs = std::filesystem;
 
@@ -110,13 +109,12 @@ std::vector<size_t> match_ports(const std::vector<driver::Port>& ports, const st
   return order;
 }
 
-// ONNX's backend test data stores bfloat16 tensors as uint16 (NumPy has no
-// bfloat16): the same bits, declared bfloat16 by the model's port.
-core::Tensor as_port_dtype(core::Tensor t, const driver::Port& port) {
-  if (t.dtype() != core::DType::U16 || port.dtype != core::DType::BF16) return t;
-  core::Tensor bits = core::Tensor::allocate(core::DType::BF16, t.shape(), false);
-  std::memcpy(bits.raw(), t.raw(), t.nbytes());
-  return bits;
+// ONNX 1.12's generator stores bfloat16 test data as uint16 tensors; the
+// port's declared type says what the bits are.
+core::Tensor as_port_type(core::Tensor t, const driver::Port& port) {
+  if (t.dtype() == core::DType::U16 && port.dtype == core::DType::BF16)
+    return core::Tensor::wrap(core::DType::BF16, t.shape(), t.raw(), t.owner());
+  return t;
 }
 
 void run_data_set(driver::CompiledModel& compiled, driver::InferRequest& request, const fs::path& set,
@@ -133,7 +131,7 @@ void run_data_set(driver::CompiledModel& compiled, driver::InferRequest& request
   for (size_t i = 0; i < in_order.size(); ++i) {
     const std::string what = set_name + " input '" + compiled.inputs()[i].name + "'";
     try {
-      inputs.push_back(as_port_dtype(tensor_from_pb(in_protos[in_order[i]], what), compiled.inputs()[i]));
+      inputs.push_back(as_port_type(tensor_from_pb(in_protos[in_order[i]], what), compiled.inputs()[i]));
     } catch (const std::runtime_error& e) {
       throw CaseFailure(std::string("data: ") + e.what());
     }
@@ -151,7 +149,7 @@ void run_data_set(driver::CompiledModel& compiled, driver::InferRequest& request
     const std::string what = set_name + " output '" + compiled.outputs()[i].name + "'";
     core::Tensor expected;
     try {
-      expected = as_port_dtype(tensor_from_pb(out_protos[out_order[i]], what), compiled.outputs()[i]);
+      expected = as_port_type(tensor_from_pb(out_protos[out_order[i]], what), compiled.outputs()[i]);
     } catch (const std::runtime_error& e) {
       throw CaseFailure(std::string("data: ") + e.what());
     }
@@ -172,6 +170,14 @@ std::vector<std::string> op_types(const onnx::GraphProto& graph) {
 }
 
 }  // namespace
+
+std::vector<std::string> case_op_types(const std::string& dir) {
+  try {
+    return op_types(read_model_proto(fs::path(dir) / "model.onnx").graph());
+  } catch (const CaseFailure& e) {
+    throw std::runtime_error(e.what());
+  }
+}
 
 CaseResult run_case(const std::string& dir_name, const core::Runtime& runtime, const std::string& device,
                     const NoteFn& note) {
@@ -228,4 +234,4 @@ CaseResult run_case(const std::string& dir_name, const core::Runtime& runtime, c
   }
 }
 
-}  // namespace hetero::conformance
+}  // namespace hetero::onnx_case

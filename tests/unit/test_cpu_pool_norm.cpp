@@ -3,15 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
-#include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/post_ops.h"
-#include "tests/unit/dnnl_test_util.h"
+#include "tests/unit/kernel_harness.h"
 
 namespace hetero::cpu::testing {
 namespace {
+
+// These kernels are threaded: run them on two threads.
+constexpr int kThreads = 2;
 
 core::Tensor nchw_to_nhwc(const core::Tensor& t) {
   const int64_t n = t.dim(0), c = t.dim(1), hw = static_cast<int64_t>(t.numel()) / (n * c);
@@ -79,22 +82,23 @@ TEST(CpuPool, MaxAndAverage2d) {
       {2, 3, 3, 2, 1, 2, 1, 0, 0, 1, true},
   };
   for (const Pool2d& p : cases) {
-    const core::Tensor x = random_tensor({2, 5, 9, 8}, rng);
+    const core::Tensor x = random_f32({2, 5, 9, 8}, rng);
     for (const std::string kind : {"max", "avg"}) {
       for (bool include_pad : {false, true}) {
         if (kind == "max" && include_pad) continue;
         for (bool channels_last : {false, true}) {
-          NodeBuilder nb(kind == "max" ? "MaxPool" : "AveragePool", 1, kind == "max" ? 2 : 1, channels_last ? 1 : 12,
-                         channels_last ? kCpuDomain : "");
-          nb.ints("kernel_shape", {p.kh, p.kw}).ints("strides", {p.sh, p.sw}).ints("pads", {p.pt, p.pl, p.pb, p.pr});
-          if (p.dh != 1 || p.dw != 1) nb.ints("dilations", {p.dh, p.dw});
-          nb.i("ceil_mode", p.ceil).i("count_include_pad", include_pad);
+          KernelNode nb(kind == "max" ? "MaxPool" : "AveragePool", channels_last ? 1 : 12, 1, kind == "max" ? 2 : 1,
+                        channels_last ? kCpuDomain : "");
+          nb.attr_ints("kernel_shape", {p.kh, p.kw}).attr_ints("strides", {p.sh, p.sw});
+          nb.attr_ints("pads", {p.pt, p.pl, p.pb, p.pr});
+          if (p.dh != 1 || p.dw != 1) nb.attr_ints("dilations", {p.dh, p.dw});
+          nb.attr_int("ceil_mode", p.ceil).attr_int("count_include_pad", include_pad);
           if (channels_last) {
-            nb.i(kChannelsLastAttr, 1);
+            nb.attr_int(kChannelsLastAttr, 1);
             if (kind == "max") nb.node->outputs.resize(1);
           }
           const size_t outs = kind == "max" && !channels_last ? 2 : 1;
-          const auto y = run_dnnl_node(*nb.node, {channels_last ? nchw_to_nhwc(x) : x}, outs);
+          const auto y = nb.run({channels_last ? nchw_to_nhwc(x) : x}, outs, kThreads);
           core::Tensor idx;
           const core::Tensor expected = ref_pool(x, p, kind, include_pad, outs == 2 ? &idx : nullptr);
           EXPECT_TRUE(all_close(y[0], channels_last ? nchw_to_nhwc(expected) : expected))
@@ -110,12 +114,12 @@ TEST(CpuPool, MaxAndAverage2d) {
 
 TEST(CpuPool, GlobalPoolsAndLp) {
   std::mt19937 rng(42);
-  const core::Tensor x = random_tensor({2, 19, 7, 5}, rng);
+  const core::Tensor x = random_f32({2, 19, 7, 5}, rng);
   for (bool channels_last : {false, true}) {
     for (const std::string op : {"GlobalAveragePool", "GlobalMaxPool"}) {
-      NodeBuilder nb(op, 1, 1, channels_last ? 1 : 12, channels_last ? kCpuDomain : "");
-      if (channels_last) nb.i(kChannelsLastAttr, 1);
-      const auto y = run_dnnl_node(*nb.node, {channels_last ? nchw_to_nhwc(x) : x});
+      KernelNode nb(op, channels_last ? 1 : 12, 1, 1, channels_last ? kCpuDomain : "");
+      if (channels_last) nb.attr_int(kChannelsLastAttr, 1);
+      const auto y = nb.run({channels_last ? nchw_to_nhwc(x) : x}, 1, kThreads);
       core::Tensor expected = core::Tensor::allocate(core::DType::F32, {2, 19, 1, 1});
       for (int64_t p = 0; p < 38; ++p) {
         double acc = op == "GlobalMaxPool" ? -1e30 : 0;
@@ -128,9 +132,9 @@ TEST(CpuPool, GlobalPoolsAndLp) {
       EXPECT_TRUE(all_close(y[0], channels_last ? expected.reshaped({2, 1, 1, 19}) : expected)) << op << channels_last;
     }
   }
-  NodeBuilder nb("LpPool", 1);
-  nb.ints("kernel_shape", {2, 2}).ints("strides", {2, 2}).i("p", 3);
-  const auto y = run_dnnl_node(*nb.node, {x});
+  KernelNode nb("LpPool", 17, 1);
+  nb.attr_ints("kernel_shape", {2, 2}).attr_ints("strides", {2, 2}).attr_int("p", 3);
+  const auto y = nb.run({x}, 1, kThreads);
   ASSERT_EQ(y[0].shape(), (core::Shape{2, 19, 3, 2}));
   double acc = 0;
   for (int64_t i = 0; i < 2; ++i)
@@ -140,9 +144,9 @@ TEST(CpuPool, GlobalPoolsAndLp) {
 
 TEST(CpuNorm, BatchNormChannelsFirstAndLast) {
   std::mt19937 rng(43);
-  const core::Tensor x = random_tensor({2, 6, 4, 5}, rng), scale = random_tensor({6}, rng),
-                     bias = random_tensor({6}, rng), mean = random_tensor({6}, rng),
-                     var = random_tensor({6}, rng, 0.1f, 2.0f);
+  const core::Tensor x = random_f32({2, 6, 4, 5}, rng), scale = random_f32({6}, rng),
+                     bias = random_f32({6}, rng), mean = random_f32({6}, rng),
+                     var = random_f32({6}, rng, 0.1f, 2.0f);
   core::Tensor expected = core::Tensor::allocate(core::DType::F32, x.shape());
   for (size_t i = 0; i < x.numel(); ++i) {
     const size_t c = i / 20 % 6;
@@ -151,21 +155,21 @@ TEST(CpuNorm, BatchNormChannelsFirstAndLast) {
                                 bias.data<float>()[c];
   }
   for (bool channels_last : {false, true}) {
-    NodeBuilder nb("BatchNormalization", 5, 1, channels_last ? 1 : 15, channels_last ? kCpuDomain : "");
-    nb.f("epsilon", 1e-3f);
-    if (channels_last) nb.i(kChannelsLastAttr, 1);
-    const auto y = run_dnnl_node(*nb.node, {channels_last ? nchw_to_nhwc(x) : x, scale, bias, mean, var});
+    KernelNode nb("BatchNormalization", channels_last ? 1 : 15, 5, 1, channels_last ? kCpuDomain : "");
+    nb.attr_float("epsilon", 1e-3f);
+    if (channels_last) nb.attr_int(kChannelsLastAttr, 1);
+    const auto y = nb.run({channels_last ? nchw_to_nhwc(x) : x, scale, bias, mean, var}, 1, kThreads);
     EXPECT_TRUE(all_close(y[0], channels_last ? nchw_to_nhwc(expected) : expected)) << channels_last;
   }
 }
 
 TEST(CpuNorm, InstanceLayerAndLrn) {
   std::mt19937 rng(44);
-  const core::Tensor x = random_tensor({2, 3, 4, 5}, rng, -3, 3), s = random_tensor({3}, rng), b = random_tensor({3}, rng);
+  const core::Tensor x = random_f32({2, 3, 4, 5}, rng, -3, 3), s = random_f32({3}, rng), b = random_f32({3}, rng);
   {
-    NodeBuilder nb("InstanceNormalization", 3);
-    nb.f("epsilon", 1e-2f);
-    const auto y = run_dnnl_node(*nb.node, {x, s, b});
+    KernelNode nb("InstanceNormalization", 17, 3);
+    nb.attr_float("epsilon", 1e-2f);
+    const auto y = nb.run({x, s, b}, 1, kThreads);
     for (int64_t p = 0; p < 6; ++p) {
       double mean = 0, var = 0;
       for (int k = 0; k < 20; ++k) mean += x.data<float>()[p * 20 + k] / 20.0;
@@ -179,10 +183,10 @@ TEST(CpuNorm, InstanceLayerAndLrn) {
   }
   {
     // Normalise over the last two dims, with a scale broadcast along the last.
-    const core::Tensor scale = random_tensor({1, 5}, rng), bias = random_tensor({4, 5}, rng);
-    NodeBuilder nb("LayerNormalization", 3, 3);
-    nb.i("axis", -2);
-    const auto y = run_dnnl_node(*nb.node, {x, scale, bias}, 3);
+    const core::Tensor scale = random_f32({1, 5}, rng), bias = random_f32({4, 5}, rng);
+    KernelNode nb("LayerNormalization", 17, 3, 3);
+    nb.attr_int("axis", -2);
+    const auto y = nb.run({x, scale, bias}, 3, kThreads);
     ASSERT_EQ(y[1].shape(), (core::Shape{2, 3, 1, 1}));
     for (int64_t o = 0; o < 6; ++o) {
       double mean = 0, var = 0;
@@ -198,9 +202,9 @@ TEST(CpuNorm, InstanceLayerAndLrn) {
     }
   }
   {
-    NodeBuilder nb("LRN", 1);
-    nb.i("size", 3).f("alpha", 0.1f).f("beta", 0.6f).f("bias", 2.0f);
-    const auto y = run_dnnl_node(*nb.node, {x});
+    KernelNode nb("LRN", 17, 1);
+    nb.attr_int("size", 3).attr_float("alpha", 0.1f).attr_float("beta", 0.6f).attr_float("bias", 2.0f);
+    const auto y = nb.run({x}, 1, kThreads);
     for (size_t i = 0; i < x.numel(); ++i) {
       const int64_t c = static_cast<int64_t>(i) / 20 % 3;
       double sq = 0;
@@ -217,12 +221,12 @@ TEST(CpuLayout, RoundTripAndViews) {
   std::mt19937 rng(45);
   for (const core::Shape& s : {core::Shape{2, 5, 3, 4}, core::Shape{1, 3, 7}, core::Shape{1, 2, 3, 4, 5},
                                core::Shape{2, 1, 3, 3}, core::Shape{2, 7, 1, 1}}) {
-    const core::Tensor x = random_tensor(s, rng);
-    NodeBuilder to_last("ToChannelsLast", 1, 1, 1, kCpuDomain);
-    const auto cl = run_dnnl_node(*to_last.node, {x});
+    const core::Tensor x = random_f32(s, rng);
+    KernelNode to_last("ToChannelsLast", 1, 1, 1, kCpuDomain);
+    const auto cl = to_last.run({x}, 1, kThreads);
     EXPECT_TRUE(all_close(cl[0], nchw_to_nhwc(x), 0, 0)) << core::shape_to_string(s);
-    NodeBuilder to_first("ToChannelsFirst", 1, 1, 1, kCpuDomain);
-    const auto cf = run_dnnl_node(*to_first.node, {cl[0]});
+    KernelNode to_first("ToChannelsFirst", 1, 1, 1, kCpuDomain);
+    const auto cf = to_first.run({cl[0]}, 1, kThreads);
     EXPECT_TRUE(all_close(cf[0], x, 0, 0)) << core::shape_to_string(s);
   }
 }

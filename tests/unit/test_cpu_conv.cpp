@@ -1,16 +1,22 @@
-// The CPU driver's oneDNN convolution kernels against naive loops, on
-// random shapes covering groups, dilations, pads, strides and auto_pad.
+// The CPU driver's oneDNN convolution kernels (Conv, ConvTranspose, and the
+// hetero.cpu FusedConv with post-ops and channels-last activations) against
+// naive loops, on random shapes covering groups, dilations, pads, strides and
+// auto_pad, and the post-ops that must fall back to a loop.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
-#include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/post_ops.h"
-#include "tests/unit/dnnl_test_util.h"
+#include "tests/unit/kernel_harness.h"
 
 namespace hetero::cpu::testing {
 
 namespace {
+
+// oneDNN's kernels are threaded: run them on two threads.
+constexpr int kThreads = 2;
 
 struct ConvCase {
   int64_t n, c, m, group;
@@ -77,13 +83,14 @@ void check_conv(const ConvCase& c, bool constant_weights, bool with_bias, std::m
   core::Shape xs{c.n, c.c}, ws{c.m, c.c / c.group};
   xs.insert(xs.end(), c.in.begin(), c.in.end());
   ws.insert(ws.end(), c.kernel.begin(), c.kernel.end());
-  const core::Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({c.m}, rng);
-  NodeBuilder nb("Conv", 3);
-  nb.i("group", c.group).ints("strides", c.strides).ints("dilations", c.dilations).ints("pads", c.pads);
-  nb.ints("kernel_shape", c.kernel);
+  const core::Tensor x = random_f32(xs, rng), w = random_f32(ws, rng), b = random_f32({c.m}, rng);
+  KernelNode nb("Conv", 17, 3);
+  nb.attr_int("group", c.group).attr_ints("strides", c.strides).attr_ints("dilations", c.dilations);
+  nb.attr_ints("pads", c.pads);
+  nb.attr_ints("kernel_shape", c.kernel);
   if (constant_weights) nb.constant(1, w).constant(2, b);
   if (!with_bias) nb.omit_input(2);
-  const auto y = run_dnnl_node(*nb.node, {x, w, with_bias ? std::optional<core::Tensor>(b) : std::nullopt});
+  const auto y = nb.run({x, w, with_bias ? std::optional<core::Tensor>(b) : std::nullopt}, 1, kThreads);
   const core::Tensor expected = ref_conv(x, w, with_bias ? &b : nullptr, c, conv_out(c));
   EXPECT_TRUE(all_close(y[0], expected)) << "conv " << core::shape_to_string(xs) << " w " << core::shape_to_string(ws)
                                          << " group " << c.group;
@@ -129,11 +136,11 @@ TEST(CpuDnnlConv, AutoPad) {
   std::mt19937 rng(3);
   for (const std::string mode : {"SAME_UPPER", "SAME_LOWER", "VALID"}) {
     for (int64_t stride : {1, 2}) {
-      const core::Tensor x = random_tensor({1, 2, 7, 6}, rng), w = random_tensor({3, 2, 3, 2}, rng);
-      NodeBuilder nb("Conv", 2);
-      nb.s("auto_pad", mode).ints("strides", {stride, stride});
+      const core::Tensor x = random_f32({1, 2, 7, 6}, rng), w = random_f32({3, 2, 3, 2}, rng);
+      KernelNode nb("Conv", 17, 2);
+      nb.attr_string("auto_pad", mode).attr_ints("strides", {stride, stride});
       nb.constant(1, w);
-      const auto y = run_dnnl_node(*nb.node, {x, w});
+      const auto y = nb.run({x, w}, 1, kThreads);
       // The explicit pads the mode implies: out = ceil(in / stride), the odd
       // pixel of padding at the end (UPPER) or the beginning (LOWER).
       ConvCase c{1, 2, 3, 1, {7, 6}, {3, 2}, {stride, stride}, {1, 1}, {0, 0, 0, 0}};
@@ -179,12 +186,12 @@ core::Tensor to_channels_first(const core::Tensor& t) {
 TEST(CpuDnnlConv, FusedPostOpsAndChannelsLast) {
   std::mt19937 rng(11);
   const ConvCase c{2, 6, 8, 2, {9, 7}, {3, 3}, {1, 2}, {1, 1}, {1, 1, 1, 0}};
-  const core::Tensor x = random_tensor({2, 6, 9, 7}, rng, -2, 2), w = random_tensor({8, 3, 3, 3}, rng);
-  const core::Tensor b = random_tensor({8}, rng);
+  const core::Tensor x = random_f32({2, 6, 9, 7}, rng, -2, 2), w = random_f32({8, 3, 3, 3}, rng);
+  const core::Tensor b = random_f32({8}, rng);
   const core::Tensor expected_conv = ref_conv(x, w, &b, c, conv_out(c));
   const core::Shape yshape = expected_conv.shape();
-  const core::Tensor per_channel = random_tensor({8, 1, 1}, rng);
-  const core::Tensor residual = random_tensor(yshape, rng);
+  const core::Tensor per_channel = random_f32({8, 1, 1}, rng);
+  const core::Tensor residual = random_f32(yshape, rng);
   const core::Tensor scalar = core::Tensor::from_vector<float>({0.75f}, {1});
   const int64_t plane = yshape[2] * yshape[3];
 
@@ -205,12 +212,12 @@ TEST(CpuDnnlConv, FusedPostOpsAndChannelsLast) {
   }
   for (bool channels_last : {false, true}) {
     for (bool runtime_operands : {false, true}) {
-      NodeBuilder nb("FusedConv", 6, 1, 1, kCpuDomain);
-      nb.i("group", 2).ints("strides", {1, 2}).ints("pads", {1, 1, 1, 0});
-      nb.strings(kPostOpsAttr, {"relu", "add", "mul", "add", "hardswish", "clip", "linear", "sigmoid"});
-      nb.floats(kPostAlphaAttr, {0.1f, 0, 0, 0, 0, -0.2f, 2, 0});
-      nb.floats(kPostBetaAttr, {0, 0, 0, 0, 0, 0.3f, -1, 0});
-      if (channels_last) nb.i(kChannelsLastAttr, 1);
+      KernelNode nb("FusedConv", 1, 6, 1, kCpuDomain);
+      nb.attr_int("group", 2).attr_ints("strides", {1, 2}).attr_ints("pads", {1, 1, 1, 0});
+      nb.attr_strings(kPostOpsAttr, {"relu", "add", "mul", "add", "hardswish", "clip", "linear", "sigmoid"});
+      nb.attr_floats(kPostAlphaAttr, {0.1f, 0, 0, 0, 0, -0.2f, 2, 0});
+      nb.attr_floats(kPostBetaAttr, {0, 0, 0, 0, 0, 0.3f, -1, 0});
+      if (channels_last) nb.attr_int(kChannelsLastAttr, 1);
       const core::Tensor pc = channels_last ? core::Tensor::from_vector<float>(
                                                   std::vector<float>(per_channel.values<float>().begin(),
                                                                      per_channel.values<float>().end()),
@@ -219,7 +226,7 @@ TEST(CpuDnnlConv, FusedPostOpsAndChannelsLast) {
       const core::Tensor res = channels_last ? to_channels_last(residual) : residual;
       nb.constant(1, w).constant(2, b).constant(4, scalar);
       if (!runtime_operands) nb.constant(3, pc).constant(5, res);
-      const auto y = run_dnnl_node(*nb.node, {channels_last ? to_channels_last(x) : x, w, b, pc, scalar, res});
+      const auto y = nb.run({channels_last ? to_channels_last(x) : x, w, b, pc, scalar, res}, 1, kThreads);
       EXPECT_TRUE(all_close(channels_last ? to_channels_first(y[0]) : y[0], expected, 2e-4f, 2e-4f))
           << "channels_last " << channels_last << " runtime operands " << runtime_operands;
     }
@@ -230,116 +237,16 @@ TEST(CpuDnnlConv, BroadcastOperandFallsBackToLoop) {
   // An operand that varies along W only is no broadcast oneDNN offers.
   std::mt19937 rng(5);
   const ConvCase c{1, 2, 3, 1, {5, 6}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}};
-  const core::Tensor x = random_tensor({1, 2, 5, 6}, rng), w = random_tensor({3, 2, 1, 1}, rng);
-  const core::Tensor row = random_tensor({6}, rng);
-  NodeBuilder nb("FusedConv", 4, 1, 1, kCpuDomain);
-  nb.strings(kPostOpsAttr, {"mul"}).floats(kPostAlphaAttr, {0}).floats(kPostBetaAttr, {0});
+  const core::Tensor x = random_f32({1, 2, 5, 6}, rng), w = random_f32({3, 2, 1, 1}, rng);
+  const core::Tensor row = random_f32({6}, rng);
+  KernelNode nb("FusedConv", 1, 4, 1, kCpuDomain);
+  nb.attr_strings(kPostOpsAttr, {"mul"}).attr_floats(kPostAlphaAttr, {0}).attr_floats(kPostBetaAttr, {0});
   nb.constant(1, w).omit_input(2);
-  const auto y = run_dnnl_node(*nb.node, {x, w, std::nullopt, row});
+  const auto y = nb.run({x, w, std::nullopt, row}, 1, kThreads);
   core::Tensor expected = ref_conv(x, w, nullptr, c, conv_out(c));
   for (size_t i = 0; i < expected.numel(); ++i) expected.data<float>()[i] *= row.data<float>()[i % 6];
   EXPECT_TRUE(all_close(y[0], expected));
 }
-
-
-// Naive numpy matmul (1-D operands promoted and squeezed back).
-core::Tensor ref_matmul(const core::Tensor& a, const core::Tensor& b) {
-  core::Shape as = a.shape(), bs = b.shape();
-  const bool av = as.size() == 1, bv = bs.size() == 1;
-  if (av) as.insert(as.begin(), 1);
-  if (bv) bs.push_back(1);
-  const size_t rank = std::max(as.size(), bs.size());
-  as.insert(as.begin(), rank - as.size(), 1);
-  bs.insert(bs.begin(), rank - bs.size(), 1);
-  const int64_t M = as[rank - 2], K = as[rank - 1], N = bs[rank - 1];
-  core::Shape ys(rank);
-  for (size_t i = 0; i + 2 < rank; ++i) ys[i] = std::max(as[i], bs[i]);
-  ys[rank - 2] = M;
-  ys[rank - 1] = N;
-  core::Tensor y = core::Tensor::allocate(core::DType::F32, ys);
-  const int64_t batches = static_cast<int64_t>(y.numel()) / (M * N);
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    // Decompose the batch index and map it onto each operand (size-1 dims broadcast).
-    int64_t rem = bi, aoff = 0, boff = 0, astride = M * K, bstride = K * N;
-    for (size_t d = rank - 2; d-- > 0;) {
-      const int64_t idx = rem % ys[d];
-      rem /= ys[d];
-      aoff += (as[d] == 1 ? 0 : idx) * astride;
-      boff += (bs[d] == 1 ? 0 : idx) * bstride;
-      astride *= as[d];
-      bstride *= bs[d];
-    }
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        double acc = 0;
-        for (int64_t k = 0; k < K; ++k) acc += double(a.data<float>()[aoff + m * K + k]) * b.data<float>()[boff + k * N + n];
-        y.data<float>()[(bi * M + m) * N + n] = static_cast<float>(acc);
-      }
-  }
-  core::Shape out = ys;
-  if (bv) out.erase(out.end() - 1);
-  if (av) out.erase(out.end() - (bv ? 1 : 2));
-  return y.reshaped(out);
-}
-
-TEST(CpuDnnlMatMul, BroadcastingAndVectors) {
-  std::mt19937 rng(21);
-  const std::vector<std::pair<core::Shape, core::Shape>> cases = {
-      {{3, 4}, {4, 5}},       {{4}, {4, 5}},          {{3, 4}, {4}},          {{4}, {4}},
-      {{2, 3, 4}, {4, 5}},    {{2, 1, 3, 4}, {5, 4, 6}}, {{1, 3, 4}, {2, 4, 5}}, {{2, 3, 4}, {2, 4, 5}},
-      {{4}, {2, 4, 5}},       {{2, 3, 4}, {4}},       {{1, 7, 33}, {33, 17}},
-  };
-  for (const auto& [as, bs] : cases) {
-    for (bool constant_b : {false, true}) {
-      const core::Tensor a = random_tensor(as, rng), b = random_tensor(bs, rng);
-      NodeBuilder nb("MatMul", 2);
-      if (constant_b) nb.constant(1, b);
-      const auto y = run_dnnl_node(*nb.node, {a, b});
-      EXPECT_TRUE(all_close(y[0], ref_matmul(a, b)))
-          << core::shape_to_string(as) << " x " << core::shape_to_string(bs) << " constant B " << constant_b;
-    }
-  }
-}
-
-core::Tensor transpose2d(const core::Tensor& t) {
-  const int64_t r = t.dim(0), c = t.dim(1);
-  core::Tensor o = core::Tensor::allocate(core::DType::F32, {c, r});
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < c; ++j) o.data<float>()[j * r + i] = t.data<float>()[i * c + j];
-  return o;
-}
-
-TEST(CpuDnnlGemm, TransposesScalesAndBias) {
-  std::mt19937 rng(22);
-  const int64_t M = 5, K = 7, N = 6;
-  const std::vector<core::Shape> c_shapes = {{}, {N}, {1, N}, {M, 1}, {M, N}, {1}};
-  int t = 0;
-  for (const core::Shape& cs : c_shapes)
-    for (int ta = 0; ta < 2; ++ta)
-      for (int tb = 0; tb < 2; ++tb) {
-        const float alpha = t % 3 == 0 ? 1.0f : 0.5f, beta = t % 2 == 0 ? 1.0f : -2.0f;
-        const bool constant_bc = t % 4 < 2;
-        ++t;
-        const core::Tensor a = random_tensor(ta ? core::Shape{K, M} : core::Shape{M, K}, rng);
-        const core::Tensor b = random_tensor(tb ? core::Shape{N, K} : core::Shape{K, N}, rng);
-        const core::Tensor c = random_tensor(cs, rng);
-        NodeBuilder nb("Gemm", 3);
-        nb.i("transA", ta).i("transB", tb).f("alpha", alpha).f("beta", beta);
-        if (constant_bc) nb.constant(1, b).constant(2, c);
-        const auto y = run_dnnl_node(*nb.node, {a, b, c});
-        core::Tensor expected = ref_matmul(ta ? transpose2d(a) : a, tb ? transpose2d(b) : b);
-        for (int64_t m = 0; m < M; ++m)
-          for (int64_t n = 0; n < N; ++n) {
-            const size_t ci = cs.size() == 2 ? (cs[0] == 1 ? 0 : m) * cs[1] + (cs[1] == 1 ? 0 : n)
-                                             : (c.numel() == 1 ? 0 : static_cast<size_t>(n));
-            float& v = expected.data<float>()[m * N + n];
-            v = alpha * v + beta * c.data<float>()[ci];
-          }
-        EXPECT_TRUE(all_close(y[0], expected)) << "C " << core::shape_to_string(cs) << " transA " << ta << " transB "
-                                               << tb << " constant " << constant_bc;
-      }
-}
-
 
 // Naive transposed convolution: every input pixel scatters kernel * x into
 // the output at o = i * stride - pad_begin + k * dilation.
@@ -402,13 +309,14 @@ TEST(CpuDnnlConvTranspose, PadsOutputPaddingGroups) {
   };
   for (const Case& c : cases) {
     for (bool constant_w : {false, true}) {
-      const core::Tensor x = random_tensor(c.x, rng), w = random_tensor(c.w, rng);
-      const core::Tensor b = random_tensor({c.w[1] * c.group}, rng);
-      NodeBuilder nb("ConvTranspose", 3);
-      nb.i("group", c.group).ints("strides", c.strides).ints("dilations", c.dilations).ints("pads", c.pads);
-      nb.ints("output_padding", c.output_padding);
+      const core::Tensor x = random_f32(c.x, rng), w = random_f32(c.w, rng);
+      const core::Tensor b = random_f32({c.w[1] * c.group}, rng);
+      KernelNode nb("ConvTranspose", 17, 3);
+      nb.attr_int("group", c.group).attr_ints("strides", c.strides).attr_ints("dilations", c.dilations);
+  nb.attr_ints("pads", c.pads);
+      nb.attr_ints("output_padding", c.output_padding);
       if (constant_w) nb.constant(1, w);
-      const auto y = run_dnnl_node(*nb.node, {x, w, b});
+      const auto y = nb.run({x, w, b}, 1, kThreads);
       const size_t sp = c.strides.size();
       std::vector<int64_t> out, begin;
       for (size_t i = 0; i < sp; ++i) {
@@ -430,11 +338,11 @@ TEST(CpuDnnlConvTranspose, KernelEqualsStride) {
   for (const auto& [xs, ws] : std::vector<std::pair<core::Shape, core::Shape>>{
            {{2, 5, 4, 3}, {5, 3, 2, 3}}, {{1, 24, 7, 9}, {24, 1, 2, 2}}, {{1, 3, 1, 1}, {3, 4, 3, 3}}}) {
     for (bool constant_w : {false, true}) {
-      const core::Tensor x = random_tensor(xs, rng), w = random_tensor(ws, rng), b = random_tensor({ws[1]}, rng);
-      NodeBuilder nb("ConvTranspose", 3);
-      nb.ints("strides", {ws[2], ws[3]});
+      const core::Tensor x = random_f32(xs, rng), w = random_f32(ws, rng), b = random_f32({ws[1]}, rng);
+      KernelNode nb("ConvTranspose", 17, 3);
+      nb.attr_ints("strides", {ws[2], ws[3]});
       if (constant_w) nb.constant(1, w);
-      const auto y = run_dnnl_node(*nb.node, {x, w, b});
+      const auto y = nb.run({x, w, b}, 1, kThreads);
       EXPECT_TRUE(all_close(y[0], ref_conv_transpose(x, w, &b, 1, {ws[2], ws[3]}, {1, 1}, {0, 0},
                                                      {xs[2] * ws[2], xs[3] * ws[3]})))
           << core::shape_to_string(xs) << " constant W " << constant_w;
@@ -444,19 +352,19 @@ TEST(CpuDnnlConvTranspose, KernelEqualsStride) {
 
 TEST(CpuDnnlConvTranspose, OutputShapeAndSamePadding) {
   std::mt19937 rng(32);
-  const core::Tensor x = random_tensor({1, 2, 3, 3}, rng), w = random_tensor({2, 3, 3, 3}, rng);
+  const core::Tensor x = random_f32({1, 2, 3, 3}, rng), w = random_f32({2, 3, 3, 3}, rng);
   // output_shape 10x8 with stride 3: natural size 3*2+3 = 9; total pads -1 (H, grows) and 1 (W).
   {
-    NodeBuilder nb("ConvTranspose", 2);
-    nb.ints("strides", {3, 3}).ints("output_shape", {10, 8}).constant(1, w);
-    const auto y = run_dnnl_node(*nb.node, {x, w});
+    KernelNode nb("ConvTranspose", 17, 2);
+    nb.attr_ints("strides", {3, 3}).attr_ints("output_shape", {10, 8}).constant(1, w);
+    const auto y = nb.run({x, w}, 1, kThreads);
     // total = natural - out, the larger half first (halves round down): H -1 → 0 + -1, W 1 → 1 + 0.
     EXPECT_TRUE(all_close(y[0], ref_conv_transpose(x, w, nullptr, 1, {3, 3}, {1, 1}, {0, 1}, {10, 8})));
   }
   for (const std::string mode : {"SAME_UPPER", "SAME_LOWER"}) {
-    NodeBuilder nb("ConvTranspose", 2);
-    nb.ints("strides", {2, 2}).s("auto_pad", mode).constant(1, w);
-    const auto y = run_dnnl_node(*nb.node, {x, w});
+    KernelNode nb("ConvTranspose", 17, 2);
+    nb.attr_ints("strides", {2, 2}).attr_string("auto_pad", mode).constant(1, w);
+    const auto y = nb.run({x, w}, 1, kThreads);
     // out = 6, natural = 2*2+3 = 7: one pixel of padding, at the start for SAME_LOWER.
     const int64_t begin = mode == "SAME_UPPER" ? 0 : 1;
     EXPECT_TRUE(all_close(y[0], ref_conv_transpose(x, w, nullptr, 1, {2, 2}, {1, 1}, {begin, begin}, {6, 6}))) << mode;
@@ -464,4 +372,5 @@ TEST(CpuDnnlConvTranspose, OutputShapeAndSamePadding) {
 }
 
 }  // namespace
+
 }  // namespace hetero::cpu::testing

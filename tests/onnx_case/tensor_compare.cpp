@@ -1,11 +1,11 @@
-#include "tests/conformance/tensor_compare.h"
+#include "tests/onnx_case/tensor_compare.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <sstream>
 
-namespace hetero::conformance {
+namespace hetero::onnx_case {
 
 namespace {
 
@@ -92,4 +92,4 @@ std::string compare_tensors(const core::Tensor& expected, const core::Tensor& ac
   return is_floating(expected.dtype()) ? compare_floats(expected, actual, tol) : compare_exact(expected, actual);
 }
 
-}  // namespace hetero::conformance
+}  // namespace hetero::onnx_case

@@ -1,11 +1,11 @@
-#include "tests/conformance/pb_tensor.h"
+#include "tests/onnx_case/pb_tensor.h"
 
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
-namespace hetero::conformance {
+namespace hetero::onnx_case {
 
 namespace {
 
@@ -92,4 +92,4 @@ core::Tensor tensor_from_pb(const onnx::TensorProto& proto, const std::string& w
   return t;
 }
 
-}  // namespace hetero::conformance
+}  // namespace hetero::onnx_case
