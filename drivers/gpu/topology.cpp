@@ -66,7 +66,8 @@ class Builder {
 
   void convert(const core::Node& node) {
     if (!node.domain.empty() && node.domain != "ai.onnx")
-      fail(HETERO_NOT_SUPPORTED, "no GPU kernel for ops of domain '" + node.domain + "'");
+      fail(HETERO_NOT_SUPPORTED,
+           "no GPU kernel for " + node.domain + "." + node.op_type + " (no ops of domain '" + node.domain + "')");
     const std::string& op = node.op_type;
     size_t wanted_outputs = 0;
     for (const core::Value* o : node.outputs) wanted_outputs += o && (!o->uses.empty() || is_graph_output(o));
