@@ -67,12 +67,19 @@ class Queue {
   virtual void wait(const std::vector<EventPtr>& events) = 0;
 };
 
+// What kernel selection needs to know of a device beyond its interface.
+struct DeviceTraits {
+  bool cpu = false;           // a CPU (PoCL): wide vectors per work item, few threads
+  uint32_t vector_width = 4;  // the float vector width it prefers (1 to 16)
+};
+
 class Device {
  public:
   virtual ~Device() = default;
-  // "OPENCL.1": for messages.
+  // "OPENCL.1": for messages and the tuning cache.
   virtual std::string name() const = 0;
   virtual size_t max_work_group_size() const = 0;
+  virtual DeviceTraits traits() const { return {}; }
   // Device memory, initialised from `init` when it is given.
   virtual std::shared_ptr<Buffer> allocate(size_t bytes, const void* init = nullptr) = 0;
   // Compiles a program from source. Safe to call from several threads.

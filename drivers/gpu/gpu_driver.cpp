@@ -10,6 +10,7 @@
 #include "core/ports.h"
 #include "drivers/gpu/network.h"
 #include "drivers/gpu/program.h"
+#include "drivers/gpu/tuner.h"
 #include "hetero_build_config.h"
 
 namespace hetero::gpu {
@@ -17,12 +18,14 @@ namespace hetero::gpu {
 namespace {
 
 constexpr const char* kMetricKernelSourceBuilds = "KERNEL_SOURCE_BUILDS";
-constexpr const char* kKeys = "(keys: optimize, ops, kernels_per_batch)";
+constexpr const char* kMetricKernelTuningRuns = "KERNEL_TUNING_RUNS";
+constexpr const char* kKeys = "(keys: optimize, ops, kernels_per_batch, tuning)";
 
 struct Options {
   bool optimize = true;
   std::vector<std::string> ops;  // empty: every op it has kernels for
   int kernels_per_batch = 8;
+  Tuning tuning = Tuning::Fast;  // compiles time the heavy nodes' kernel variants
 
   // `driver` names the driver in errors ("OPENCL").
   void apply(const driver::Config& config, const std::string& driver) {
@@ -40,6 +43,8 @@ struct Options {
           fail(HETERO_INVALID_ARGUMENT,
                driver + " config kernels_per_batch must be an integer 1..256, got '" + value + "'");
         kernels_per_batch = n;
+      } else if (key == "tuning") {
+        tuning = parse_tuning(value, driver + " config tuning");
       } else {
         fail(HETERO_INVALID_ARGUMENT, "the " + driver + " driver has no config key '" + key + "' " + kKeys);
       }
@@ -48,6 +53,7 @@ struct Options {
   std::string get(const std::string& key, const std::string& driver) const {
     if (key == "optimize") return optimize ? "true" : "false";
     if (key == "kernels_per_batch") return std::to_string(kernels_per_batch);
+    if (key == "tuning") return tuning_name(tuning);
     if (key == "ops") {
       std::string list;
       for (const std::string& op : ops) {
@@ -165,12 +171,13 @@ class GpuDriver final : public driver::Driver {
     if (name == driver::kMetricSupportedProperties) {
       std::string list = std::string(driver::kMetricAvailableDevices) + " " + driver::kMetricFullDeviceName + " " +
                          driver::kMetricSupportedProperties + " " + driver::kMetricOptimizationCapabilities + " " +
-                         driver::kMetricRangeForAsyncInferRequests + " " + kMetricKernelSourceBuilds;
+                         driver::kMetricRangeForAsyncInferRequests + " " + kMetricKernelSourceBuilds + " " +
+                         kMetricKernelTuningRuns;
       for (const std::string& extra : family_->extra_metric_names()) {
         list += ' ';
         list += extra;
       }
-      return list + " optimize ops kernels_per_batch";
+      return list + " optimize ops kernels_per_batch tuning";
     }
     if (name == driver::kMetricOptimizationCapabilities) return family_->fp16(index) ? "FP32 FP16" : "FP32";
     if (name == driver::kMetricRangeForAsyncInferRequests) return "1 4 1";
@@ -179,6 +186,7 @@ class GpuDriver final : public driver::Driver {
       const auto& d = devices_[index];
       return std::to_string(d ? d->source_builds() : 0);
     }
+    if (name == kMetricKernelTuningRuns) return std::to_string(tuning_runs(device_name(device_id)));
     if (std::optional<std::string> value = family_->extra_metric(index, name)) return *value;
     fail(HETERO_NOT_FOUND, "the " + name_ + " driver has no metric '" + name + "'");
   }
@@ -222,6 +230,7 @@ class GpuDriver final : public driver::Driver {
     BuildOptions build;
     build.optimize = options.optimize;
     build.kernels_per_batch = static_cast<size_t>(options.kernels_per_batch);
+    build.tuning = options.tuning;
     auto program = build_program(model, device(device_id), build);
     return compiled(std::move(program), device_id);
   }

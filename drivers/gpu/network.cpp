@@ -78,4 +78,19 @@ std::vector<core::Tensor> Network::execute(const std::vector<core::Tensor>& inpu
   return outputs;
 }
 
+void Network::run_steps(size_t times) {
+  const NetworkPlan& plan = program_->plan;
+  std::vector<EventPtr> events(plan.steps.size()), all;
+  for (size_t t = 0; t < times; ++t)
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      // Each step waits for its own dependencies and for its previous run.
+      std::vector<EventPtr> deps;
+      for (uint32_t d : plan.steps[s].deps) deps.push_back(events[d]);
+      if (events[s]) deps.push_back(events[s]);
+      events[s] = queue_->launch(*kernels_[s], plan.steps[s].range, deps);
+      all.push_back(events[s]);
+    }
+  queue_->wait(all);
+}
+
 }  // namespace hetero::gpu

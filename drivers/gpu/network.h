@@ -21,6 +21,10 @@ class Network {
   // Runs one inference; `inputs` in the program's input order, already
   // checked against its ports.
   std::vector<core::Tensor> execute(const std::vector<core::Tensor>& inputs);
+  // Enqueues every step `times` times over, on the buffers as they are (no
+  // input written, no output read), and waits: how the tuner and the
+  // benchmarks time kernels.
+  void run_steps(size_t times = 1);
 
  private:
   Buffer& buffer(const Ref& ref);

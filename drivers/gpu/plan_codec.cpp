@@ -9,13 +9,14 @@
 #include "core/mapped_file.h"
 #include "drivers/gpu/kernels_cache.h"
 #include "drivers/gpu/program.h"
+#include "drivers/gpu/tuner.h"
 
 namespace hetero::gpu {
 
 namespace {
 
 constexpr char kMagic[8] = {'H', 'G', 'P', 'U', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the tuning records
 constexpr uint32_t kMaxItems = 1u << 24;
 
 void write_ref(core::ByteWriter& w, const Ref& ref) {
@@ -84,6 +85,12 @@ std::vector<uint8_t> export_program(const CompiledProgram& program) {
     w.u32(static_cast<uint32_t>(o.shape.size()));
     for (int64_t d : o.shape) w.i64(d);
     w.u32(static_cast<uint32_t>(o.last_writer));
+  }
+  w.u32(static_cast<uint32_t>(plan.tuning.size()));
+  for (const TuningRecord& t : plan.tuning) {
+    w.string(t.key);
+    w.string(t.variant);
+    w.u8(t.level);
   }
   w.u64(plan.intermediate_bytes);
   return std::move(w.bytes());
@@ -158,10 +165,21 @@ std::shared_ptr<CompiledProgram> import_program(std::span<const uint8_t> blob, s
     if (o.ref.kind == Ref::Kind::Pool && core::shape_numel(o.shape) * 4 > plan.pool_bytes[o.ref.index])
       r.corrupt("output is larger than its buffer");
   }
+  plan.tuning.resize(r.count("tuning", kMaxItems, 10));
+  for (TuningRecord& t : plan.tuning) {
+    t.key = r.string("tuning.key", 4096);
+    t.variant = r.string("tuning.variant", 256);
+    if (!KernelVariant::parse(t.variant)) r.corrupt("tuning record '" + t.key + "' has an unknown variant '" + t.variant + "'");
+    t.level = r.u8("tuning.level");
+    if (t.level > static_cast<uint8_t>(Tuning::Full)) r.corrupt("tuning record '" + t.key + "' has an unknown level");
+  }
   plan.intermediate_bytes = r.uint(8, "intermediate_bytes");
   if (r.remaining()) r.corrupt(std::to_string(r.remaining()) + " bytes after the end");
   for (const core::Tensor& c : plan.constants)
     program->constant_buffers.push_back(device->allocate(std::max<size_t>(c.nbytes(), 4), c.nbytes() ? c.raw() : nullptr));
+  // The choices the binaries were built with: a later compile of the same
+  // shapes on this device need not tune them again.
+  remember_choices(device->name(), plan.tuning);
   return program;
 }
 

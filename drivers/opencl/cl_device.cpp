@@ -196,6 +196,12 @@ std::vector<DeviceInfo> enumerate_devices(std::string& why) {
       clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof info.max_work_group, &info.max_work_group, nullptr);
       clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof info.global_mem, &info.global_mem, nullptr);
       if (info.max_work_group == 0) info.max_work_group = 1;
+      cl_device_type type = 0;
+      clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+      info.cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+      cl_uint width = 0;
+      if (clGetDeviceInfo(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof width, &width, nullptr) == CL_SUCCESS && width)
+        info.vector_width = width;
       out.push_back(info);
     }
   }

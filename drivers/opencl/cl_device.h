@@ -29,6 +29,8 @@ struct DeviceInfo {
   bool fp16 = false;         // cl_khr_fp16
   size_t max_work_group = 1;
   uint64_t global_mem = 0;
+  bool cpu = false;             // CL_DEVICE_TYPE_CPU (PoCL)
+  uint32_t vector_width = 4;    // CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
 };
 
 // Every device of every platform, in platform order; empty with `why` set
@@ -41,6 +43,7 @@ class ClDevice final : public gpu::Device {
   ~ClDevice() override;
   std::string name() const override { return name_; }
   size_t max_work_group_size() const override { return info_.max_work_group; }
+  gpu::DeviceTraits traits() const override { return {info_.cpu, info_.vector_width}; }
   std::shared_ptr<gpu::Buffer> allocate(size_t bytes, const void* init) override;
   std::shared_ptr<gpu::Executable> build(const std::string& source, const std::string& options) override;
   std::shared_ptr<gpu::Executable> load(std::span<const uint8_t> binary, const std::string& options) override;

@@ -1,31 +1,40 @@
 #!/usr/bin/env node
 // heterod against ONNX Runtime on the real models of tests/models/model_set.js,
 // side by side. For each model, rounds alternate between
-//   hetero bench MODEL --device CPU --shape NAME=DIMS --warmup W --iterations N --json
-// and ONNX Runtime (onnxruntime-node, intraOpNumThreads 2, interOpNumThreads 1)
-// doing the same warm-up and iterations on the same input shape, each run()
-// timed with process.hrtime. Alternating spreads drift of a shared machine
-// (other load, thermal state) over both sides instead of one.
+//   hetero bench MODEL --device D --shape NAME=DIMS --warmup W --iterations N --json
+// for each device D given (CPU by default; --device again adds a column, so
+// that OPENCL stands next to CPU) and ONNX Runtime (onnxruntime-node,
+// intraOpNumThreads 2, interOpNumThreads 1) doing the same warm-up and
+// iterations on the same input shape, each run() timed with process.hrtime.
+// Alternating spreads drift of a shared machine (other load, thermal state)
+// over every side instead of one.
 //
 //   node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W]
-//                        [--device D] [--only NAME] [--json]
+//                        [--device D]... [--only NAME] [--json]
+//
+// hetero bench keeps each device's compiled model in a temporary --cache-dir:
+// the first round compiles (and tunes, on a GPU), the others import the blob,
+// which neither compiles kernels nor tunes. A device that cannot run a model
+// whole shows why instead of a figure (HETERO:OPENCL,CPU runs it split).
 //
 // The reported figure of each side is the median over rounds of each round's
 // median latency; min and max of the round medians show the spread.
 'use strict';
 
 const fs = require('fs');
+const os = require('os');
+const path = require('path');
 const { spawnSync } = require('child_process');
 const { MODELS, cacheDir, loadOrt, modelPath, makeInputs, shapeText } = require('../models/model_set.js');
 
 function usage(why) {
   console.error(`bench_models: ${why}\n` +
-    'usage: node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W] [--device D] [--only NAME] [--json]');
+    'usage: node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W] [--device D]... [--only NAME] [--json]');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const o = { hetero: process.env.HETERO_BIN || '', rounds: 3, iterations: 20, warmup: 3, device: 'CPU', only: '', json: false };
+  const o = { hetero: process.env.HETERO_BIN || '', rounds: 3, iterations: 20, warmup: 3, devices: [], only: '', json: false };
   const int = (flag, text, min) => {
     const v = Number(text);
     if (!Number.isInteger(v) || v < min) usage(`${flag} wants an integer >= ${min}, not '${text}'`);
@@ -41,11 +50,12 @@ function parseArgs(argv) {
     else if (a === '--rounds') o.rounds = int(a, value(), 1);
     else if (a === '--iterations') o.iterations = int(a, value(), 1);
     else if (a === '--warmup') o.warmup = int(a, value(), 0);
-    else if (a === '--device') o.device = value();
+    else if (a === '--device') o.devices.push(value());
     else if (a === '--only') o.only = value();
     else if (a === '--json') o.json = true;
     else usage(`unknown argument ${a}`);
   }
+  if (!o.devices.length) o.devices.push('CPU');
   if (!o.hetero) usage('no hetero executable given (--hetero or $HETERO_BIN)');
   if (!fs.existsSync(o.hetero)) usage(`${o.hetero} does not exist`);
   return o;
@@ -57,9 +67,9 @@ function median(values) {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-// One `hetero bench` run; its median latency in ms.
-function heteroRound(model, file, o) {
-  const args = ['bench', file, '--device', o.device];
+// One `hetero bench` run on `device`; its median latency in ms.
+function heteroRound(model, file, device, o) {
+  const args = ['bench', file, '--device', device, '--cache-dir', o.cacheDir];
   for (const input of model.inputs) args.push('--shape', `${input.name}=${shapeText(input.shape)}`);
   args.push('--warmup', String(o.warmup), '--iterations', String(o.iterations), '--json');
   const r = spawnSync(o.hetero, args, { encoding: 'utf8', timeout: 600e3 });
@@ -107,42 +117,69 @@ async function benchModel(model, o, ctx) {
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
   });
-  const hetero = [];
+  const hetero = Object.fromEntries(o.devices.map((d) => [d, []]));
+  const failed = {};
   const ort = [];
   for (let r = 0; r < o.rounds; ++r) {
-    hetero.push(heteroRound(model, file, o));
+    const line = [];
+    for (const d of o.devices) {
+      if (failed[d]) continue;
+      try {
+        hetero[d].push(heteroRound(model, file, d, o));
+        line.push(`${d} ${hetero[d][r].toFixed(2)} ms`);
+      } catch (e) {
+        failed[d] = e.message;
+      }
+    }
     ort.push(await ortRound(session, feeds, o));
-    if (!o.json) process.stderr.write(`  ${model.name} round ${r + 1}/${o.rounds}: heterod ${hetero[r].toFixed(2)} ms, ORT ${ort[r].toFixed(2)} ms\n`);
+    if (!o.json) process.stderr.write(`  ${model.name} round ${r + 1}/${o.rounds}: ${line.join(', ')}, ORT ${ort[r].toFixed(2)} ms\n`);
   }
-  const h = summary(hetero);
   const t = summary(ort);
+  const devices = {};
+  for (const d of o.devices) devices[d] = failed[d] ? { error: failed[d] } : { ...summary(hetero[d]), ratio: summary(hetero[d]).median_ms / t.median_ms };
   return {
     model: model.name,
     input: inputs.map((i) => `${i.name}=${shapeText(i.shape)}`).join(' '),
-    heterod: h,
+    devices,
     onnxruntime: t,
-    ratio: h.median_ms / t.median_ms,
   };
 }
 
 function printTable(results, o) {
-  const rows = [['model', 'input', 'heterod median ms', 'ORT median ms', 'ratio (heterod/ORT)']];
+  const head = ['model', 'input'];
+  for (const d of o.devices) head.push(`${d} ms`, `${d}/ORT`);
+  head.push('ORT ms');
+  const rows = [head];
+  const notes = [];
   for (const r of results) {
     if (r.error) {
-      rows.push([r.model, r.input || '', 'error', '', '']);
+      rows.push([r.model, r.input || '', ...head.slice(2).map(() => 'error')]);
+      notes.push(`${r.model}: ${r.error}`);
       continue;
     }
     const range = (s) => `${s.median_ms.toFixed(2)} (${s.min_ms.toFixed(2)}-${s.max_ms.toFixed(2)})`;
-    rows.push([r.model, r.input, range(r.heterod), range(r.onnxruntime), r.ratio.toFixed(2)]);
+    const row = [r.model, r.input];
+    for (const d of o.devices) {
+      const s = r.devices[d];
+      if (s.error) {
+        row.push('n/a', '');
+        notes.push(`${r.model} on ${d}: ${s.error.split('\n')[0].slice(0, 300)}`);
+      } else {
+        row.push(range(s), s.ratio.toFixed(2));
+      }
+    }
+    row.push(range(r.onnxruntime));
+    rows.push(row);
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
   const line = (row) => row.map((cell, c) => (c >= 2 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ');
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows.slice(1)) console.log(line(row));
-  console.log(`\n${o.rounds} rounds x ${o.iterations} iterations (+${o.warmup} warm-up) per side on ${o.device}; ` +
-    'figures are medians of round medians (min-max of round medians); ratio < 1 means heterod is faster.');
-  for (const r of results) if (r.error) console.log(`${r.model}: ${r.error}`);
+  console.log(`\n${o.rounds} rounds x ${o.iterations} iterations (+${o.warmup} warm-up) per side, alternating; ` +
+    'figures are medians of round medians (min-max of round medians); a ratio < 1 means heterod is faster. ' +
+    `Load average at the end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}.`);
+  for (const n of notes) console.log(n);
 }
 
 async function main() {
@@ -151,6 +188,7 @@ async function main() {
   const { ort, why } = fs.existsSync(cache) ? loadOrt(cache) : { ort: null, why: `${cache} does not exist` };
   if (!ort) usage(`${why}; run scripts/setup.sh --test-data`);
   const ctx = { ort, cache };
+  o.cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'hetero-bench-'));
   const results = [];
   for (const model of MODELS) {
     if (o.only && model.name !== o.only) continue;
@@ -160,7 +198,8 @@ async function main() {
       results.push({ model: model.name, error: e.message });
     }
   }
-  if (o.json) console.log(JSON.stringify({ rounds: o.rounds, iterations: o.iterations, warmup: o.warmup, device: o.device, results }, null, 2));
+  fs.rmSync(o.cacheDir, { recursive: true, force: true });
+  if (o.json) console.log(JSON.stringify({ rounds: o.rounds, iterations: o.iterations, warmup: o.warmup, devices: o.devices, results }, null, 2));
   else printTable(results, o);
   process.exit(results.some((r) => r.error) ? 1 : 0);
 }
