@@ -30,7 +30,7 @@ std::string unary_expr(const std::string& op, float a, float b, const std::strin
   if (op == "LeakyRelu") return "(" + v + " >= 0.0f ? " + v + " : " + v + " * " + flt(a) + ")";
   if (op == "HardSigmoid") return "clamp(" + flt(a) + " * " + v + " + " + flt(b) + ", 0.0f, 1.0f)";
   if (op == "HardSwish") return "(" + v + " * clamp(" + v + " / 6.0f + 0.5f, 0.0f, 1.0f))";
-  if (op == "Sigmoid") return "act_sigmoid(" + v + ")";
+  if (op == "Sigmoid") return "(1.0f / (1.0f + exp(-" + v + ")))";
   if (op == "Tanh") return "tanh(" + v + ")";
   if (op == "Exp") return "exp(" + v + ")";
   if (op == "Log") return "log(" + v + ")";
@@ -41,7 +41,7 @@ std::string unary_expr(const std::string& op, float a, float b, const std::strin
   if (op == "Floor") return "floor(" + v + ")";
   if (op == "Ceil") return "ceil(" + v + ")";
   if (op == "Elu") return "(" + v + " >= 0.0f ? " + v + " : " + flt(a) + " * (exp(" + v + ") - 1.0f))";
-  if (op == "Softplus") return "act_softplus(" + v + ")";
+  if (op == "Softplus") return "(" + v + " > 20.0f ? " + v + " : log1p(exp(" + v + ")))";
   if (op == "Erf") return "erf(" + v + ")";
   if (op == "Sin") return "sin(" + v + ")";
   if (op == "Cos") return "cos(" + v + ")";
@@ -142,25 +142,39 @@ struct Selector {
     return name;
   }
 
-  // POST_OPS and POST_ARGS for `n`'s fused ops; appends their tensors to args.
-  void post_ops(const ProgramNode& n, Defines& d, std::vector<std::string>& args) {
+  // POST_OPS(v, o) and POST_ARGS for `n`'s fused ops (v: the value of
+  // output element o); appends their tensors to args. With `vector_row`, also
+  // VPOST_OPS(v, o) for a vector v of VW consecutive elements o, o + 1, ...
+  // that lie in one block of vector_row elements (a row, a plane), unless an
+  // op has no vector form (Pow) or an operand varies inside such a block
+  // other than along the output's last axis.
+  void post_ops(const ProgramNode& n, Defines& d, std::vector<std::string>& args, int64_t vector_row = 0) {
+    bool vectors = vector_row > 0;
     const core::Shape& out = shape(n.prim.output);
-    std::string code, decl;
+    std::string code, vcode, decl;
     int p = 0;
     for (const PostOp& op : n.post_ops) {
       if (op.kind == PostOp::Kind::Unary) {
         code += "v = " + unary_expr(op.op, op.alpha, op.beta, "(v)") + "; ";
+        vcode += "v = " + unary_expr(op.op, op.alpha, op.beta, "(v)") + "; ";
         continue;
       }
+      vectors = vectors && op.op != "Pow";
       // (Built in two steps: GCC 12 warns falsely on "p" + std::string here, bug 105651.)
       std::string name = "p";
       name += std::to_string(p++);
       decl += ", __global const float* " + name;
       args.push_back(op.tensor);
       const core::Shape& t = shape(op.tensor);
+      // The element of the operand for output element o: the same index, the
+      // one element, or the index along the one axis it varies on. A vector
+      // of a row reads consecutive elements in the first and last cases, and
+      // one element for all lanes in the others.
       std::string idx;
+      bool consecutive = false;
       if (t == out) {
         idx = "(o)";
+        consecutive = true;
       } else if (core::shape_numel(t) == 1) {
         idx = "0";
       } else {
@@ -171,11 +185,16 @@ struct Selector {
         int64_t inner = 1;
         for (size_t k = axis + 1; k < out.size(); ++k) inner *= out[k];
         idx = "(((o) / " + std::to_string(inner) + "UL) % " + std::to_string(out[axis]) + "UL)";
+        consecutive = axis + 1 == out.size();
+        if (inner % std::max<int64_t>(1, vector_row) != 0 && !(consecutive && vector_row == out.back())) vectors = false;
       }
       const std::string tv = name + "[" + idx + "]";
+      const std::string vv = consecutive ? "VLOADF(VW)(0, " + name + " + " + idx + ")" : tv;
       code += "v = " + (op.tensor_first ? binary_expr(op.op, tv, "(v)") : binary_expr(op.op, "(v)", tv)) + "; ";
+      vcode += "v = " + (op.tensor_first ? binary_expr(op.op, vv, "(v)") : binary_expr(op.op, "(v)", vv)) + "; ";
     }
     d.emplace_back("POST_OPS(v, o)", "do { " + code + "} while (0)");
+    if (vectors) d.emplace_back("VPOST_OPS(v, o)", "do { " + vcode + "} while (0)");
     d.emplace_back("POST_ARGS", decl);
   }
 
@@ -223,7 +242,8 @@ struct Selector {
         d.emplace_back("BIAS_VALUE", !bias ? "0.0f" : v.kind == KernelVariant::Kind::Gemm ? "bias[m]" : "bias[oc]");
         args = {p.inputs[0], p.inputs[1], p.output};
         if (bias) args.push_back(p.inputs[2]);
-        post_ops(n, d, args);
+        // Spatial tiles lie in one output row, gemm's in one output plane.
+        post_ops(n, d, args, v.kind == KernelVariant::Kind::Spatial ? c.ow : v.kind == KernelVariant::Kind::Gemm ? c.oh * c.ow : 0);
         const int64_t groups = c.ic / c.icg;
         switch (v.kind) {
           case KernelVariant::Kind::Plain:
@@ -265,7 +285,7 @@ struct Selector {
         d.emplace_back("INDEX_BATCH", index_code("bt", batch, {{"ia", broadcast_strides(batch, xb)},
                                                                {"ib", broadcast_strides(batch, yb)}}));
         args = {p.inputs[0], p.inputs[1], p.output};
-        post_ops(n, d, args);
+        post_ops(n, d, args, n.variant.kind == KernelVariant::Kind::Gemm ? N : 0);
         if (n.variant.kind == KernelVariant::Kind::Gemm) {
           if (n.weights_transposed) fail(HETERO_INTERNAL, "MatMul '" + p.id + "': gemm.cl reads b as [K, N]");
           d.emplace_back("BIAS_ARG", "");

@@ -106,6 +106,13 @@ std::string conv_case(std::mt19937& rng, const core::Shape& xs, int64_t cout, in
   } else if (post == "residual") {
     in += ", " + type_text("float", ys) + " r";
     body += "d = Add(c, r)\ny = LeakyRelu <alpha = 0.1> (d)";
+  } else if (post == "scale" || post == "row scale") {
+    // Per channel (as a squeeze-excite block scales), or per row: an
+    // operand at run time, broadcast over the tile or not.
+    core::Shape ss(ys.size(), 1);
+    ss[post == "scale" ? 1 : 2] = ys[post == "scale" ? 1 : 2];
+    in += ", " + type_text("float", ss) + " s";
+    body += "y = Mul(c, s)";
   } else {
     body += "y = Identity(c)";
   }
@@ -128,8 +135,10 @@ TEST(OpenClVariants, Convolutions) {
       {{1, 6, 10, 21}, 6, 3, 1, 2, 2, 1, "relu"},       // dilation
       {{1, 12, 6, 17}, 12, 5, 1, 1, 2, 12, "residual"},  // depthwise 5x5
       {{1, 16, 9, 33}, 16, 3, 2, 1, 1, 16, "relu"},     // depthwise, stride 2
-      {{1, 8, 5, 18}, 12, 3, 1, 1, 1, 4, ""},           // grouped
+      {{1, 8, 5, 18}, 12, 3, 1, 1, 1, 4, "scale"},      // grouped
       {{1, 19, 6, 21}, 21, 1, 1, 1, 0, 1, "residual"},  // 1x1: gemm
+      {{1, 9, 7, 40}, 11, 1, 1, 1, 0, 1, "scale"},      // 1x1
+      {{1, 6, 5, 40}, 10, 1, 1, 1, 0, 1, "row scale"},  // 1x1, an operand varying inside a plane
       {{2, 7, 3, 5}, 18, 1, 1, 1, 0, 1, "relu"},        // 1x1, fewer columns than a vector
       {{1, 3, 61}, 10, 7, 4, 1, 3, 1, "relu"},          // 1-D, stride 4
       {{1, 1, 300}, 17, 32, 16, 1, 0, 1, ""},           // 1-D, long kernel, long stride (a spectrogram)
@@ -141,6 +150,8 @@ TEST(OpenClVariants, Convolutions) {
     const std::string text = conv_case(rng, c.x, c.cout, c.k, c.stride, c.dil, c.pad, c.group, bias, c.post, ys);
     std::vector<core::Tensor> inputs = {random_tensor(c.x, rng)};
     if (std::string(c.post) == "residual") inputs.push_back(random_tensor(ys, rng));
+    if (std::string(c.post) == "scale") inputs.push_back(random_tensor({1, ys[1], 1, 1}, rng));
+    if (std::string(c.post) == "row scale") inputs.push_back(random_tensor({1, 1, ys[2], 1}, rng));
     ran += check_variants(text, inputs, "conv x" + type_text("", c.x) + " oc " + std::to_string(c.cout) + " k" +
                                             std::to_string(c.k) + " s" + std::to_string(c.stride) + " g" +
                                             std::to_string(c.group) + (bias ? " bias " : " ") + c.post);

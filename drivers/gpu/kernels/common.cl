@@ -2,8 +2,6 @@
 // template instantiated by #defines the kernel selector writes before it
 // (KERNEL_NAME, TOTAL, shapes, POST_OPS, POST_ARGS) and #undefs after it.
 
-inline float act_sigmoid(float v) { return 1.0f / (1.0f + exp(-v)); }
-inline float act_softplus(float v) { return v > 20.0f ? v : log1p(exp(v)); }
 inline float act_pow(float a, float b) { return b == 2.0f ? a * a : pow(a, b); }
 
 // Vector types and loads by width: VECF(4) is float4, VLOADF(4) vload4.
@@ -19,6 +17,7 @@ inline float act_pow(float a, float b) { return b == 2.0f ? a * a : pow(a, b); }
 inline float __attribute__((overloadable)) vload1(size_t i, const __global float* p) { return p[i]; }
 inline float __attribute__((overloadable)) vload1(size_t i, const float* p) { return p[i]; }
 inline void __attribute__((overloadable)) vstore1(float v, size_t i, float* p) { p[i] = v; }
+inline void __attribute__((overloadable)) vstore1(float v, size_t i, __global float* p) { p[i] = v; }
 
 // A helper function of one instantiation: CAT(name_, KERNEL_NAME), so that
 // the kernels of a batch do not define the same name twice.

@@ -97,12 +97,24 @@ __kernel void KERNEL_NAME(__global const float* x, __global const float* w, __gl
   } else {
     CS_LOOP(CS_ROW_BORDER)
   }
-  // (Guards, not breaks: loops with an early exit are not unrolled.)
+  // Whole tiles store vectors when the post-ops have a vector form, others
+  // lane by lane. (Guards, not breaks: loops with an early exit are not
+  // unrolled.)
   _Pragma("unroll") for (int j = 0; j < OCB; ++j) {
     const int oc = oc0 + j;
+    const size_t base = (((size_t)n * OC + oc) * OH + oh) * OW + ow0;
+#ifdef VPOST_OPS
+    if (ocg0 + j < OCG && ow0 + TILE_W <= OW) {
+      _Pragma("unroll") for (int p = 0; p < PV; ++p) {
+        floatV v = acc[j * PV + p] + (floatV)(BIAS_VALUE);
+        VPOST_OPS(v, base + p * VW);
+        VSTOREF(VW)(v, 0, y + base + p * VW);
+      }
+      continue;
+    }
+#endif
     float r[TILE_W];
     _Pragma("unroll") for (int p = 0; p < PV; ++p) VSTOREF(VW)(acc[j * PV + p], 0, r + p * VW);
-    const size_t base = (((size_t)n * OC + oc) * OH + oh) * OW + ow0;
     _Pragma("unroll") for (int i = 0; i < TILE_W; ++i) {
       if (ocg0 + j < OCG && ow0 + i < OW) {
         const size_t o = base + i;

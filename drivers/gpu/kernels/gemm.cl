@@ -51,12 +51,24 @@ __kernel void KERNEL_NAME(__global const float* a, __global const float* b, __gl
   } else {
     GM_LOOP(GM_GATHER)
   }
-  // (Guards, not breaks: loops with an early exit are not unrolled.)
+  // Whole tiles store vectors when the post-ops have a vector form, others
+  // lane by lane. (Guards, not breaks: loops with an early exit are not
+  // unrolled.)
   _Pragma("unroll") for (int j = 0; j < MB; ++j) {
     const int m = m0 + j;
+    const size_t base = ((size_t)bt * M + m) * N + n0;
+#ifdef VPOST_OPS
+    if (m < M && n0 + TILE_N <= N) {
+      _Pragma("unroll") for (int t = 0; t < NV; ++t) {
+        floatV v = acc[j * NV + t] + (floatV)(BIAS_VALUE);
+        VPOST_OPS(v, base + t * VW);
+        VSTOREF(VW)(v, 0, y + base + t * VW);
+      }
+      continue;
+    }
+#endif
     float r[TILE_N];
     _Pragma("unroll") for (int v = 0; v < NV; ++v) VSTOREF(VW)(acc[j * NV + v], 0, r + v * VW);
-    const size_t base = ((size_t)bt * M + m) * N + n0;
     _Pragma("unroll") for (int i = 0; i < TILE_N; ++i) {
       if (m < M && n0 + i < N) {
         const size_t o = base + i;
