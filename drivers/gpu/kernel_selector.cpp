@@ -198,19 +198,56 @@ struct Selector {
     d.emplace_back("POST_ARGS", decl);
   }
 
+  // A node the device's GEMM library computes: the library call, then (for
+  // a bias or post-ops) an elementwise kernel over its product.
+  void select_library(ProgramNode& n) {
+    const Primitive& p = n.prim;
+    const core::Shape& out = shape(p.output);
+    const bool conv = p.kind == PrimKind::Conv;
+    std::vector<PostOp> epilogue = n.post_ops;
+    if (conv && !p.inputs[2].empty()) {
+      // The bias shaped [OC, 1, ...] so that it broadcasts along the channels.
+      const std::string bias = p.inputs[2] + "/channels";
+      if (!g.constants.count(bias)) {
+        core::Shape s(out.size() - 1, 1);
+        s[0] = out[1];
+        g.constants[bias] = g.constants.at(p.inputs[2]).reshaped(s);
+        g.shapes[bias] = s;
+      }
+      epilogue.insert(epilogue.begin(), PostOp{PostOp::Kind::Binary, "Add", 0, 0, bias, false});
+    }
+    const std::string product = epilogue.empty() ? p.output : p.output + "/library";
+    g.shapes[product] = out;
+    Launch call;
+    call.args = {p.inputs[conv ? 1 : 0], p.inputs[conv ? 0 : 1], product};
+    call.output_arg = 2;
+    call.gemm = library_gemm_of(n, g);
+    if (!call.gemm) fail(HETERO_INTERNAL, "node '" + p.id + "' is no library GEMM");
+    n.launches.push_back(call);
+    if (epilogue.empty()) return;
+    ProgramNode after = n;
+    after.post_ops = epilogue;
+    const size_t total = core::shape_numel(out);
+    Defines d{{"TOTAL", std::to_string(total) + "UL"}, {"UNARY_OP(v)", "(v)"}};
+    std::vector<std::string> args = {product, p.output};
+    post_ops(after, d, args);
+    n.launches.push_back({instantiate("unary", d), args, 1, range(total), {}});
+  }
+
   void select(ProgramNode& n) {
     const Primitive& p = n.prim;
     const core::Shape& out = shape(p.output);
     const size_t total = core::shape_numel(out);
     if (p.kind == PrimKind::View || total == 0) return;
+    if (has_variants(n) && n.variant.kind == KernelVariant::Kind::Library) return select_library(n);
     Defines d{{"TOTAL", std::to_string(total) + "UL"}};
     std::vector<std::string> args;
     auto launch = [&](const std::string& tmpl, size_t output_arg, size_t work) {
-      n.launches.push_back({instantiate(tmpl, d), args, output_arg, range(work)});
+      n.launches.push_back({instantiate(tmpl, d), args, output_arg, range(work), {}});
     };
     auto launch_tiled = [&](const std::string& tmpl, size_t output_arg, const KernelVariant& v,
                             const std::array<int64_t, 3>& global) {
-      n.launches.push_back({instantiate(tmpl, d), args, output_arg, tiled_range(v, global)});
+      n.launches.push_back({instantiate(tmpl, d), args, output_arg, tiled_range(v, global), {}});
     };
     switch (p.kind) {
       case PrimKind::Unary:
@@ -259,6 +296,8 @@ struct Selector {
             launch_tiled("conv_channel", 2, v, {ceil_div(c.ow, v.cols), c.oh, c.n * groups * ceil_div(ocgp, v.vw * v.rows)});
             break;
           }
+          case KernelVariant::Kind::Library:  // select_library()
+            break;
           case KernelVariant::Kind::Gemm:
             // Weights [OC][IC] (gemm.cl's a) times each image [IC][H * W] (its b).
             std::swap(args[0], args[1]);

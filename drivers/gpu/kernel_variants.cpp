@@ -1,6 +1,7 @@
 #include "drivers/gpu/kernel_variants.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <set>
 
@@ -16,6 +17,7 @@ const char* kind_name(KernelVariant::Kind k) {
     case KernelVariant::Kind::Spatial: return "spatial";
     case KernelVariant::Kind::Channel: return "channel";
     case KernelVariant::Kind::Gemm: return "gemm";
+    case KernelVariant::Kind::Library: return "library";
   }
   return "?";
 }
@@ -79,6 +81,34 @@ ConvGeometry conv_geometry(const ProgramNode& node, const ProgramGraph& g) {
   return c;
 }
 
+std::optional<LibraryGemm> library_gemm_of(const ProgramNode& node, const ProgramGraph& g) {
+  auto fits32 = [](int64_t v) { return v >= 0 && v <= INT32_MAX; };
+  if (node.prim.kind == PrimKind::Conv) {
+    const ConvGeometry c = conv_geometry(node, g);
+    const std::string& bias = node.prim.inputs[2];
+    if (!c.pointwise || (!bias.empty() && !constant(g, bias))) return std::nullopt;
+    const int64_t plane = c.oh * c.ow;
+    if (!fits32(c.oc) || !fits32(plane) || !fits32(c.ic) || !fits32(c.n)) return std::nullopt;
+    return LibraryGemm{static_cast<uint32_t>(c.oc), static_cast<uint32_t>(plane), static_cast<uint32_t>(c.ic),
+                       static_cast<uint32_t>(c.n), 0, static_cast<uint64_t>(c.ic * plane),
+                       static_cast<uint64_t>(c.oc * plane)};
+  }
+  if (node.prim.kind != PrimKind::MatMul || !gemm_reads_b(node, g)) return std::nullopt;
+  const core::Shape& a = g.shapes.at(node.prim.inputs[0]);
+  const core::Shape& y = g.shapes.at(node.prim.output);
+  const int64_t m = y[y.size() - 2], n = y.back(), k = a.back();
+  const auto batch_of = [](const core::Shape& s) { return static_cast<int64_t>(core::shape_numel(s) / (s[s.size() - 2] * s.back())); };
+  const int64_t batch = batch_of(y), a_batch = batch_of(a);
+  // b's batch: from its shape as the model gives it (reorders keep it 2-D).
+  const core::Shape& bs = g.shapes.at(node.prim.inputs[1]);
+  const int64_t b_batch = static_cast<int64_t>(core::shape_numel(bs) / static_cast<size_t>(k * n));
+  if ((a_batch != batch && a_batch != 1) || (b_batch != batch && b_batch != 1)) return std::nullopt;
+  if (!fits32(m) || !fits32(n) || !fits32(k) || !fits32(batch)) return std::nullopt;
+  return LibraryGemm{static_cast<uint32_t>(m), static_cast<uint32_t>(n), static_cast<uint32_t>(k),
+                     static_cast<uint32_t>(batch), a_batch == 1 ? 0 : static_cast<uint64_t>(m * k),
+                     b_batch == 1 ? 0 : static_cast<uint64_t>(k * n), static_cast<uint64_t>(m * n)};
+}
+
 std::string KernelVariant::text() const {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%s vw%u r%u c%u l%ux%ux%u", kind_name(kind), vw, rows, cols, local[0], local[1],
@@ -99,6 +129,7 @@ std::optional<KernelVariant> KernelVariant::parse(const std::string& text) {
   else if (k == "spatial") v.kind = Kind::Spatial;
   else if (k == "channel") v.kind = Kind::Channel;
   else if (k == "gemm") v.kind = Kind::Gemm;
+  else if (k == "library") v.kind = Kind::Library;
   else return std::nullopt;
   return v;
 }
@@ -143,7 +174,11 @@ std::string variant_key(const ProgramNode& node, const ProgramGraph& g) {
 bool variant_fits(const KernelVariant& v, const ProgramNode& node, const ProgramGraph& g) {
   // At most 32 accumulator vectors per work item (registers).
   if (!valid_width(v.vw) || v.rows < 1 || v.cols < 1 || v.rows * v.cols > 32) return false;
-  if (v.kind == KernelVariant::Kind::Plain) return v.vw == 1 && v.rows == 1 && v.cols == 1;
+  if (v.kind == KernelVariant::Kind::Plain || v.kind == KernelVariant::Kind::Library) {
+    if (v.vw != 1 || v.rows != 1 || v.cols != 1) return false;
+    if (v.kind == KernelVariant::Kind::Library) return library_gemm_of(node, g).has_value();
+    return true;
+  }
   if (node.prim.kind == PrimKind::MatMul) return v.kind == KernelVariant::Kind::Gemm && gemm_reads_b(node, g);
   if (node.prim.kind != PrimKind::Conv) return false;
   const ConvGeometry c = conv_geometry(node, g);
@@ -156,7 +191,8 @@ bool variant_fits(const KernelVariant& v, const ProgramNode& node, const Program
       const int64_t read = (v.vw * v.cols - 1) * c.sw + (c.kw - 1) * c.dw + 1 + (c.sw == 2 ? v.vw * v.cols : 0);
       return read <= 512;
     }
-    case KernelVariant::Kind::Plain: break;
+    case KernelVariant::Kind::Plain:
+    case KernelVariant::Kind::Library: break;
   }
   return false;
 }
@@ -220,6 +256,9 @@ std::vector<KernelVariant> candidate_variants(const ProgramNode& node, const Pro
         for (uint32_t c : {1u, 2u}) tiles.push_back({w, r, c});
   }
   if (full) add({});  // the plain kernel, as a baseline
+  // The device's GEMM library: tuned for GPUs; on a CPU device (PoCL, where
+  // it runs kernels tuned for no such device) only when tuning fully.
+  if (traits.library_gemm && (full || !traits.cpu)) add({KernelVariant::Kind::Library});
 
   if (node.prim.kind == PrimKind::MatMul) {
     const core::Shape& y = g.shapes.at(node.prim.output);

@@ -24,6 +24,7 @@ struct KernelVariant {
     Spatial,  // conv_spatial.cl: vectors along the output row
     Channel,  // conv_channel.cl: vectors along the output channels
     Gemm,     // gemm.cl: matrix tiles (MatMul, 1x1 convolutions)
+    Library,  // the device's GEMM library (DeviceTraits::library_gemm), bias and post-ops after it
   };
   Kind kind = Kind::Plain;
   uint32_t vw = 1;    // vector width (lanes)
@@ -49,6 +50,11 @@ struct ConvGeometry {
   bool pointwise = false;  // 1x1, stride 1, no padding, one group: a matrix product
 };
 ConvGeometry conv_geometry(const ProgramNode& node, const ProgramGraph& g);
+
+// The library GEMM call that computes `node` (a MatMul, or a convolution
+// that is a matrix product), before its bias and post-ops; none when the
+// node's batch broadcasting or operands do not fit one strided call.
+std::optional<LibraryGemm> library_gemm_of(const ProgramNode& node, const ProgramGraph& g);
 
 // Whether `node` has variants at all (Conv and MatMul).
 bool has_variants(const ProgramNode& node);

@@ -28,11 +28,13 @@ class Network {
 
  private:
   Buffer& buffer(const Ref& ref);
+  // Enqueues step `s` (a kernel or a library call) after `deps`.
+  EventPtr launch(size_t s, const std::vector<EventPtr>& deps);
 
   std::shared_ptr<const CompiledProgram> program_;
   std::unique_ptr<Queue> queue_;
   std::vector<std::shared_ptr<Buffer>> pool_, inputs_;
-  std::vector<std::unique_ptr<Kernel>> kernels_;  // one per step, arguments bound
+  std::vector<std::unique_ptr<Kernel>> kernels_;  // one per step, arguments bound (none for a library call)
 };
 
 }  // namespace hetero::gpu

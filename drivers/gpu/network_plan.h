@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,8 @@ struct Ref {
 };
 
 struct Step {
-  uint32_t kernel = 0;  // index into NetworkPlan::kernels
+  uint32_t kernel = 0;  // index into NetworkPlan::kernels (unused for a library call)
+  std::optional<LibraryGemm> gemm;  // a call of the device's GEMM library instead
   std::vector<Ref> args;
   Range range;
   std::vector<uint32_t> deps;  // earlier steps whose events this one waits for

@@ -284,8 +284,8 @@ void reorder_weights(ProgramGraph& g) {
     n.weights_transposed = given_transposed;
     auto it = g.constants.find(n.prim.inputs[1]);
     if (it == g.constants.end() || it->second.rank() != 2) continue;
-    const bool gemm = n.variant.kind == KernelVariant::Kind::Gemm;
-    if (gemm == given_transposed) {  // plain wants [N, K], gemm [K, N]
+    const bool gemm = n.variant.kind == KernelVariant::Kind::Gemm || n.variant.kind == KernelVariant::Kind::Library;
+    if (gemm == given_transposed) {  // plain wants [N, K], gemm and the library [K, N]
       replace_input(n, 1, "/T", transposed(it->second));
       n.weights_transposed = !gemm;
     }

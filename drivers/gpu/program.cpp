@@ -61,7 +61,7 @@ std::shared_ptr<CompiledProgram> assemble_program(const ProgramGraph& g, std::sh
   std::map<std::string, uint32_t> kernel_index;
   for (const ProgramNode& n : g.nodes)
     for (const Launch& l : n.launches) {
-      if (kernel_index.count(l.kernel)) continue;
+      if (l.gemm || kernel_index.count(l.kernel)) continue;
       kernel_index[l.kernel] = static_cast<uint32_t>(plan.kernels.size());
       plan.kernels.push_back({l.kernel, built.program_of.at(l.kernel)});
     }

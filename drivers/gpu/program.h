@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,15 @@ struct PostOp {
   bool tensor_first = false;  // Binary: the other operand is on the left (Sub, Div, Pow)
 };
 
-// One launch of a kernel: its arguments as value ids, in kernel order.
+// One launch of a kernel, or a call of the device's GEMM library (then
+// `kernel` is empty and the arguments are a, b, c): its arguments as value
+// ids, in kernel order.
 struct Launch {
   std::string kernel;
   std::vector<std::string> args;
   size_t output_arg = 0;  // the argument it writes
   Range range;
+  std::optional<LibraryGemm> gemm;
 };
 
 struct ProgramNode {
@@ -80,8 +84,9 @@ void fold_channel_constants(ProgramGraph& g);
 void fuse_post_ops(ProgramGraph& g);
 // Stores constant weights in the layout each node's kernel variant reads:
 // MatMul B transposed ([N, K]) for the plain kernel, so that each output reads
-// both operands contiguously, and as [K, N] for gemm.cl; convolution weights
-// [GROUPS][ICG][KH][KW][OCG rounded up] for conv_channel.cl.
+// both operands contiguously, and as [K, N] for gemm.cl and the GEMM library;
+// convolution weights [GROUPS][ICG][KH][KW][OCG rounded up] for
+// conv_channel.cl.
 void reorder_weights(ProgramGraph& g);
 // Every node keeps the plain layout; recorded so that a device-specific
 // layout has a place to go.

@@ -128,6 +128,7 @@ const char* kind_name(gpu::KernelVariant::Kind k) {
     case gpu::KernelVariant::Kind::Spatial: return "spatial";
     case gpu::KernelVariant::Kind::Channel: return "channel";
     case gpu::KernelVariant::Kind::Gemm: return "gemm";
+    case gpu::KernelVariant::Kind::Library: return "library";
   }
   return "?";
 }

@@ -1,6 +1,7 @@
 // Every kernel variant of the heavy nodes (kernel_variants.h: tiled
 // convolutions along the row and along the channels, depthwise, gemm for
-// MatMul and 1x1 convolutions, the plain kernels) against the CPU driver, on
+// MatMul and 1x1 convolutions, the plain kernels, the GEMM library with its
+// bias and post-ops after it) against the CPU driver, on
 // random shapes that mostly do not divide the tiles. The variants are built
 // directly on a device of the OpenCL driver's own (the driver would pick one
 // variant per node; here each one runs).
@@ -30,14 +31,16 @@ std::shared_ptr<gpu::Device> opencl_device() {
 #define REQUIRE_DEVICE() \
   if (!opencl_device()) GTEST_SKIP() << "no OpenCL device"
 
-// The default variant, the plain kernel, and every tiled kind at widths 16,
-// 8, 4 and 1 (the scalar path) with tiles that divide none of the shapes
-// below, the last also with an explicit work-group size (which rounds the
-// global size up).
+// The default variant, the plain kernel, the GEMM library (CLBlast, where
+// the driver has it), and every tiled kind at widths 16, 8, 4 and 1 (the
+// scalar path) with tiles that divide none of the shapes below, the last
+// also with an explicit work-group size (which rounds the global size up).
 std::vector<gpu::KernelVariant> variants_to_test(const gpu::ProgramNode& n, const gpu::ProgramGraph& g) {
   using K = gpu::KernelVariant::Kind;
   std::vector<gpu::KernelVariant> out = {gpu::default_variant(n, g, opencl_device()->traits()), {}};
   const bool depthwise = n.prim.kind == gpu::PrimKind::Conv && gpu::conv_geometry(n, g).ocg == 1;
+  const gpu::KernelVariant library{K::Library};
+  if (opencl_device()->traits().library_gemm && gpu::variant_fits(library, n, g)) out.push_back(library);
   for (K kind : {K::Gemm, K::Spatial, K::Channel})
     for (const auto& [vw, rows, cols] : std::vector<std::array<uint32_t, 3>>{{16, 5, 2}, {8, 3, 1}, {4, 2, 3}, {1, 3, 1}}) {
       const gpu::KernelVariant v{kind, vw, kind == K::Spatial && depthwise ? 1 : rows, cols};
@@ -45,7 +48,7 @@ std::vector<gpu::KernelVariant> variants_to_test(const gpu::ProgramNode& n, cons
     }
   gpu::KernelVariant grouped = out.back();
   grouped.local = {2, 1, 1};
-  out.push_back(grouped);
+  if (grouped.kind != K::Plain && grouped.kind != K::Library) out.push_back(grouped);
   return out;
 }
 
