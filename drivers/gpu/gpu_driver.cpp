@@ -7,6 +7,7 @@
 #include "core/infer_request.h"
 #include "drivers/gpu/network.h"
 #include "drivers/gpu/program.h"
+#include "drivers/gpu/tuner.h"
 #include "hetero_build_config.h"
 
 namespace hetero::gpu {
@@ -14,6 +15,7 @@ namespace hetero::gpu {
 namespace {
 
 constexpr const char* kMetricKernelSourceBuilds = "KERNEL_SOURCE_BUILDS";
+constexpr const char* kMetricKernelTuningRuns = "KERNEL_TUNING_RUNS";
 
 // The options of a GPU driver, one field per config key; gpu_config() has
 // each key's default and meaning.
@@ -21,9 +23,26 @@ struct Options {
   bool optimize;
   std::vector<std::string> ops;
   int kernels_per_batch;
+  Tuning tuning;  // compiles time the heavy nodes' kernel variants
 
   bool allows(const core::Node& node) const { return core::ops_allow(ops, node); }
 };
+
+// How compiles choose the kernel variants of the heavy nodes (tuner.h).
+core::ConfigKey<Options> tuning_key() {
+  return {"tuning",
+          "off, fast or full",
+          tuning_name(Tuning::Fast),
+          "time the kernel variants of convolutions and matrix products at compile: off (defaults), fast "
+          "(a few candidates), full (every candidate)",
+          core::ConfigScope::Any,
+          [](Options& o, const std::string& v) {
+            for (Tuning t : {Tuning::Off, Tuning::Fast, Tuning::Full})
+              if (v == tuning_name(t)) return o.tuning = t, true;
+            return false;
+          },
+          [](const Options& o) { return std::string(tuning_name(o.tuning)); }};
+}
 
 // `driver` names the driver in errors ("OPENCL").
 core::ConfigTable<Options> gpu_config(const std::string& driver) {
@@ -33,6 +52,7 @@ core::ConfigTable<Options> gpu_config(const std::string& driver) {
                   core::ops_key(&Options::ops),
                   core::int_key("kernels_per_batch", &Options::kernels_per_batch, 8, 1, 256,
                                 "kernels compiled together in one device program"),
+                  tuning_key(),
               });
 }
 
@@ -125,7 +145,8 @@ class GpuDriver final : public driver::Driver {
     if (name == driver::kMetricSupportedProperties) {
       std::string list = std::string(driver::kMetricAvailableDevices) + " " + driver::kMetricFullDeviceName + " " +
                          driver::kMetricSupportedProperties + " " + driver::kMetricOptimizationCapabilities + " " +
-                         driver::kMetricRangeForAsyncInferRequests + " " + kMetricKernelSourceBuilds;
+                         driver::kMetricRangeForAsyncInferRequests + " " + kMetricKernelSourceBuilds + " " +
+                         kMetricKernelTuningRuns;
       for (const std::string& extra : family_->extra_metric_names()) {
         list += ' ';
         list += extra;
@@ -139,6 +160,7 @@ class GpuDriver final : public driver::Driver {
       const auto& d = devices_[index];
       return std::to_string(d ? d->source_builds() : 0);
     }
+    if (name == kMetricKernelTuningRuns) return std::to_string(tuning_runs(device_name(device_id)));
     if (std::optional<std::string> value = family_->extra_metric(index, name)) return *value;
     fail(HETERO_NOT_FOUND, "the " + name_ + " driver has no metric '" + name + "'");
   }
@@ -180,6 +202,7 @@ class GpuDriver final : public driver::Driver {
     BuildOptions build;
     build.optimize = options.optimize;
     build.kernels_per_batch = static_cast<size_t>(options.kernels_per_batch);
+    build.tuning = options.tuning;
     auto program = build_program(model, device(device_id), build);
     return compiled(std::move(program), device_id);
   }

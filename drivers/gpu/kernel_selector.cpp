@@ -30,7 +30,7 @@ std::string unary_expr(const std::string& op, float a, float b, const std::strin
   if (op == "LeakyRelu") return "(" + v + " >= 0.0f ? " + v + " : " + v + " * " + flt(a) + ")";
   if (op == "HardSigmoid") return "clamp(" + flt(a) + " * " + v + " + " + flt(b) + ", 0.0f, 1.0f)";
   if (op == "HardSwish") return "(" + v + " * clamp(" + v + " / 6.0f + 0.5f, 0.0f, 1.0f))";
-  if (op == "Sigmoid") return "act_sigmoid(" + v + ")";
+  if (op == "Sigmoid") return "(1.0f / (1.0f + exp(-" + v + ")))";
   if (op == "Tanh") return "tanh(" + v + ")";
   if (op == "Exp") return "exp(" + v + ")";
   if (op == "Log") return "log(" + v + ")";
@@ -41,7 +41,7 @@ std::string unary_expr(const std::string& op, float a, float b, const std::strin
   if (op == "Floor") return "floor(" + v + ")";
   if (op == "Ceil") return "ceil(" + v + ")";
   if (op == "Elu") return "(" + v + " >= 0.0f ? " + v + " : " + flt(a) + " * (exp(" + v + ") - 1.0f))";
-  if (op == "Softplus") return "act_softplus(" + v + ")";
+  if (op == "Softplus") return "(" + v + " > 20.0f ? " + v + " : log1p(exp(" + v + ")))";
   if (op == "Erf") return "erf(" + v + ")";
   if (op == "Sin") return "sin(" + v + ")";
   if (op == "Cos") return "cos(" + v + ")";
@@ -110,6 +110,26 @@ struct Selector {
     return r;
   }
 
+  // A 3-D launch of a tiled template: `global` work items rounded up to the
+  // variant's work-group size.
+  static Range tiled_range(const KernelVariant& v, const std::array<int64_t, 3>& global) {
+    Range r;
+    r.dims = 3;
+    const bool local = v.local[0] && v.local[1] && v.local[2];
+    for (size_t i = 0; i < 3; ++i) {
+      const size_t l = local ? v.local[i] : 1;
+      r.global[i] = (static_cast<size_t>(std::max<int64_t>(1, global[i])) + l - 1) / l * l;
+      r.local[i] = local ? l : 0;
+    }
+    return r;
+  }
+  static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+  // VW (and VW2, twice it), and the template's names for rows and cols.
+  static void tile_defines(Defines& d, const KernelVariant& v, const char* rows, const char* cols) {
+    d.insert(d.end(), {{"VW", std::to_string(v.vw)}, {"VW2", std::to_string(2 * v.vw)},
+                       {rows, std::to_string(v.rows)}, {cols, std::to_string(v.cols)}});
+  }
+
   // Instantiates `tmpl` with `defines`; returns the kernel's name.
   std::string instantiate(const std::string& tmpl, Defines defines) {
     std::string body;
@@ -122,23 +142,39 @@ struct Selector {
     return name;
   }
 
-  // POST_OPS and POST_ARGS for `n`'s fused ops; appends their tensors to args.
-  void post_ops(const ProgramNode& n, Defines& d, std::vector<std::string>& args) {
+  // POST_OPS(v, o) and POST_ARGS for `n`'s fused ops (v: the value of
+  // output element o); appends their tensors to args. With `vector_row`, also
+  // VPOST_OPS(v, o) for a vector v of VW consecutive elements o, o + 1, ...
+  // that lie in one block of vector_row elements (a row, a plane), unless an
+  // op has no vector form (Pow) or an operand varies inside such a block
+  // other than along the output's last axis.
+  void post_ops(const ProgramNode& n, Defines& d, std::vector<std::string>& args, int64_t vector_row = 0) {
+    bool vectors = vector_row > 0;
     const core::Shape& out = shape(n.prim.output);
-    std::string code, decl;
+    std::string code, vcode, decl;
     int p = 0;
     for (const PostOp& op : n.post_ops) {
       if (op.kind == PostOp::Kind::Unary) {
         code += "v = " + unary_expr(op.op, op.alpha, op.beta, "(v)") + "; ";
+        vcode += "v = " + unary_expr(op.op, op.alpha, op.beta, "(v)") + "; ";
         continue;
       }
-      const std::string name = "p" + std::to_string(p++);
+      vectors = vectors && op.op != "Pow";
+      // (Built in two steps: GCC 12 warns falsely on "p" + std::string here, bug 105651.)
+      std::string name = "p";
+      name += std::to_string(p++);
       decl += ", __global const float* " + name;
       args.push_back(op.tensor);
       const core::Shape& t = shape(op.tensor);
+      // The element of the operand for output element o: the same index, the
+      // one element, or the index along the one axis it varies on. A vector
+      // of a row reads consecutive elements in the first and last cases, and
+      // one element for all lanes in the others.
       std::string idx;
+      bool consecutive = false;
       if (t == out) {
         idx = "(o)";
+        consecutive = true;
       } else if (core::shape_numel(t) == 1) {
         idx = "0";
       } else {
@@ -149,12 +185,53 @@ struct Selector {
         int64_t inner = 1;
         for (size_t k = axis + 1; k < out.size(); ++k) inner *= out[k];
         idx = "(((o) / " + std::to_string(inner) + "UL) % " + std::to_string(out[axis]) + "UL)";
+        consecutive = axis + 1 == out.size();
+        if (inner % std::max<int64_t>(1, vector_row) != 0 && !(consecutive && vector_row == out.back())) vectors = false;
       }
       const std::string tv = name + "[" + idx + "]";
+      const std::string vv = consecutive ? "VLOADF(VW)(0, " + name + " + " + idx + ")" : tv;
       code += "v = " + (op.tensor_first ? binary_expr(op.op, tv, "(v)") : binary_expr(op.op, "(v)", tv)) + "; ";
+      vcode += "v = " + (op.tensor_first ? binary_expr(op.op, vv, "(v)") : binary_expr(op.op, "(v)", vv)) + "; ";
     }
     d.emplace_back("POST_OPS(v, o)", "do { " + code + "} while (0)");
+    if (vectors) d.emplace_back("VPOST_OPS(v, o)", "do { " + vcode + "} while (0)");
     d.emplace_back("POST_ARGS", decl);
+  }
+
+  // A node the device's GEMM library computes: the library call, then (for
+  // a bias or post-ops) an elementwise kernel over its product.
+  void select_library(ProgramNode& n) {
+    const Primitive& p = n.prim;
+    const core::Shape& out = shape(p.output);
+    const bool conv = p.kind == PrimKind::Conv;
+    std::vector<PostOp> epilogue = n.post_ops;
+    if (conv && !p.inputs[2].empty()) {
+      // The bias shaped [OC, 1, ...] so that it broadcasts along the channels.
+      const std::string bias = p.inputs[2] + "/channels";
+      if (!g.constants.count(bias)) {
+        core::Shape s(out.size() - 1, 1);
+        s[0] = out[1];
+        g.constants[bias] = g.constants.at(p.inputs[2]).reshaped(s);
+        g.shapes[bias] = s;
+      }
+      epilogue.insert(epilogue.begin(), PostOp{PostOp::Kind::Binary, "Add", 0, 0, bias, false});
+    }
+    const std::string product = epilogue.empty() ? p.output : p.output + "/library";
+    g.shapes[product] = out;
+    Launch call;
+    call.args = {p.inputs[conv ? 1 : 0], p.inputs[conv ? 0 : 1], product};
+    call.output_arg = 2;
+    call.gemm = library_gemm_of(n, g);
+    if (!call.gemm) fail(HETERO_INTERNAL, "node '" + p.id + "' is no library GEMM");
+    n.launches.push_back(call);
+    if (epilogue.empty()) return;
+    ProgramNode after = n;
+    after.post_ops = epilogue;
+    const size_t total = core::shape_numel(out);
+    Defines d{{"TOTAL", std::to_string(total) + "UL"}, {"UNARY_OP(v)", "(v)"}};
+    std::vector<std::string> args = {product, p.output};
+    post_ops(after, d, args);
+    n.launches.push_back({instantiate("unary", d), args, 1, range(total), {}});
   }
 
   void select(ProgramNode& n) {
@@ -162,10 +239,15 @@ struct Selector {
     const core::Shape& out = shape(p.output);
     const size_t total = core::shape_numel(out);
     if (p.kind == PrimKind::View || total == 0) return;
+    if (has_variants(n) && n.variant.kind == KernelVariant::Kind::Library) return select_library(n);
     Defines d{{"TOTAL", std::to_string(total) + "UL"}};
     std::vector<std::string> args;
     auto launch = [&](const std::string& tmpl, size_t output_arg, size_t work) {
-      n.launches.push_back({instantiate(tmpl, d), args, output_arg, range(work)});
+      n.launches.push_back({instantiate(tmpl, d), args, output_arg, range(work), {}});
+    };
+    auto launch_tiled = [&](const std::string& tmpl, size_t output_arg, const KernelVariant& v,
+                            const std::array<int64_t, 3>& global) {
+      n.launches.push_back({instantiate(tmpl, d), args, output_arg, tiled_range(v, global), {}});
     };
     switch (p.kind) {
       case PrimKind::Unary:
@@ -184,29 +266,47 @@ struct Selector {
         break;
       }
       case PrimKind::Conv: {
-        const core::Shape& x = shape(p.inputs[0]);
-        const core::Shape& w = shape(p.inputs[1]);
-        const bool two_d = x.size() == 4;
-        const auto& a = p.attrs;
-        const size_t sp = two_d ? 2 : 1;
-        auto sp2 = [&](const std::vector<int64_t>& v, size_t i, int64_t one) { return two_d ? v[i] : (i == 0 ? one : v[0]); };
-        auto pad = [&](size_t i) { return two_d ? a.pads[i] : (i == 0 ? 0 : a.pads[0]); };
-        d.insert(d.end(), {{"OC", std::to_string(out[1])}, {"OH", std::to_string(two_d ? out[2] : 1)},
-                           {"OW", std::to_string(out.back())}, {"IC", std::to_string(x[1])},
-                           {"IH", std::to_string(two_d ? x[2] : 1)}, {"IW", std::to_string(x.back())},
-                           {"OCG", std::to_string(out[1] / a.group)}, {"ICG", std::to_string(w[1])},
-                           {"KH", std::to_string(two_d ? w[2] : 1)}, {"KW", std::to_string(w.back())},
-                           {"SH", std::to_string(sp2(a.strides, 0, 1))}, {"SW", std::to_string(sp2(a.strides, 1, 1))},
-                           {"DH", std::to_string(sp2(a.dilations, 0, 1))}, {"DW", std::to_string(sp2(a.dilations, 1, 1))},
-                           {"PH", std::to_string(pad(0))}, {"PW", std::to_string(two_d ? a.pads[1] : a.pads[0])}});
-        (void)sp;
+        const ConvGeometry c = conv_geometry(n, g);
+        auto num = [](int64_t v) { return std::to_string(v); };
+        d.insert(d.end(), {{"NB", num(c.n)}, {"OC", num(c.oc)}, {"OH", num(c.oh)}, {"OW", num(c.ow)},
+                           {"IC", num(c.ic)}, {"IH", num(c.ih)}, {"IW", num(c.iw)}, {"OCG", num(c.ocg)},
+                           {"ICG", num(c.icg)}, {"KH", num(c.kh)}, {"KW", num(c.kw)}, {"SH", num(c.sh)},
+                           {"SW", num(c.sw)}, {"DH", num(c.dh)}, {"DW", num(c.dw)}, {"PH", num(c.ph)},
+                           {"PW", num(c.pw)}});
         const bool bias = !p.inputs[2].empty();
+        const KernelVariant& v = n.variant;
         d.emplace_back("BIAS_ARG", bias ? ", __global const float* bias" : "");
-        d.emplace_back("BIAS_VALUE", bias ? "bias[oc]" : "0.0f");
+        d.emplace_back("BIAS_VALUE", !bias ? "0.0f" : v.kind == KernelVariant::Kind::Gemm ? "bias[m]" : "bias[oc]");
         args = {p.inputs[0], p.inputs[1], p.output};
         if (bias) args.push_back(p.inputs[2]);
-        post_ops(n, d, args);
-        launch("conv", 2, total);
+        // Spatial tiles lie in one output row, gemm's in one output plane.
+        post_ops(n, d, args, v.kind == KernelVariant::Kind::Spatial ? c.ow : v.kind == KernelVariant::Kind::Gemm ? c.oh * c.ow : 0);
+        const int64_t groups = c.ic / c.icg;
+        switch (v.kind) {
+          case KernelVariant::Kind::Plain:
+            launch("conv", 2, total);
+            break;
+          case KernelVariant::Kind::Spatial:
+            tile_defines(d, v, "OCB", "PV");
+            launch_tiled("conv_spatial", 2, v, {ceil_div(c.ow, v.vw * v.cols), c.oh, c.n * groups * ceil_div(c.ocg, v.rows)});
+            break;
+          case KernelVariant::Kind::Channel: {
+            tile_defines(d, v, "OCB", "PB");
+            const int64_t ocgp = ceil_div(c.ocg, v.vw) * v.vw;
+            launch_tiled("conv_channel", 2, v, {ceil_div(c.ow, v.cols), c.oh, c.n * groups * ceil_div(ocgp, v.vw * v.rows)});
+            break;
+          }
+          case KernelVariant::Kind::Library:  // select_library()
+            break;
+          case KernelVariant::Kind::Gemm:
+            // Weights [OC][IC] (gemm.cl's a) times each image [IC][H * W] (its b).
+            std::swap(args[0], args[1]);
+            d.insert(d.end(), {{"M", num(c.oc)}, {"N", num(c.oh * c.ow)}, {"K", num(c.ic)}, {"BATCH", num(c.n)},
+                               {"INDEX_BATCH", "ib = bt;"}});
+            tile_defines(d, v, "MB", "NV");
+            launch_tiled("gemm", 2, v, {ceil_div(c.oh * c.ow, v.vw * v.cols), ceil_div(c.oc, v.rows), c.n});
+            break;
+        }
         break;
       }
       case PrimKind::MatMul: {
@@ -219,12 +319,23 @@ struct Selector {
         core::Shape xb(x.begin(), x.end() - 2), yb(y.begin(), y.end() - 2);
         if (batch.empty()) batch = {1};
         d.insert(d.end(), {{"M", std::to_string(M)}, {"N", std::to_string(N)}, {"K", std::to_string(K)},
-                           {"B_TRANS", n.weights_transposed ? "1" : "0"}});
+                           {"B_TRANS", n.weights_transposed ? "1" : "0"},
+                           {"BATCH", std::to_string(core::shape_numel(batch))}});
         d.emplace_back("INDEX_BATCH", index_code("bt", batch, {{"ia", broadcast_strides(batch, xb)},
                                                                {"ib", broadcast_strides(batch, yb)}}));
         args = {p.inputs[0], p.inputs[1], p.output};
-        post_ops(n, d, args);
-        launch("matmul", 2, total);
+        post_ops(n, d, args, n.variant.kind == KernelVariant::Kind::Gemm ? N : 0);
+        if (n.variant.kind == KernelVariant::Kind::Gemm) {
+          if (n.weights_transposed) fail(HETERO_INTERNAL, "MatMul '" + p.id + "': gemm.cl reads b as [K, N]");
+          d.emplace_back("BIAS_ARG", "");
+          d.emplace_back("BIAS_VALUE", "0.0f");
+          tile_defines(d, n.variant, "MB", "NV");
+          launch_tiled("gemm", 2, n.variant,
+                       {ceil_div(N, n.variant.vw * n.variant.cols), ceil_div(M, n.variant.rows),
+                        static_cast<int64_t>(core::shape_numel(batch))});
+        } else {
+          launch("matmul", 2, total);
+        }
         break;
       }
       case PrimKind::Pool: {

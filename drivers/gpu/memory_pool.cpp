@@ -111,7 +111,8 @@ void plan_network(const ProgramGraph& g, const std::map<std::string, uint32_t>& 
   for (size_t s = 0; s < launches.size(); ++s) {
     const Launch& l = *launches[s].launch;
     Step step;
-    step.kernel = kernel_index.at(l.kernel);
+    if (l.gemm) step.gemm = l.gemm;
+    else step.kernel = kernel_index.at(l.kernel);
     step.range = l.range;
     step.node = launches[s].node;
     std::set<uint32_t> deps;

@@ -14,11 +14,26 @@ Network::Network(std::shared_ptr<const CompiledProgram> program) : program_(std:
   for (uint64_t bytes : plan.pool_bytes) pool_.push_back(device.allocate(std::max<uint64_t>(bytes, 4)));
   for (uint64_t bytes : plan.input_bytes) inputs_.push_back(bytes ? device.allocate(bytes) : nullptr);
   for (const Step& step : plan.steps) {
+    if (step.gemm) {
+      if (step.args.size() != 3) fail(HETERO_INTERNAL, "GPU network: a library call needs a, b and c");
+      kernels_.push_back(nullptr);
+      continue;
+    }
     const KernelRef& k = plan.kernels.at(step.kernel);
     auto kernel = device.kernel(*program_->executables.at(k.program), k.name);
     for (size_t i = 0; i < step.args.size(); ++i) kernel->set_arg(static_cast<uint32_t>(i), buffer(step.args[i]));
     kernels_.push_back(std::move(kernel));
   }
+}
+
+EventPtr Queue::gemm(const LibraryGemm&, Buffer&, Buffer&, Buffer&, const std::vector<EventPtr>&) {
+  fail(HETERO_NOT_SUPPORTED, "this device has no GEMM library");
+}
+
+EventPtr Network::launch(size_t s, const std::vector<EventPtr>& deps) {
+  const Step& step = program_->plan.steps[s];
+  if (step.gemm) return queue_->gemm(*step.gemm, buffer(step.args[0]), buffer(step.args[1]), buffer(step.args[2]), deps);
+  return queue_->launch(*kernels_[s], step.range, deps);
 }
 
 Buffer& Network::buffer(const Ref& ref) {
@@ -48,7 +63,7 @@ std::vector<core::Tensor> Network::execute(const std::vector<core::Tensor>& inpu
     for (uint32_t d : step.deps) deps.push_back(events[d]);
     for (const Ref& r : step.args)
       if (r.kind == Ref::Kind::Input && input_events[r.index]) deps.push_back(input_events[r.index]);
-    events[s] = queue_->launch(*kernels_[s], step.range, deps);
+    events[s] = launch(s, deps);
   }
   std::vector<core::Tensor> outputs;
   std::vector<EventPtr> reads;
@@ -76,6 +91,21 @@ std::vector<core::Tensor> Network::execute(const std::vector<core::Tensor>& inpu
     if (e) reads.push_back(e);
   queue_->wait(reads);
   return outputs;
+}
+
+void Network::run_steps(size_t times) {
+  const NetworkPlan& plan = program_->plan;
+  std::vector<EventPtr> events(plan.steps.size()), all;
+  for (size_t t = 0; t < times; ++t)
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      // Each step waits for its own dependencies and for its previous run.
+      std::vector<EventPtr> deps;
+      for (uint32_t d : plan.steps[s].deps) deps.push_back(events[d]);
+      if (events[s]) deps.push_back(events[s]);
+      events[s] = launch(s, deps);
+      all.push_back(events[s]);
+    }
+  queue_->wait(all);
 }
 
 }  // namespace hetero::gpu

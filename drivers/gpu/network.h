@@ -21,14 +21,20 @@ class Network {
   // Runs one inference; `inputs` in the program's input order, already
   // checked against its ports.
   std::vector<core::Tensor> execute(const std::vector<core::Tensor>& inputs);
+  // Enqueues every step `times` times over, on the buffers as they are (no
+  // input written, no output read), and waits: how the tuner and the
+  // benchmarks time kernels.
+  void run_steps(size_t times = 1);
 
  private:
   Buffer& buffer(const Ref& ref);
+  // Enqueues step `s` (a kernel or a library call) after `deps`.
+  EventPtr launch(size_t s, const std::vector<EventPtr>& deps);
 
   std::shared_ptr<const CompiledProgram> program_;
   std::unique_ptr<Queue> queue_;
   std::vector<std::shared_ptr<Buffer>> pool_, inputs_;
-  std::vector<std::unique_ptr<Kernel>> kernels_;  // one per step, arguments bound
+  std::vector<std::unique_ptr<Kernel>> kernels_;  // one per step, arguments bound (none for a library call)
 };
 
 }  // namespace hetero::gpu

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,8 @@ struct Ref {
 };
 
 struct Step {
-  uint32_t kernel = 0;  // index into NetworkPlan::kernels
+  uint32_t kernel = 0;  // index into NetworkPlan::kernels (unused for a library call)
+  std::optional<LibraryGemm> gemm;  // a call of the device's GEMM library instead
   std::vector<Ref> args;
   Range range;
   std::vector<uint32_t> deps;  // earlier steps whose events this one waits for
@@ -32,6 +34,16 @@ struct Step {
 struct KernelRef {
   std::string name;
   uint32_t program = 0;  // index into NetworkPlan::programs
+};
+
+// A heavy node's kernel variant and how it was chosen, under the node's
+// shape key (kernel_variants.h): blobs carry the choices so that importing
+// one seeds the process's tuning cache.
+struct TuningRecord {
+  std::string key;      // variant_key(): the node's shapes and attributes
+  std::string variant;  // KernelVariant::text()
+  uint8_t level = 0;    // the Tuning it was chosen at (0: by default, untimed)
+  bool operator==(const TuningRecord&) const = default;
 };
 
 struct ProgramSource {
@@ -52,6 +64,7 @@ struct NetworkPlan {
     int32_t last_writer = -1;  // step whose event the read waits for; -1: none
   };
   std::vector<Output> outputs;
+  std::vector<TuningRecord> tuning;  // the variant of each Conv and MatMul node
   uint64_t intermediate_bytes = 0;  // sum of every intermediate tensor (what no pool would take)
   uint64_t pool_total_bytes() const {
     uint64_t s = 0;

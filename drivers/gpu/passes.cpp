@@ -2,6 +2,8 @@
 // fusion, weight reorders, layout choice. Each keeps results within float
 // rounding.
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
@@ -63,6 +65,102 @@ void erase_done(ProgramGraph& g, const std::set<const ProgramNode*>& gone) {
   g.nodes = std::move(kept);
 }
 
+// `t` [rows, cols] transposed.
+core::Tensor transposed(const core::Tensor& t) {
+  const int64_t rows = t.dim(0), cols = t.dim(1);
+  core::Tensor out = core::Tensor::allocate(core::DType::F32, {cols, rows});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out.data<float>()[c * rows + r] = t.data<float>()[r * cols + c];
+  return out;
+}
+
+// Convolution weights [OC][ICG][KH][KW] as [GROUPS][ICG][KH][KW][OCGP],
+// OCGP being OCG rounded up to `vw` with zero columns.
+core::Tensor channel_layout(const core::Tensor& w, int64_t groups, uint32_t vw) {
+  const int64_t oc = w.dim(0), ocg = oc / groups, per = static_cast<int64_t>(w.numel()) / oc;
+  const int64_t ocgp = (ocg + vw - 1) / vw * vw;
+  core::Tensor out = core::Tensor::allocate(core::DType::F32, {groups, per, ocgp});
+  std::fill_n(out.data<float>(), out.numel(), 0.0f);
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t o = 0; o < ocg; ++o)
+      for (int64_t k = 0; k < per; ++k)
+        out.data<float>()[(g * per + k) * ocgp + o] = w.data<float>()[(g * ocg + o) * per + k];
+  return out;
+}
+
+
+// The scalar value of constant `v`, if it is one.
+std::optional<float> scalar_constant(const ProgramGraph& g, const std::string& v) {
+  auto it = g.constants.find(v);
+  if (it == g.constants.end() || it->second.numel() != 1 || it->second.dtype() != core::DType::F32) return std::nullopt;
+  return it->second.data<float>()[0];
+}
+
+bool near(std::optional<float> v, float want) { return v && std::fabs(*v - want) <= 1e-6f * std::fabs(want); }
+
+// The single reader of `v` when it is a node of `kind` (and `op`).
+ProgramNode* only_reader(ProgramGraph& g, const Uses& uses, const std::string& v, size_t after, PrimKind kind,
+                         const char* op) {
+  if (!uses.single_internal(v)) return nullptr;
+  ProgramNode* r = reader_of(g, v, after);
+  return r && r->prim.kind == kind && r->prim.op == op ? r : nullptr;
+}
+
+// Hard-swish written out as elementwise ops, as exporters write it:
+// x * Clip(x + 3, 0, 6) / 6 (or * 1/6), and x * HardSigmoid(x) with alpha
+// 1/6 and beta 1/2, becomes one HardSwish node, which reads x once (and so
+// can become a post-op of the node that makes x).
+void recognise_hard_swish(ProgramGraph& g) {
+  std::set<const ProgramNode*> gone;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    ProgramNode& head = g.nodes[i];
+    const bool spelled_out = head.prim.kind == PrimKind::Binary && head.prim.op == "Add";
+    if (gone.count(&head) || !(spelled_out || (head.prim.kind == PrimKind::Unary && head.prim.op == "HardSigmoid")))
+      continue;
+    std::string x;
+    if (spelled_out) {
+      const auto& in = head.prim.inputs;
+      x = near(scalar_constant(g, in[1]), 3) ? in[0] : near(scalar_constant(g, in[0]), 3) ? in[1] : "";
+    } else if (near(head.prim.attrs.alpha, 1.0f / 6) && near(head.prim.attrs.beta, 0.5f)) {
+      x = head.prim.inputs[0];
+    }
+    if (x.empty()) continue;
+    const Uses uses(g);
+    std::vector<ProgramNode*> chain;  // after the head; the last writes the result
+    if (spelled_out) {
+      ProgramNode* clip = only_reader(g, uses, head.prim.output, i, PrimKind::Unary, "Clip");
+      if (!clip || clip->prim.attrs.alpha != 0 || clip->prim.attrs.beta != 6) continue;
+      chain.push_back(clip);
+    }
+    const std::string& gate = chain.empty() ? head.prim.output : chain.back()->prim.output;
+    ProgramNode* mul = only_reader(g, uses, gate, i, PrimKind::Binary, "Mul");
+    if (!mul || (mul->prim.inputs[0] != x && mul->prim.inputs[1] != x) || mul->prim.inputs[0] == mul->prim.inputs[1])
+      continue;
+    chain.push_back(mul);
+    if (spelled_out) {  // then / 6, or * 1/6
+      ProgramNode* div = only_reader(g, uses, mul->prim.output, i, PrimKind::Binary, "Div");
+      ProgramNode* by = only_reader(g, uses, mul->prim.output, i, PrimKind::Binary, "Mul");
+      if (div && div->prim.inputs[0] == mul->prim.output && near(scalar_constant(g, div->prim.inputs[1]), 6)) {
+        chain.push_back(div);
+      } else if (by && (near(scalar_constant(g, by->prim.inputs[0]), 1.0f / 6) ||
+                        near(scalar_constant(g, by->prim.inputs[1]), 1.0f / 6))) {
+        chain.push_back(by);
+      } else {
+        continue;
+      }
+    }
+    head.prim.kind = PrimKind::Unary;
+    head.prim.op = "HardSwish";
+    head.prim.inputs = {x};
+    head.prim.output = chain.back()->prim.output;
+    for (ProgramNode* n : chain) {
+      n->prim.inputs.clear();
+      gone.insert(n);
+    }
+  }
+  erase_done(g, gone);
+}
+
 }  // namespace
 
 namespace passes {
@@ -121,6 +219,7 @@ void fold_channel_constants(ProgramGraph& g) {
 }
 
 void fuse_post_ops(ProgramGraph& g) {
+  recognise_hard_swish(g);
   std::set<const ProgramNode*> gone;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ProgramNode& head = g.nodes[i];
@@ -166,22 +265,30 @@ void fuse_post_ops(ProgramGraph& g) {
 }
 
 void reorder_weights(ProgramGraph& g) {
+  // New constants under new names: the originals may be shared with nodes
+  // whose variants read them as given.
+  auto replace_input = [&](ProgramNode& n, size_t i, const std::string& suffix, core::Tensor t) {
+    const std::string name = n.prim.inputs[i] + suffix;
+    g.shapes[name] = t.shape();
+    g.constants[name] = std::move(t);
+    n.prim.inputs[i] = name;
+  };
   for (ProgramNode& n : g.nodes) {
+    if (n.prim.kind == PrimKind::Conv && n.variant.kind == KernelVariant::Kind::Channel) {
+      const core::Tensor& w = g.constants.at(n.prim.inputs[1]);
+      replace_input(n, 1, "/oc" + std::to_string(n.variant.vw), channel_layout(w, n.prim.attrs.group, n.variant.vw));
+      continue;
+    }
     if (n.prim.kind != PrimKind::MatMul) continue;
     const bool given_transposed = !n.prim.attrs.perm.empty() && n.prim.attrs.perm[0] == 1;
     n.weights_transposed = given_transposed;
     auto it = g.constants.find(n.prim.inputs[1]);
-    if (given_transposed || it == g.constants.end() || it->second.rank() != 2) continue;
-    const core::Tensor& b = it->second;
-    const int64_t kk = b.dim(0), nn = b.dim(1);
-    core::Tensor t = core::Tensor::allocate(core::DType::F32, {nn, kk});
-    for (int64_t r = 0; r < kk; ++r)
-      for (int64_t c = 0; c < nn; ++c) t.data<float>()[c * kk + r] = b.data<float>()[r * nn + c];
-    const std::string name = n.prim.inputs[1] + "/T";
-    g.constants[name] = t;
-    g.shapes[name] = t.shape();
-    n.prim.inputs[1] = name;
-    n.weights_transposed = true;
+    if (it == g.constants.end() || it->second.rank() != 2) continue;
+    const bool gemm = n.variant.kind == KernelVariant::Kind::Gemm || n.variant.kind == KernelVariant::Kind::Library;
+    if (gemm == given_transposed) {  // plain wants [N, K], gemm and the library [K, N]
+      replace_input(n, 1, "/T", transposed(it->second));
+      n.weights_transposed = !gemm;
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 // binaries of every kernel batch. Importing loads the binaries; no kernel
 // source is compiled. Every count, index and size is checked before it is
 // used (BLOB_CORRUPT naming the field).
+#include <cstdint>
 #include <cstring>
 
 #include "core/error.h"
@@ -9,13 +10,14 @@
 #include "core/mapped_file.h"
 #include "drivers/gpu/kernels_cache.h"
 #include "drivers/gpu/program.h"
+#include "drivers/gpu/tuner.h"
 
 namespace hetero::gpu {
 
 namespace {
 
 constexpr char kMagic[8] = {'H', 'G', 'P', 'U', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the tuning records, library calls
 constexpr uint32_t kMaxItems = 1u << 24;
 
 void write_ref(core::ByteWriter& w, const Ref& ref) {
@@ -37,6 +39,35 @@ Ref read_ref(core::ByteReader& r, const NetworkPlan& plan, const std::string& wh
   if (ref.index >= limit) r.corrupt(what + " refers to buffer " + std::to_string(ref.index) + " of " + std::to_string(limit));
   ref.kind = static_cast<Ref::Kind>(kind);
   return ref;
+}
+
+uint64_t buffer_bytes(const NetworkPlan& plan, const Ref& ref) {
+  switch (ref.kind) {
+    case Ref::Kind::Input: return plan.input_bytes[ref.index];
+    case Ref::Kind::Constant: return plan.constants[ref.index].nbytes();
+    case Ref::Kind::Pool: return plan.pool_bytes[ref.index];
+  }
+  return 0;
+}
+
+// A library call reads and writes what its sizes say, unchecked by the
+// library: every matrix must lie inside its buffer.
+void check_library_call(core::ByteReader& r, const NetworkPlan& plan, const Step& step, size_t s) {
+  const LibraryGemm& g = *step.gemm;
+  const std::string what = "step " + std::to_string(s) + " (a library call)";
+  if (step.args.size() != 3) r.corrupt(what + " has " + std::to_string(step.args.size()) + " arguments, not 3");
+  if (g.batch == 0) r.corrupt(what + " has no batch");
+  const uint64_t extent[3] = {uint64_t(g.m) * g.k, uint64_t(g.k) * g.n, uint64_t(g.m) * g.n};
+  const uint64_t stride[3] = {g.a_stride, g.b_stride, g.c_stride};
+  for (size_t i = 0; i < 3; ++i) {
+    // In elements; a size that would overflow is past any buffer too.
+    if (extent[i] > UINT64_MAX / (2 * sizeof(float))) r.corrupt(what + " has a matrix past any buffer");
+    const uint64_t limit = UINT64_MAX / sizeof(float) - extent[i];
+    if (g.batch > 1 && stride[i] > limit / (g.batch - 1)) r.corrupt(what + " has a stride past any buffer");
+    const uint64_t need = (stride[i] * (g.batch - 1) + extent[i]) * sizeof(float);
+    if (need > buffer_bytes(plan, step.args[i]))
+      r.corrupt(what + " reaches past its " + "abc"[i] + " buffer (" + std::to_string(need) + " bytes)");
+  }
 }
 
 }  // namespace
@@ -68,6 +99,11 @@ std::vector<uint8_t> export_program(const CompiledProgram& program) {
   for (uint64_t b : plan.pool_bytes) w.u64(b);
   w.u32(static_cast<uint32_t>(plan.steps.size()));
   for (const Step& s : plan.steps) {
+    w.u8(s.gemm ? 1 : 0);
+    if (s.gemm) {
+      for (uint32_t v : {s.gemm->m, s.gemm->n, s.gemm->k, s.gemm->batch}) w.u32(v);
+      for (uint64_t v : {s.gemm->a_stride, s.gemm->b_stride, s.gemm->c_stride}) w.u64(v);
+    }
     w.u32(s.kernel);
     w.string(s.node);
     w.u32(static_cast<uint32_t>(s.args.size()));
@@ -84,6 +120,12 @@ std::vector<uint8_t> export_program(const CompiledProgram& program) {
     w.u32(static_cast<uint32_t>(o.shape.size()));
     for (int64_t d : o.shape) w.i64(d);
     w.u32(static_cast<uint32_t>(o.last_writer));
+  }
+  w.u32(static_cast<uint32_t>(plan.tuning.size()));
+  for (const TuningRecord& t : plan.tuning) {
+    w.string(t.key);
+    w.string(t.variant);
+    w.u8(t.level);
   }
   w.u64(plan.intermediate_bytes);
   return std::move(w.bytes());
@@ -129,8 +171,17 @@ std::shared_ptr<CompiledProgram> import_program(std::span<const uint8_t> blob, s
   plan.steps.resize(r.count("steps", kMaxItems, 16));
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     Step& step = plan.steps[s];
+    const uint8_t library = r.u8("step.library");
+    if (library > 1) r.corrupt("step " + std::to_string(s) + " has an unknown kind " + std::to_string(library));
+    if (library) {
+      LibraryGemm g;
+      for (uint32_t* v : {&g.m, &g.n, &g.k, &g.batch}) *v = static_cast<uint32_t>(r.uint(4, "step.gemm"));
+      for (uint64_t* v : {&g.a_stride, &g.b_stride, &g.c_stride}) *v = r.uint(8, "step.gemm.stride");
+      step.gemm = g;
+    }
     step.kernel = static_cast<uint32_t>(r.uint(4, "step.kernel"));
-    if (step.kernel >= plan.kernels.size()) r.corrupt("step " + std::to_string(s) + " names a kernel that is not there");
+    if (!library && step.kernel >= plan.kernels.size())
+      r.corrupt("step " + std::to_string(s) + " names a kernel that is not there");
     step.node = r.string("step.node");
     step.args.resize(r.count("step.args", 256, 5));
     for (Ref& a : step.args) a = read_ref(r, plan, "step.arg");
@@ -143,6 +194,7 @@ std::shared_ptr<CompiledProgram> import_program(std::span<const uint8_t> blob, s
       d = static_cast<uint32_t>(r.uint(4, "step.dep"));
       if (d >= s) r.corrupt("step " + std::to_string(s) + " waits for a later step");
     }
+    if (step.gemm) check_library_call(r, plan, step, s);
   }
   plan.outputs.resize(r.count("outputs", kMaxItems, 13));
   if (plan.outputs.size() != program->outputs.size()) r.corrupt("plan outputs differ from the outputs");
@@ -158,10 +210,21 @@ std::shared_ptr<CompiledProgram> import_program(std::span<const uint8_t> blob, s
     if (o.ref.kind == Ref::Kind::Pool && core::shape_numel(o.shape) * 4 > plan.pool_bytes[o.ref.index])
       r.corrupt("output is larger than its buffer");
   }
+  plan.tuning.resize(r.count("tuning", kMaxItems, 10));
+  for (TuningRecord& t : plan.tuning) {
+    t.key = r.string("tuning.key", 4096);
+    t.variant = r.string("tuning.variant", 256);
+    if (!KernelVariant::parse(t.variant)) r.corrupt("tuning record '" + t.key + "' has an unknown variant '" + t.variant + "'");
+    t.level = r.u8("tuning.level");
+    if (t.level > static_cast<uint8_t>(Tuning::Full)) r.corrupt("tuning record '" + t.key + "' has an unknown level");
+  }
   plan.intermediate_bytes = r.uint(8, "intermediate_bytes");
   if (r.remaining()) r.corrupt(std::to_string(r.remaining()) + " bytes after the end");
   for (const core::Tensor& c : plan.constants)
     program->constant_buffers.push_back(device->allocate(std::max<size_t>(c.nbytes(), 4), c.nbytes() ? c.raw() : nullptr));
+  // The choices the binaries were built with: a later compile of the same
+  // shapes on this device need not tune them again.
+  remember_choices(device->name(), plan.tuning);
   return program;
 }
 

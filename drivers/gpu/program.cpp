@@ -9,6 +9,7 @@
 #include "core/ports.h"
 #include "drivers/gpu/kernels_cache.h"
 #include "drivers/gpu/memory_pool.h"
+#include "drivers/gpu/tuner.h"
 
 namespace hetero::gpu {
 
@@ -50,16 +51,37 @@ void remove_dead_nodes(ProgramGraph& g) {
 
 }  // namespace
 
-std::shared_ptr<CompiledProgram> build_program(const core::Model& model, std::shared_ptr<Device> device,
+std::shared_ptr<CompiledProgram> assemble_program(const ProgramGraph& g, std::shared_ptr<Device> device,
+                                                  const BuiltKernels& built) {
+  auto program = std::make_shared<CompiledProgram>();
+  program->device = device;
+  NetworkPlan& plan = program->plan;
+  plan.programs = built.programs;
+  program->executables = built.executables;
+  std::map<std::string, uint32_t> kernel_index;
+  for (const ProgramNode& n : g.nodes)
+    for (const Launch& l : n.launches) {
+      if (l.gemm || kernel_index.count(l.kernel)) continue;
+      kernel_index[l.kernel] = static_cast<uint32_t>(plan.kernels.size());
+      plan.kernels.push_back({l.kernel, built.program_of.at(l.kernel)});
+    }
+  plan_network(g, kernel_index, plan);
+  for (const core::Tensor& c : plan.constants)
+    program->constant_buffers.push_back(device->allocate(std::max<size_t>(c.nbytes(), 4), c.nbytes() ? c.raw() : nullptr));
+  return program;
+}
+
+std::shared_ptr<CompiledProgram> build_program(ProgramGraph g, std::shared_ptr<Device> device,
                                                const BuildOptions& options) {
-  ProgramGraph g = init_program(build_topology(model.graph));
   remove_dead_nodes(g);
+  std::vector<TuningRecord> tuning;
   if (options.optimize) {
     passes::fold_channel_constants(g);
     passes::fuse_post_ops(g);
+    tuning = choose_variants(g, *device, options.tuning, options.kernels_per_batch);
     passes::reorder_weights(g);
   } else {
-    // The kernels read B as given unless it is marked transposed.
+    // The plain kernels, reading B as given unless it is marked transposed.
     for (ProgramNode& n : g.nodes)
       n.weights_transposed = n.prim.kind == PrimKind::MatMul && !n.prim.attrs.perm.empty() && n.prim.attrs.perm[0] == 1;
   }
@@ -67,23 +89,16 @@ std::shared_ptr<CompiledProgram> build_program(const core::Model& model, std::sh
 
   const std::map<std::string, std::string> codes = select_kernels(g, device->max_work_group_size());
   const size_t threads = std::max(1u, std::thread::hardware_concurrency());
-  BuiltKernels built = build_kernels(*device, codes, options.kernels_per_batch, threads);
+  auto program = assemble_program(g, device, build_kernels(*device, codes, options.kernels_per_batch, threads));
+  program->plan.tuning = std::move(tuning);
+  return program;
+}
 
-  auto program = std::make_shared<CompiledProgram>();
-  program->device = device;
-  NetworkPlan& plan = program->plan;
-  plan.programs = std::move(built.programs);
-  program->executables = std::move(built.executables);
-  std::map<std::string, uint32_t> kernel_index;
-  for (const auto& [name, prog] : built.program_of) {
-    kernel_index[name] = static_cast<uint32_t>(plan.kernels.size());
-    plan.kernels.push_back({name, prog});
-  }
-  plan_network(g, kernel_index, plan);
+std::shared_ptr<CompiledProgram> build_program(const core::Model& model, std::shared_ptr<Device> device,
+                                               const BuildOptions& options) {
+  auto program = build_program(init_program(build_topology(model.graph)), std::move(device), options);
   for (const core::Value* v : model.graph.inputs) program->inputs.push_back(core::port_of(*v));
   for (const core::Value* v : model.graph.outputs) program->outputs.push_back(core::port_of(*v));
-  for (const core::Tensor& c : plan.constants)
-    program->constant_buffers.push_back(device->allocate(std::max<size_t>(c.nbytes(), 4), c.nbytes() ? c.raw() : nullptr));
   return program;
 }
 

@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/driver.h"
 #include "core/graph.h"
 #include "drivers/gpu/device_api.h"
+#include "drivers/gpu/kernel_variants.h"
 #include "drivers/gpu/network_plan.h"
 #include "drivers/gpu/topology.h"
 
@@ -29,12 +31,15 @@ struct PostOp {
   bool tensor_first = false;  // Binary: the other operand is on the left (Sub, Div, Pow)
 };
 
-// One launch of a kernel: its arguments as value ids, in kernel order.
+// One launch of a kernel, or a call of the device's GEMM library (then
+// `kernel` is empty and the arguments are a, b, c): its arguments as value
+// ids, in kernel order.
 struct Launch {
   std::string kernel;
   std::vector<std::string> args;
   size_t output_arg = 0;  // the argument it writes
   Range range;
+  std::optional<LibraryGemm> gemm;
 };
 
 struct ProgramNode {
@@ -42,6 +47,7 @@ struct ProgramNode {
   std::vector<PostOp> post_ops;
   std::string layout = "bfyx";  // plain row-major NCHW: the only layout the kernels take
   bool weights_transposed = false;  // MatMul: B is stored [N, K] (reordered once at compile time)
+  KernelVariant variant;            // Conv, MatMul: chosen by the tuner or by default
   std::vector<Launch> launches;     // set by kernel selection
 };
 
@@ -55,8 +61,9 @@ struct ProgramGraph {
 };
 
 struct BuildOptions {
-  bool optimize = true;       // fusion and weight reorder passes
+  bool optimize = true;       // fusion, weight reorder passes and tiled kernels
   size_t kernels_per_batch = 8;  // kernels compiled together in one device program
+  Tuning tuning = Tuning::Off;   // time candidate variants of the heavy nodes on the device
 };
 
 // The compiled program: plan, constants on the device, built executables.
@@ -75,8 +82,11 @@ namespace passes {
 void fold_channel_constants(ProgramGraph& g);
 // Moves single-use activations and elementwise ops into the node before them.
 void fuse_post_ops(ProgramGraph& g);
-// Stores constant MatMul weights transposed ([N, K]) so that each output
-// reads both operands contiguously.
+// Stores constant weights in the layout each node's kernel variant reads:
+// MatMul B transposed ([N, K]) for the plain kernel, so that each output reads
+// both operands contiguously, and as [K, N] for gemm.cl and the GEMM library;
+// convolution weights [GROUPS][ICG][KH][KW][OCG rounded up] for
+// conv_channel.cl.
 void reorder_weights(ProgramGraph& g);
 // Every node keeps the plain layout; recorded so that a device-specific
 // layout has a place to go.
@@ -87,11 +97,21 @@ void choose_layouts(ProgramGraph& g);
 // kernel they name (name → code), deduplicated by content.
 std::map<std::string, std::string> select_kernels(ProgramGraph& g, size_t max_work_group);
 
-// Builds a model's program on `device`: topology, passes, kernel selection,
-// batch compilation, memory plan. NOT_SUPPORTED naming the node when a node
-// cannot run.
+// Builds a model's program on `device`: topology, passes, variant choice
+// (tuning), kernel selection, batch compilation, memory plan. NOT_SUPPORTED
+// naming the node when a node cannot run.
 std::shared_ptr<CompiledProgram> build_program(const core::Model& model, std::shared_ptr<Device> device,
                                                const BuildOptions& options);
+// The same from the program nodes on (the ports are left empty): what a
+// benchmark or the tuner uses for a part of a model.
+std::shared_ptr<CompiledProgram> build_program(ProgramGraph g, std::shared_ptr<Device> device,
+                                               const BuildOptions& options);
+
+struct BuiltKernels;
+// A program from `g`, whose nodes have their launches, and `built`, which
+// holds every kernel they name: the plan, and the constants uploaded.
+std::shared_ptr<CompiledProgram> assemble_program(const ProgramGraph& g, std::shared_ptr<Device> device,
+                                                  const BuiltKernels& built);
 
 // Export and import (plan_codec.cpp): the plan, constants and program
 // binaries; import compiles no source.

@@ -19,16 +19,30 @@ import tempfile
 
 POST = {"POST_OPS(v, o)": "do { v = fmax((v), 0.0f); v = ((v) + p0[(o)]); } while (0)",
         "POST_ARGS": ", __global const float* p0"}
+# The same post-ops on a vector of VW consecutive outputs (tiled templates).
+VPOST = {"VPOST_OPS(v, o)": "do { v = fmax((v), 0.0f); v = ((v) + VLOADF(VW)(0, p0 + (o))); } while (0)"}
 IDX = "{ size_t t_ = o; size_t i_; i_ = t_ % 8UL; t_ /= 8UL; ia += i_ * 1UL; ib += i_ * 1UL; (void)t_; (void)i_; }"
 
 # Reference instantiation of each template (kernel file name -> defines).
 VARIANTS = {
-    "unary": {"TOTAL": "256UL", "UNARY_OP(v)": "act_sigmoid(v)", **POST},
+    "unary": {"TOTAL": "256UL", "UNARY_OP(v)": "(1.0f / (1.0f + exp(-(v))))", **POST},
     "binary": {"TOTAL": "256UL", "BINARY_OP(a, b)": "act_pow((a), (b))",
                "INDEX_AB": IDX, **POST},
     "conv": {"TOTAL": "1024UL", "OC": "4", "OH": "16", "OW": "16", "IC": "3", "IH": "16", "IW": "16",
              "OCG": "4", "ICG": "3", "KH": "3", "KW": "3", "SH": "1", "SW": "1", "DH": "1", "DW": "1",
              "PH": "1", "PW": "1", "BIAS_ARG": ", __global const float* bias", "BIAS_VALUE": "bias[oc]", **POST},
+    # Stride 2 with VW 8: the double-width load and its even lanes.
+    "conv_spatial": {"NB": "1", "OC": "8", "OH": "8", "OW": "8", "IC": "6", "IH": "16", "IW": "16",
+                     "OCG": "4", "ICG": "3", "KH": "3", "KW": "3", "SH": "2", "SW": "2", "DH": "1", "DW": "1",
+                     "PH": "1", "PW": "1", "VW": "8", "VW2": "16", "OCB": "4", "PV": "2",
+                     "BIAS_ARG": ", __global const float* bias", "BIAS_VALUE": "bias[oc]", **POST, **VPOST},
+    "conv_channel": {"NB": "1", "OC": "12", "OH": "16", "OW": "16", "IC": "3", "IH": "16", "IW": "16",
+                     "OCG": "12", "ICG": "3", "KH": "3", "KW": "3", "SH": "1", "SW": "1", "DH": "1", "DW": "1",
+                     "PH": "1", "PW": "1", "VW": "4", "VW2": "8", "OCB": "2", "PB": "4",
+                     "BIAS_ARG": ", __global const float* bias", "BIAS_VALUE": "bias[oc]", **POST},
+    "gemm": {"M": "10", "N": "40", "K": "16", "BATCH": "2", "VW": "8", "VW2": "16", "MB": "4", "NV": "2",
+             "INDEX_BATCH": "ib = bt;", "BIAS_ARG": ", __global const float* bias", "BIAS_VALUE": "bias[m]", **POST,
+             **VPOST},
     "matmul": {"TOTAL": "64UL", "M": "8", "N": "8", "K": "16", "B_TRANS": "1",
                "INDEX_BATCH": "{ size_t t_ = bt; (void)t_; }", **POST},
     "pool": {"TOTAL": "256UL", "OH": "8", "OW": "8", "IH": "16", "IW": "16", "KH": "2", "KW": "2",

@@ -1,5 +1,11 @@
 #include "drivers/opencl/cl_device.h"
 
+#include <algorithm>
+
+#if HETERO_HAVE_CLBLAST
+#include <clblast_c.h>
+#endif
+
 #include "core/error.h"
 
 namespace hetero::opencl {
@@ -115,9 +121,11 @@ std::vector<cl_event> wait_list(const std::vector<gpu::EventPtr>& deps) {
   return list;
 }
 
+// An in-order queue: commands run in the order they are enqueued, so that a
+// library call, which takes no wait list, still runs after what it reads.
 class ClQueue final : public gpu::Queue {
  public:
-  ClQueue(cl_context context, cl_device_id device) {
+  ClQueue(ClDevice& owner, cl_context context, cl_device_id device) : owner_(owner) {
     cl_int err = CL_SUCCESS;
     queue_ = clCreateCommandQueue(context, device, 0, &err);
     check(err, "clCreateCommandQueue");
@@ -153,6 +161,24 @@ class ClQueue final : public gpu::Queue {
           "clEnqueueNDRangeKernel(" + k.name() + ")");
     return std::make_shared<ClEvent>(e);
   }
+  gpu::EventPtr gemm(const gpu::LibraryGemm& call, gpu::Buffer& a, gpu::Buffer& b, gpu::Buffer& c,
+                     const std::vector<gpu::EventPtr>& deps) override {
+#if HETERO_HAVE_CLBLAST
+    (void)deps;  // the queue is in order
+    owner_.library_call(call);
+    cl_event e = nullptr;
+    const CLBlastStatusCode st = CLBlastSgemmStridedBatched(
+        CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, call.m, call.n, call.k, 1.0f,
+        static_cast<ClBuffer&>(a).mem(), 0, call.k, call.a_stride, static_cast<ClBuffer&>(b).mem(), 0, call.n,
+        call.b_stride, 0.0f, static_cast<ClBuffer&>(c).mem(), 0, call.n, call.c_stride, call.batch, &queue_, &e);
+    if (st != CLBlastSuccess)
+      fail(HETERO_DRIVER_ERROR, "CLBlastSgemmStridedBatched(" + std::to_string(call.m) + "x" + std::to_string(call.n) +
+                                    "x" + std::to_string(call.k) + "): CLBlast status " + std::to_string(st));
+    return std::make_shared<ClEvent>(e);
+#else
+    return gpu::Queue::gemm(call, a, b, c, deps);
+#endif
+  }
   void wait(const std::vector<gpu::EventPtr>& events) override {
     const auto list = wait_list(events);
     if (list.empty()) return;
@@ -160,6 +186,7 @@ class ClQueue final : public gpu::Queue {
   }
 
  private:
+  ClDevice& owner_;
   cl_command_queue queue_ = nullptr;
 };
 
@@ -196,6 +223,12 @@ std::vector<DeviceInfo> enumerate_devices(std::string& why) {
       clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof info.max_work_group, &info.max_work_group, nullptr);
       clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof info.global_mem, &info.global_mem, nullptr);
       if (info.max_work_group == 0) info.max_work_group = 1;
+      cl_device_type type = 0;
+      clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
+      info.cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+      cl_uint width = 0;
+      if (clGetDeviceInfo(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof width, &width, nullptr) == CL_SUCCESS && width)
+        info.vector_width = width;
       out.push_back(info);
     }
   }
@@ -264,6 +297,23 @@ std::unique_ptr<gpu::Kernel> ClDevice::kernel(const gpu::Executable& executable,
   return std::make_unique<ClKernel>(k, name);
 }
 
-std::unique_ptr<gpu::Queue> ClDevice::queue() { return std::make_unique<ClQueue>(context_, info_.id); }
+std::unique_ptr<gpu::Queue> ClDevice::queue() { return std::make_unique<ClQueue>(*this, context_, info_.id); }
+
+gpu::DeviceTraits ClDevice::traits() const {
+  gpu::DeviceTraits t;
+  t.cpu = info_.cpu;
+  t.vector_width = info_.vector_width;
+#if HETERO_HAVE_CLBLAST
+  t.library_gemm = true;
+#endif
+  return t;
+}
+
+void ClDevice::library_call(const gpu::LibraryGemm& call) {
+  std::lock_guard lock(library_mutex_);
+  if (std::find(library_shapes_.begin(), library_shapes_.end(), call) != library_shapes_.end()) return;
+  library_shapes_.push_back(call);
+  ++source_builds_;
+}
 
 }  // namespace hetero::opencl

@@ -29,6 +29,8 @@ struct DeviceInfo {
   bool fp16 = false;         // cl_khr_fp16
   size_t max_work_group = 1;
   uint64_t global_mem = 0;
+  bool cpu = false;             // CL_DEVICE_TYPE_CPU (PoCL)
+  uint32_t vector_width = 4;    // CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
 };
 
 // Every device of every platform, in platform order; empty with `why` set
@@ -41,12 +43,17 @@ class ClDevice final : public gpu::Device {
   ~ClDevice() override;
   std::string name() const override { return name_; }
   size_t max_work_group_size() const override { return info_.max_work_group; }
+  gpu::DeviceTraits traits() const override;
   std::shared_ptr<gpu::Buffer> allocate(size_t bytes, const void* init) override;
   std::shared_ptr<gpu::Executable> build(const std::string& source, const std::string& options) override;
   std::shared_ptr<gpu::Executable> load(std::span<const uint8_t> binary, const std::string& options) override;
   std::unique_ptr<gpu::Kernel> kernel(const gpu::Executable& executable, const std::string& name) override;
   std::unique_ptr<gpu::Queue> queue() override;
   uint64_t source_builds() const override { return source_builds_.load(); }
+  // A GEMM library call of this shape is about to run: the library builds its
+  // kernels from source at its first call of a shape in the process (counted
+  // as a source build, once per shape).
+  void library_call(const gpu::LibraryGemm& call);
 
  private:
   std::shared_ptr<gpu::Executable> finish_build(cl_program program, const std::string& options, const char* what);
@@ -54,6 +61,8 @@ class ClDevice final : public gpu::Device {
   std::string name_;
   cl_context context_ = nullptr;
   std::atomic<uint64_t> source_builds_{0};
+  std::mutex library_mutex_;
+  std::vector<gpu::LibraryGemm> library_shapes_;  // the shapes called so far
 };
 
 }  // namespace hetero::opencl

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // heterod against ONNX Runtime on the real models of tests/models/model_set.js,
 // side by side. For each model, rounds alternate between
-//   hetero bench MODEL --device CPU --shape NAME=DIMS --warmup W --iterations N --json
-// and ONNX Runtime (onnxruntime-node, intraOpNumThreads 2, interOpNumThreads 1)
+//   hetero bench MODEL --device D --shape NAME=DIMS --warmup W --iterations N --json
+// for each device D given (CPU by default; --device again adds a row, so that
+// OPENCL stands next to CPU) and ONNX Runtime (onnxruntime-node, intraOpNumThreads 2, interOpNumThreads 1)
 // doing the same warm-up and iterations on the same input shape, each run()
 // timed with process.hrtime. A streaming model (STREAMING: Silero VAD) is
 // timed on one call, one 32 ms chunk of speech with the state inputs and
@@ -24,8 +25,13 @@
 // machine).
 //
 //   node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W]
-//                        [--device D] [--only NAME] [--json] [--quantizer PATH --int8-dir DIR]
+//                        [--device D]... [--only NAME] [--json] [--quantizer PATH --int8-dir DIR]
 //                        [--no-spin]
+//
+// hetero bench keeps each device's compiled model in a temporary --cache-dir:
+// the first round compiles (and tunes, on a GPU), the others import the blob,
+// which neither compiles kernels nor tunes. A device that cannot run a model
+// whole shows why instead of a figure (HETERO:OPENCL,CPU runs it split).
 //
 // The reported figure of each side is the median over rounds of each round's
 // median latency; min and max of the round medians show the spread.
@@ -42,13 +48,13 @@ const { INT8_MODELS, int8Model } = require('../models/int8_models.js');
 
 function usage(why) {
   console.error(`bench_models: ${why}\n` +
-    'usage: node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W] [--device D] [--only NAME] [--json]\n' +
+    'usage: node bench_models.js [--hetero PATH] [--rounds R] [--iterations N] [--warmup W] [--device D]... [--only NAME] [--json]\n' +
     '                            [--quantizer PATH --int8-dir DIR] [--no-spin]');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const o = { hetero: process.env.HETERO_BIN || '', rounds: 3, iterations: 20, warmup: 3, device: 'CPU', only: '', json: false,
+  const o = { hetero: process.env.HETERO_BIN || '', rounds: 3, iterations: 20, warmup: 3, devices: [], only: '', json: false,
     quantizer: '', int8Dir: '', noSpin: false };
   const int = (flag, text, min) => {
     const v = Number(text);
@@ -65,7 +71,7 @@ function parseArgs(argv) {
     else if (a === '--rounds') o.rounds = int(a, value(), 1);
     else if (a === '--iterations') o.iterations = int(a, value(), 1);
     else if (a === '--warmup') o.warmup = int(a, value(), 0);
-    else if (a === '--device') o.device = value();
+    else if (a === '--device') o.devices.push(value());
     else if (a === '--only') o.only = value();
     else if (a === '--json') o.json = true;
     else if (a === '--quantizer') o.quantizer = value();
@@ -73,6 +79,7 @@ function parseArgs(argv) {
     else if (a === '--no-spin') o.noSpin = true;
     else usage(`unknown argument ${a}`);
   }
+  if (!o.devices.length) o.devices.push('CPU');
   if (!o.hetero) usage('no hetero executable given (--hetero or $HETERO_BIN)');
   if (!fs.existsSync(o.hetero)) usage(`${o.hetero} does not exist`);
   if (o.quantizer && !o.int8Dir) usage('--quantizer needs --int8-dir');
@@ -86,9 +93,9 @@ function median(values) {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-// One `hetero bench` run; its median latency in ms.
-function heteroRound(inputArgs, file, o) {
-  const args = ['bench', file, '--device', o.device, ...inputArgs];
+// One `hetero bench` run on `device`; its median latency in ms.
+function heteroRound(inputArgs, file, device, o) {
+  const args = ['bench', file, '--device', device, '--cache-dir', o.cacheDir, ...inputArgs];
   args.push('--warmup', String(o.warmup), '--iterations', String(o.iterations), '--json');
   const env = o.noSpin ? { ...process.env, OMP_WAIT_POLICY: 'passive' } : process.env;
   const r = spawnSync(o.hetero, args, { encoding: 'utf8', timeout: 600e3, env });
@@ -164,58 +171,63 @@ async function benchModel(model, o, ctx, dir) {
       graphOptimizationLevel: 'all',
       ...(o.noSpin ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
     });
-    v.hetero = [];
+    v.hetero = Object.fromEntries(o.devices.map((d) => [d, []]));
+    v.failed = {};  // device: why it cannot run the file
     v.ort = [];
   }
   for (let r = 0; r < o.rounds; ++r) {
     for (const v of variants) {
-      v.hetero.push(heteroRound(args, v.file, o));
+      for (const d of o.devices) {
+        if (v.failed[d]) continue;
+        try {
+          v.hetero[d].push(heteroRound(args, v.file, d, o));
+        } catch (e) {
+          v.failed[d] = e.message;
+        }
+      }
       v.ort.push(await ortRound(v.session, feeds, o));
       if (!o.json) {
+        const figures = o.devices.map((d) => `${d} ${v.failed[d] ? 'error' : v.hetero[d][r].toFixed(2) + ' ms'}`);
         process.stderr.write(`  ${model.name} ${v.precision} round ${r + 1}/${o.rounds}: ` +
-          `heterod ${v.hetero[r].toFixed(2)} ms, ORT ${v.ort[r].toFixed(2)} ms\n`);
+          `heterod ${figures.join(', ')}; ORT ${v.ort[r].toFixed(2)} ms\n`);
       }
     }
   }
-  return variants.map((v) => {
-    const h = summary(v.hetero);
+  return variants.flatMap((v) => o.devices.map((d) => {
     const t = summary(v.ort);
-    return {
-      model: model.name,
-      precision: v.precision,
-      input: label,
-      heterod: h,
-      onnxruntime: t,
-      ratio: h.median_ms / t.median_ms,
-    };
-  });
+    const row = { model: model.name, precision: v.precision, device: d, input: label };
+    if (v.failed[d]) return { ...row, error: v.failed[d] };
+    const h = summary(v.hetero[d]);
+    return { ...row, heterod: h, onnxruntime: t, ratio: h.median_ms / t.median_ms };
+  }));
 }
 
 function printTable(results, o) {
-  const rows = [['model', 'precision', 'input', 'heterod median ms', 'ORT median ms', 'heterod/ORT', 'int8/fp32 heterod',
-    'int8/fp32 ORT']];
-  const float32 = (r) => results.find((x) => x.model === r.model && x.precision === 'float32' && !x.error);
+  const rows = [['model', 'precision', 'device', 'input', 'heterod median ms', 'ORT median ms', 'heterod/ORT',
+    'int8/fp32 heterod', 'int8/fp32 ORT']];
+  const float32 = (r) =>
+    results.find((x) => x.model === r.model && x.device === r.device && x.precision === 'float32' && !x.error);
   for (const r of results) {
     if (r.error) {
-      rows.push([r.model, r.precision || '', r.input || '', 'error', '', '', '', '']);
+      rows.push([r.model, r.precision || '', r.device || '', r.input || '', 'error', '', '', '', '']);
       continue;
     }
     const range = (s) => `${s.median_ms.toFixed(2)} (${s.min_ms.toFixed(2)}-${s.max_ms.toFixed(2)})`;
     const f = r.precision === 'int8' ? float32(r) : null;
     const versus = (side) => (f ? (r[side].median_ms / f[side].median_ms).toFixed(2) : '');
-    rows.push([r.model, r.precision, r.input, range(r.heterod), range(r.onnxruntime), r.ratio.toFixed(2),
+    rows.push([r.model, r.precision, r.device, r.input, range(r.heterod), range(r.onnxruntime), r.ratio.toFixed(2),
       versus('heterod'), versus('onnxruntime')]);
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
-  const line = (row) => row.map((cell, c) => (c >= 3 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ');
+  const line = (row) => row.map((cell, c) => (c >= 4 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ');
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows.slice(1)) console.log(line(row));
-  console.log(`\n${o.rounds} rounds x ${o.iterations} iterations (+${o.warmup} warm-up) per side on ${o.device}` +
+  console.log(`\n${o.rounds} rounds x ${o.iterations} iterations (+${o.warmup} warm-up) per side on ${o.devices.join(', ')}` +
     `${o.noSpin ? ', idle threads sleeping (--no-spin)' : ''}; ` +
     'figures are medians of round medians (min-max of round medians); heterod/ORT < 1 means heterod is faster; ' +
     'int8/fp32 < 1 means that side runs the int8 file faster than the float32 one.');
-  for (const r of results) if (r.error) console.log(`${r.model}: ${r.error}`);
+  for (const r of results) if (r.error) console.log(`${r.model}${r.device ? ' on ' + r.device : ''}: ${r.error.split('\n')[0].slice(0, 300)}`);
 }
 
 async function main() {
@@ -226,6 +238,7 @@ async function main() {
   const ctx = { ort, cache };
   const results = [];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hetero-bench-'));
+  o.cacheDir = path.join(dir, 'cache');
   try {
     for (const model of [...MODELS, ...STREAMING]) {
       if (o.only && model.name !== o.only) continue;
@@ -238,7 +251,7 @@ async function main() {
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
-  if (o.json) console.log(JSON.stringify({ rounds: o.rounds, iterations: o.iterations, warmup: o.warmup, device: o.device, results }, null, 2));
+  if (o.json) console.log(JSON.stringify({ rounds: o.rounds, iterations: o.iterations, warmup: o.warmup, devices: o.devices, results }, null, 2));
   else printTable(results, o);
   process.exit(results.some((r) => r.error) ? 1 : 0);
 }

@@ -43,11 +43,11 @@ Config DeviceCase::compile_config_with(const Config& config) const {
 const std::vector<DeviceCase>& device_cases() {
   static const std::vector<DeviceCase> cases = [] {
     const std::vector<std::string> cpu_keys = {"optimize", "ops", "num_threads", "device_count"};
-    const std::vector<std::string> gpu_keys = {"optimize", "ops", "kernels_per_batch"};
+    const std::vector<std::string> gpu_keys = {"optimize", "ops", "kernels_per_batch", "tuning"};
     const std::vector<std::pair<std::string, std::string>> cpu_bad = {
         {"optimize", "maybe"}, {"num_threads", "x"}, {"num_threads", "-1"}, {"device_count", "0"}};
     const std::vector<std::pair<std::string, std::string>> gpu_bad = {
-        {"optimize", "maybe"}, {"kernels_per_batch", "0"}, {"kernels_per_batch", "x"}};
+        {"optimize", "maybe"}, {"kernels_per_batch", "0"}, {"kernels_per_batch", "x"}, {"tuning", "maybe"}};
     const Config two_cpus = {{"CPU.device_count", "2"}};
     DeviceCase cpu{.device = "CPU", .config_keys = cpu_keys, .bad_values = cpu_bad};
     DeviceCase cpu1{.device = "CPU.1", .core_config = two_cpus, .config_keys = cpu_keys, .bad_values = cpu_bad};

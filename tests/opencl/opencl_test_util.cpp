@@ -72,10 +72,15 @@ void expect_same_as_cpu(const std::string& text, const std::vector<core::Tensor>
   } catch (const std::exception& e) {
     FAIL() << e.what() << "\n" << text;
   }
-  ASSERT_EQ(want.size(), got.size());
+  EXPECT_TRUE(same_values(want, got)) << text.substr(0, 2000);
+}
+
+::testing::AssertionResult same_values(const std::vector<core::Tensor>& want, const std::vector<core::Tensor>& got) {
+  if (want.size() != got.size())
+    return ::testing::AssertionFailure() << want.size() << " outputs expected, " << got.size() << " given";
   for (size_t k = 0; k < want.size(); ++k) {
-    ASSERT_EQ(want[k].shape(), got[k].shape()) << "output " << k;
-    ASSERT_EQ(want[k].dtype(), got[k].dtype()) << "output " << k;
+    if (want[k].shape() != got[k].shape() || want[k].dtype() != got[k].dtype())
+      return ::testing::AssertionFailure() << "output " << k << " differs in shape or type";
     size_t bad = 0, worst = 0;
     double worst_err = 0;
     for (size_t i = 0; i < want[k].numel(); ++i) {
@@ -87,10 +92,12 @@ void expect_same_as_cpu(const std::string& text, const std::vector<core::Tensor>
         ++bad;
       }
     }
-    EXPECT_EQ(bad, 0u) << "output " << k << ": " << bad << " of " << want[k].numel() << " elements differ; worst at "
-                       << worst << ": CPU " << want[k].as_double(worst) << ", OPENCL " << got[k].as_double(worst)
-                       << "\n" << text.substr(0, 2000);
+    if (bad)
+      return ::testing::AssertionFailure() << "output " << k << ": " << bad << " of " << want[k].numel()
+                                           << " elements differ; worst at " << worst << ": CPU "
+                                           << want[k].as_double(worst) << ", OPENCL " << got[k].as_double(worst);
   }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace hetero::test

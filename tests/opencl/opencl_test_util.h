@@ -32,6 +32,10 @@ std::unique_ptr<core::Model> model(const std::string& text);
 std::vector<core::Tensor> run_on(const core::Model& model, const std::string& device,
                                  const std::vector<core::Tensor>& inputs, const driver::Config& config = {});
 
+// Equal shapes and types, values within rtol 1e-3 / atol 1e-4 (NaN where
+// `want` has NaN); the failure names the worst element.
+::testing::AssertionResult same_values(const std::vector<core::Tensor>& want, const std::vector<core::Tensor>& got);
+
 // Runs `text` on CPU and on OPENCL with `inputs` and expects equal outputs
 // within rtol 1e-3 / atol 1e-4; `what` names the case in failures.
 void expect_same_as_cpu(const std::string& text, const std::vector<core::Tensor>& inputs, const std::string& what,

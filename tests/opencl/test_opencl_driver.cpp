@@ -50,6 +50,20 @@ TEST(OpenClDriver, PoclWithItsOwnMetrics) {
   EXPECT_NE(rt.metric("OPENCL", "SUPPORTED_PROPERTIES").find("KERNEL_SOURCE_BUILDS"), std::string::npos);
 }
 
+// The tuning key (the rest of the config: tests/driver_contract).
+TEST(OpenClDriver, TuningIsOffFastOrFull) {
+  REQUIRE_OPENCL();
+  driver::Driver* d = runtime().registry().find("OPENCL");
+  EXPECT_EQ(d->get_config("tuning"), "fast");
+  try {
+    d->set_config({{"tuning", "maybe"}});
+    ADD_FAILURE() << "accepted tuning=maybe";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("off, fast or full"), std::string::npos) << e.what();
+  }
+}
+
 // The ops and types it has no kernels for (Gather, int64) are named.
 TEST(OpenClDriver, QueryNamesWhatItsKernelsLack) {
   REQUIRE_OPENCL();
@@ -72,6 +86,69 @@ TEST(OpenClDriver, PpOcrClsShapedCnnMatchesCpu) {
   std::mt19937 rng(3);
   const std::vector<core::Tensor> in = {random_tensor({1, 3, 16, 16}, rng)};
   expect_same_as_cpu(small_cnn(), in, "small CNN");
+}
+
+// Convolutions heavy enough for the tuner (over a million FLOPs each), of
+// shapes no other test uses: the process's tuning cache has not seen them.
+std::string tunable_cnn(int64_t width) {
+  std::mt19937 rng(43);
+  const std::string w = std::to_string(width);
+  return std::string("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                     "g (float[1,8,20,") + w + "] x) => (float[1,24,20," + w + "] y) <" +
+         initializer("w1", {16, 8, 3, 3}, rng) + ", " + initializer("b1", {16}, rng) + ", " +
+         initializer("w2", {24, 16, 1, 1}, rng) + "> {\n"
+         "c = Conv <pads = [1,1,1,1]>(x, w1, b1)\nr = Relu(c)\ny = Conv(r, w2)\n}\n";
+}
+
+TEST(OpenClDriver, TuningIsPaidOnceAndImportedBlobsNeitherBuildNorTune) {
+  REQUIRE_OPENCL();
+  core::Runtime& rt = runtime();
+  auto metric = [&](const char* name) { return std::stoull(rt.metric("OPENCL", name)); };
+  auto m = model(tunable_cnn(97));
+  std::mt19937 rng(8);
+  const core::Tensor x = random_tensor({1, 8, 20, 97}, rng);
+  auto run = [&](driver::CompiledModel& c) {
+    auto r = c.create_infer_request();
+    r->set_input(0, x);
+    r->infer();
+    return r->output(0);
+  };
+
+  const uint64_t runs_before = metric("KERNEL_TUNING_RUNS");
+  auto compiled = rt.compile(*m, "OPENCL", {{"tuning", "fast"}});
+  const uint64_t runs_after = metric("KERNEL_TUNING_RUNS");
+  EXPECT_GE(runs_after, runs_before + 4) << "two heavy convolutions, a few candidates each";
+  // The same shapes again: the process remembers its choices.
+  auto again = rt.compile(*m, "OPENCL", {{"tuning", "fast"}});
+  EXPECT_EQ(metric("KERNEL_TUNING_RUNS"), runs_after) << "a repeated shape was tuned again";
+
+  const std::vector<uint8_t> blob = rt.export_blob(*compiled, {});
+  const uint64_t builds = metric("KERNEL_SOURCE_BUILDS");
+  auto imported = rt.import_blob(blob);
+  const core::Tensor a = run(*compiled), b = run(*imported);
+  EXPECT_EQ(metric("KERNEL_SOURCE_BUILDS"), builds) << "an imported blob built kernel source";
+  EXPECT_EQ(metric("KERNEL_TUNING_RUNS"), runs_after) << "an imported blob was tuned";
+  ASSERT_EQ(a.shape(), b.shape());
+  for (size_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << i;
+  expect_same_as_cpu(tunable_cnn(97), {x}, "tuned");
+}
+
+TEST(OpenClDriver, TuningOffCompilesWithoutTiming) {
+  REQUIRE_OPENCL();
+  core::Runtime& rt = runtime();
+  auto metric = [&](const char* name) { return std::stoull(rt.metric("OPENCL", name)); };
+  EXPECT_NE(rt.metric("OPENCL", "SUPPORTED_PROPERTIES").find("KERNEL_TUNING_RUNS"), std::string::npos);
+  const uint64_t runs = metric("KERNEL_TUNING_RUNS");
+  std::mt19937 rng(9);
+  // The same results with every level (each picks its own variants).
+  expect_same_as_cpu(tunable_cnn(89), {random_tensor({1, 8, 20, 89}, rng)}, "tuning=off", {{"tuning", "off"}});
+  EXPECT_EQ(metric("KERNEL_TUNING_RUNS"), runs) << "tuning=off timed kernels";
+  // As the driver's config too.
+  driver::Driver* d = rt.registry().find("OPENCL");
+  d->set_config({{"tuning", "off"}});
+  rt.compile(*model(tunable_cnn(83)), "OPENCL");
+  d->set_config({{"tuning", "fast"}});
+  EXPECT_EQ(metric("KERNEL_TUNING_RUNS"), runs) << "tuning=off (driver config) timed kernels";
 }
 
 TEST(OpenClDriver, ImportedBlobCompilesNoKernelSource) {

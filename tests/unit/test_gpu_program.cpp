@@ -8,8 +8,11 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/ports.h"
+#include "drivers/gpu/kernels_cache.h"
 #include "drivers/gpu/memory_pool.h"
 #include "drivers/gpu/program.h"
+#include "drivers/gpu/tuner.h"
 #include "tests/unit/model_text.h"
 
 namespace hetero::gpu {
@@ -144,6 +147,99 @@ TEST(GpuProgram, DamagedBlobsAreErrorsNeverCrashes) {
       EXPECT_TRUE(e.status() == HETERO_BLOB_CORRUPT || e.status() == HETERO_INVALID_ARGUMENT ||
                   e.status() == HETERO_OUT_OF_MEMORY)
           << e.what();
+    }
+  }
+}
+
+// A model whose convolution is heavy enough to tune (2 x 16 x 32 x 32 x
+// 8 x 9 FLOPs) and whose MatMul is a library call's shape.
+std::string heavy_model() {
+  std::string w = "float[16,8,3,3] w = {";
+  for (int i = 0; i < 16 * 8 * 9; ++i) {
+    if (i) w += ',';
+    w += std::to_string((i % 7) * 0.1);
+  }
+  return R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,8,32,32] x, float[1,16,32,8] m) => (float[1,16,32,8] y) <)" + w + R"(}> {
+  c = Conv <pads = [1,1,1,1]>(x, w)
+  y = MatMul(c, m)
+}
+)";
+}
+
+TEST(GpuProgram, TuningChoicesTravelInBlobsAndSeedTheCache) {
+  auto model = test::model_from_text(heavy_model().c_str());
+  auto device = std::make_shared<FakeDevice>();
+  // Untuned: every Conv and MatMul shape has its default, recorded as such.
+  auto untuned = build_program(*model, device, {});
+  ASSERT_EQ(untuned->plan.tuning.size(), 2u);
+  for (const TuningRecord& r : untuned->plan.tuning) EXPECT_EQ(r.level, 0) << r.key;
+  const TuningRecord& conv = untuned->plan.tuning[0].key.rfind("conv", 0) == 0 ? untuned->plan.tuning[0] : untuned->plan.tuning[1];
+
+  // A blob's choice seeds the process's cache for its device: compiling the
+  // same shape then takes it without timing anything (this device cannot
+  // time: its queue is null).
+  const std::string chosen = "channel vw4 r2 c3 l0x0x0";
+  remember_choices(device->name(), {{conv.key, chosen, static_cast<uint8_t>(Tuning::Fast)}});
+  BuildOptions fast;
+  fast.tuning = Tuning::Fast;
+  auto tuned = build_program(*model, device, fast);
+  bool found = false;
+  for (const TuningRecord& r : tuned->plan.tuning)
+    if (r.key == conv.key) {
+      EXPECT_EQ(r.variant, chosen);
+      EXPECT_EQ(r.level, static_cast<uint8_t>(Tuning::Fast));
+      found = true;
+    }
+  EXPECT_TRUE(found);
+  EXPECT_EQ(tuning_runs(device->name()), 0u);
+  // The records survive export and import.
+  EXPECT_EQ(import_program(export_program(*tuned), device)->plan.tuning, tuned->plan.tuning);
+}
+
+TEST(GpuProgram, LibraryCallsPastTheirBuffersAreCorruptBlobs) {
+  class LibraryDevice final : public Device {
+   public:
+    std::string name() const override { return "FAKE-LIBRARY"; }
+    size_t max_work_group_size() const override { return 256; }
+    DeviceTraits traits() const override { return {false, 4, true}; }
+    std::shared_ptr<Buffer> allocate(size_t bytes, const void*) override { return std::make_shared<FakeBuffer>(bytes); }
+    std::shared_ptr<Executable> build(const std::string& s, const std::string&) override {
+      return std::make_shared<FakeExecutable>(std::vector<uint8_t>(s.begin(), s.end()));
+    }
+    std::shared_ptr<Executable> load(std::span<const uint8_t> b, const std::string&) override {
+      return std::make_shared<FakeExecutable>(std::vector<uint8_t>(b.begin(), b.end()));
+    }
+    std::unique_ptr<Kernel> kernel(const Executable&, const std::string&) override { return std::make_unique<FakeKernel>(); }
+    std::unique_ptr<Queue> queue() override { return nullptr; }
+    uint64_t source_builds() const override { return 0; }
+  };
+  auto device = std::make_shared<LibraryDevice>();
+  auto model = test::model_from_text(heavy_model().c_str());
+  ProgramGraph g = init_program(build_topology(model->graph));
+  for (ProgramNode& n : g.nodes)
+    if (has_variants(n))
+      n.variant = n.prim.kind == PrimKind::MatMul ? KernelVariant{KernelVariant::Kind::Library} : default_variant(n, g, {});
+  passes::reorder_weights(g);
+  BuiltKernels built = build_kernels(*device, select_kernels(g, 256), 8, 1);
+  auto program = assemble_program(g, device, built);
+  for (const core::Value* v : model->graph.inputs) program->inputs.push_back(core::port_of(*v));
+  for (const core::Value* v : model->graph.outputs) program->outputs.push_back(core::port_of(*v));
+  size_t library_steps = 0;
+  for (const Step& s : program->plan.steps) library_steps += s.gemm.has_value();
+  ASSERT_EQ(library_steps, 1u);
+  EXPECT_NO_THROW(import_program(export_program(*program), device));
+  for (auto harm : {+[](LibraryGemm& g) { g.m *= 2; }, +[](LibraryGemm& g) { g.batch *= 2; },
+                    +[](LibraryGemm& g) { g.c_stride = uint64_t(1) << 62; }}) {
+    auto bad = std::make_shared<CompiledProgram>(*program);
+    for (Step& s : bad->plan.steps)
+      if (s.gemm) harm(*s.gemm);
+    try {
+      import_program(export_program(*bad), device);
+      ADD_FAILURE() << "a library call past its buffers was imported";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), HETERO_BLOB_CORRUPT) << e.what();
+      EXPECT_NE(std::string(e.what()).find("library call"), std::string::npos) << e.what();
     }
   }
 }
