@@ -1,8 +1,8 @@
 """The installed python3-heterod, as a user of the packages runs it.
 
   query_installed.py in-process MODEL IMAGE.npy OUT.npy
-      libhetero0 alone: the demo model compiled and run in this process on the
-      CPU (the driver libhetero0 ships); writes its output.
+      libhetero0 alone: its CPU driver, and no other, found; the demo model
+      compiled and run in this process on the CPU; writes its output.
   query_installed.py daemon SOCKET IMAGE.npy OUT.npy
       the installed heterod: the demo model it serves, run through it.
 
@@ -40,8 +40,10 @@ def main() -> int:
         with heterod.Core() as core:
             names = [device.name for device in core.devices]
             print(f"in process: devices {names}, library {loaded_libhetero()}")
-            if "CPU" not in names:
-                print("libhetero0 alone has no CPU device")
+            # Only libhetero0's own driver: no other package's, and none of
+            # the build tree it came from.
+            if names != ["CPU"]:
+                print("libhetero0 alone should have the CPU device and no other")
                 return 1
             compiled = core.compile_model(target, device="CPU", shapes={"image": image.shape})
             result = compiled.infer({"image": image})["probabilities"]
