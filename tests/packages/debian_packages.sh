@@ -106,7 +106,7 @@ for deb in *.deb; do
     "$(dpkg-deb -f "$deb" Installed-Size)"
 done
 for p in "${packages[@]}"; do
-  check "package $p built" compgen -G "${p}_*.deb"
+  check "package $p built" test -n "$(compgen -G "${p}_*.deb")"
 done
 
 # --- lintian: errors fail, warnings are listed -----------------------------
