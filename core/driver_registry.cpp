@@ -79,13 +79,11 @@ std::vector<std::string> driver_search_path(const std::string& configured) {
   std::vector<std::string> path;
   split_path(configured, path);
   if (const char* env = std::getenv("HETERO_DRIVER_PATH")) split_path(env, path);
-  if (running_from_build_tree()) {
-    add_build_dirs(path);
-    path.push_back(HETERO_DRIVER_INSTALL_DIR);
-  } else {
-    path.push_back(HETERO_DRIVER_INSTALL_DIR);
-    add_build_dirs(path);
-  }
+  // The build directory is a path of the machine that built this core: on a
+  // box the core was installed on (a Debian package) it may hold anything,
+  // or another build's modules, and must not be searched.
+  if (running_from_build_tree()) add_build_dirs(path);
+  path.push_back(HETERO_DRIVER_INSTALL_DIR);
   return path;
 }
 

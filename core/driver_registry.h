@@ -27,8 +27,9 @@ struct DriverFailure {
 };
 
 // The directories searched, in order: `configured` (colon-separated), then
-// $HETERO_DRIVER_PATH, then the install directory and the build tree (the
-// build tree first when this library itself runs from the build tree).
+// $HETERO_DRIVER_PATH, then the install directory; a core that runs from its
+// build tree searches that tree's modules before the install directory, an
+// installed one never searches the directory it was built in.
 std::vector<std::string> driver_search_path(const std::string& configured);
 
 class DriverRegistry {
