@@ -174,6 +174,13 @@ hetero_status hetero_infer_request_wait(hetero_infer_request_t* request) {
   });
 }
 
+hetero_status hetero_infer_request_cancel(hetero_infer_request_t* request) {
+  return guard([&] {
+    require(request, "hetero_infer_request_cancel", "request");
+    request->impl->cancel();
+  });
+}
+
 hetero_status hetero_infer_request_release(hetero_infer_request_t* request) {
   return guard([&] {
     if (!request) return;

@@ -86,6 +86,8 @@ class InferRequestImpl {
   // `done` runs once, on another thread, with null or the failure.
   virtual void start_async(std::function<void(std::exception_ptr)> done) = 0;
   virtual void wait() = 0;
+  // Asks the running inference to stop (hetero_infer_request_cancel).
+  virtual void cancel() = 0;
 };
 
 class CompiledModelImpl {

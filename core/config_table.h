@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/driver.h"
+#include "core/priority.h"
 
 namespace hetero::core {
 
@@ -59,12 +60,13 @@ ConfigKey<Options> int_key(std::string name, int Options::*field, int default_va
 }
 
 template <typename Options>
-ConfigKey<Options> bool_key(std::string name, bool Options::*field, bool default_value, std::string help) {
+ConfigKey<Options> bool_key(std::string name, bool Options::*field, bool default_value, std::string help,
+                            ConfigScope scope = ConfigScope::Any) {
   return {std::move(name),
           "true or false",
           default_value ? "true" : "false",
           std::move(help),
-          ConfigScope::Any,
+          scope,
           [=](Options& o, const std::string& v) { return parse_config_bool(v, o.*field); },
           [=](const Options& o) { return std::string(o.*field ? "true" : "false"); }};
 }
@@ -83,6 +85,38 @@ ConfigKey<Options> list_key(std::string name, std::vector<std::string> Options::
             return true;
           },
           [=](const Options& o) { return print_config_list(o.*field); }};
+}
+
+// One word of `choices`, stored as the word.
+template <typename Options>
+ConfigKey<Options> choice_key(std::string name, std::string Options::*field, std::vector<std::string> choices,
+                              std::string default_value, std::string help, ConfigScope scope = ConfigScope::Any) {
+  std::string kind;
+  for (const std::string& c : choices) kind += (kind.empty() ? "" : " or ") + c;
+  return {std::move(name),
+          std::move(kind),
+          std::move(default_value),
+          std::move(help),
+          scope,
+          [=](Options& o, const std::string& v) {
+            for (const std::string& c : choices)
+              if (v == c) return (o.*field = v, true);
+            return false;
+          },
+          [=](const Options& o) { return o.*field; }};
+}
+
+// The "priority" key every driver has (core/priority.h): how a compiled
+// model's inferences rank against other models' on the same device.
+template <typename Options>
+ConfigKey<Options> priority_key(Priority Options::*field, std::string more_help = "") {
+  return {"priority",
+          "realtime, normal or background",
+          "normal",
+          "how this model's inferences rank against other models' on the device" + more_help,
+          ConfigScope::Any,
+          [=](Options& o, const std::string& v) { return parse_priority(v, o.*field); },
+          [=](const Options& o) { return std::string(priority_name(o.*field)); }};
 }
 
 // The "ops" key every driver has: the op types its devices may run, empty

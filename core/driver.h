@@ -56,6 +56,8 @@ inline constexpr const char* kMetricFullDeviceName = "FULL_DEVICE_NAME";
 inline constexpr const char* kMetricSupportedProperties = "SUPPORTED_PROPERTIES";
 inline constexpr const char* kMetricOptimizationCapabilities = "OPTIMIZATION_CAPABILITIES";
 inline constexpr const char* kMetricRangeForAsyncInferRequests = "RANGE_FOR_ASYNC_INFER_REQUESTS";
+// How many infer requests keep the device busy without queueing.
+inline constexpr const char* kMetricOptimalNumberOfInferRequests = "OPTIMAL_NUMBER_OF_INFER_REQUESTS";
 
 // Name, element type and (possibly dynamic) shape of a model input or output.
 struct Port {
@@ -94,6 +96,11 @@ class InferRequest {
   virtual void start_async(std::function<void(std::exception_ptr)> done) = 0;
   // Blocks until the inference started by start_async() has finished.
   virtual void wait() = 0;
+  // Asks the inference running, if any, to stop where it can (the CPU
+  // between two nodes); it then fails with CANCELLED. Returns at once; a
+  // request with nothing running is left as it is, and any request is
+  // usable again once its inference has ended.
+  virtual void cancel() = 0;
 };
 
 class CompiledModel {

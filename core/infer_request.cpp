@@ -109,6 +109,11 @@ class StepInferRequest final : public driver::InferRequest {
     cv_.wait(lock, [&] { return !busy_; });
   }
 
+  void cancel() override {
+    std::lock_guard lock(mutex_);
+    if (last_ == Last::Running) step_->request_cancel();
+  }
+
  private:
   // Marks the request busy with an inference on the bound inputs, which it
   // returns. A synchronous inference checks that all are set here, leaving
@@ -120,6 +125,7 @@ class StepInferRequest final : public driver::InferRequest {
     busy_ = true;
     last_ = Last::Running;
     done_ = std::move(done);
+    step_->clear_cancel();
     return inputs_;
   }
 
@@ -142,6 +148,7 @@ class StepInferRequest final : public driver::InferRequest {
       error = std::make_exception_ptr(
           Error(HETERO_DRIVER_ERROR, "the driver returned " + count_of(outputs.size(), "output") +
                                          " for a model with " + count_of(step_->outputs().size(), "output")));
+    // A cancel that came too late to stop the inference does not undo it.
     std::function<void(std::exception_ptr)> done;
     {
       std::lock_guard lock(mutex_);
@@ -191,6 +198,8 @@ class StepInferRequest final : public driver::InferRequest {
 };
 
 }  // namespace
+
+void fail_cancelled() { fail(HETERO_CANCELLED, "the inference was cancelled"); }
 
 std::unique_ptr<driver::InferRequest> make_infer_request(std::unique_ptr<InferStep> step) {
   return std::make_unique<StepInferRequest>(std::move(step));

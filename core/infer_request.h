@@ -5,6 +5,7 @@
 // inferences. A driver supplies only its run step.
 #pragma once
 
+#include <atomic>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -42,7 +43,31 @@ class InferStep {
     (void)index;
     (void)tensor;
   }
+
+  // Cancellation. The request raises the flag while an inference runs and
+  // lowers it before the next; a step polls cancel_requested() where it can
+  // stop (throwing through throw_if_cancelled()), and may override
+  // on_cancel() to pass the word on (HETERO cancels its running stage).
+  void request_cancel() {
+    cancelled_.store(true, std::memory_order_relaxed);
+    on_cancel();
+  }
+  void clear_cancel() { cancelled_.store(false, std::memory_order_relaxed); }
+  bool cancel_requested() const { return cancelled_.load(std::memory_order_relaxed); }
+  // The flag itself, for code that polls it without knowing the step (the
+  // CPU plan between nodes); it lives as long as the step.
+  const std::atomic<bool>& cancel_flag() const { return cancelled_; }
+
+ protected:
+  virtual void on_cancel() {}
+
+ private:
+  std::atomic<bool> cancelled_{false};
 };
+
+// The failure of a cancelled inference: CANCELLED, with one message for every
+// driver.
+[[noreturn]] void fail_cancelled();
 
 std::unique_ptr<driver::InferRequest> make_infer_request(std::unique_ptr<InferStep> step);
 

@@ -4,6 +4,7 @@
 
 #include "core/blob_container.h"
 #include "core/error.h"
+#include "core/priority.h"
 #include "hetero_build_config.h"
 
 namespace hetero::core {
@@ -125,7 +126,8 @@ std::vector<uint8_t> Runtime::export_blob(const driver::CompiledModel& compiled,
   header.driver = d->name();
   header.driver_version = d->version();
   header.device = compiled.device();
-  header.config.assign(origin.config.begin(), origin.config.end());
+  for (const auto& [key, value] : origin.config)
+    if (!is_scheduling_key(key)) header.config.emplace_back(key, value);
   header.model_sha256 = origin.model_sha256;
   const BlobSection section{"driver", header.device, payload};
   return write_blob(header, {&section, 1});
@@ -160,6 +162,7 @@ Sha256Digest Runtime::blob_key(const Sha256Digest& model_sha256, const std::stri
     field(drv->version());
   }
   for (const auto& [key, value] : config) {  // std::map: sorted
+    if (is_scheduling_key(key)) continue;
     field(key);
     field(value);
   }

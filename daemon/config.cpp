@@ -214,7 +214,8 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
 
 ModelSpec read_model(const Reader& r, const YAML::Node& node) {
   ModelSpec m;
-  const std::set<std::string> keys = {"name", "path", "device", "policy", "config", "shapes", "parallel", "queue"};
+  const std::set<std::string> keys = {"name",   "path",     "device", "policy",  "config",
+                                      "shapes", "parallel", "queue",  "priority"};
   r.each(node, "a model", keys, [&](const std::string& key, const YAML::Node& v) {
     if (key == "name") {
       m.name = r.text(v, "name");
@@ -238,12 +239,18 @@ ModelSpec read_model(const Reader& r, const YAML::Node& node) {
       }
     } else if (key == "parallel") {
       m.parallel = static_cast<uint32_t>(r.number(v, "parallel", 1, 64));
+    } else if (key == "priority") {
+      m.priority = r.text(v, "priority");
+      if (m.priority != "realtime" && m.priority != "normal" && m.priority != "background")
+        r.fail_at(v, "priority '" + m.priority + "' must be realtime, normal or background");
     } else {
       m.queue = static_cast<uint32_t>(r.number(v, "queue", 0, 1u << 16));
     }
   });
   if (m.name.empty()) r.fail_at(node, "model has no 'name'");
   if (m.path.empty()) r.fail_at(node, "model '" + m.name + "' has no 'path'");
+  if (!m.priority.empty() && m.config.count("priority"))
+    r.fail_at(node, "model '" + m.name + "' gives its priority twice: as 'priority' and in 'config'");
   return m;
 }
 
@@ -251,7 +258,7 @@ ModelSpec read_model(const Reader& r, const YAML::Node& node) {
 
 bool ModelSpec::same_model(const ModelSpec& o) const {
   return name == o.name && path == o.path && device == o.device && policy == o.policy && config == o.config &&
-         shapes == o.shapes && parallel == o.parallel && queue == o.queue;
+         shapes == o.shapes && parallel == o.parallel && queue == o.queue && priority == o.priority;
 }
 
 bool valid_model_name(const std::string& name) {

@@ -32,6 +32,7 @@ struct ModelSpec {
   std::map<std::string, std::vector<int64_t>> shapes;  // dynamic input dims fixed
   uint32_t parallel = 1;  // infer requests
   uint32_t queue = 64;    // requests waiting for one of them; more get "busy"
+  std::string priority;   // realtime, normal or background; empty: the device's default
 
   // Equal for specs that compile to the same model (a reload keeps it).
   bool same_model(const ModelSpec& other) const;

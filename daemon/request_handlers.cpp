@@ -69,6 +69,8 @@ void Server::handle_frame(Connection& connection, wire::Frame frame) {
       return handle_health(connection, *request);
     case wire::Request::kReload:
       return handle_reload(connection, *request);
+    case wire::Request::kCancel:
+      return handle_cancel(connection, *request);
     case wire::Request::BODY_NOT_SET:
       break;
   }
@@ -232,7 +234,9 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
   job->id = id;
   job->memfd_threshold = infer.memfd_threshold();
   job->received = Clock::now();
-  job->deadline = job->received + std::chrono::milliseconds(config_.limits.request_timeout_ms);
+  const uint32_t timeout_ms = infer.timeout_ms() ? std::min(infer.timeout_ms(), config_.limits.request_timeout_ms)
+                                                 : config_.limits.request_timeout_ms;
+  job->deadline = job->received + std::chrono::milliseconds(timeout_ms);
   job->fds = std::move(fds);
   std::vector<bool> seen(names.size());
   for (const wire::Tensor& tensor : infer.inputs()) {
@@ -369,10 +373,21 @@ void Server::start_load(const ModelSpec& spec, bool from_config, std::function<L
   });
 }
 
+void Server::handle_cancel(Connection& connection, const wire::Request& request) {
+  const uint64_t target = request.cancel().request_id();
+  for (auto& [name, entry] : models_)
+    if (entry.model && entry.model->cancel(connection, target)) break;
+  wire::Response response;
+  response.set_id(request.id());
+  reply(connection, response);
+}
+
 bool Server::unload_model(const std::string& name) {
   auto it = models_.find(name);
   if (it == models_.end()) return false;
-  // Requests already queued or running are answered: they hold the model.
+  // Requests already queued or running are answered CANCELLED, the running
+  // ones at their next node boundary: they hold the model until then.
+  if (it->second.model) it->second.model->cancel_all("model '" + name + "' was unloaded");
   models_.erase(it);
   core::log(core::LogLevel::Info, "model '" + name + "' unloaded by a client");
   return true;

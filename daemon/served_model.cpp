@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/log.h"
 
@@ -26,6 +27,10 @@ struct CompileArgs {
     if (!spec.policy.empty()) {
       keys.push_back("policy");
       values.push_back(spec.policy);
+    }
+    if (!spec.priority.empty()) {
+      keys.push_back("priority");
+      values.push_back(spec.priority);
     }
     for (size_t k = 0; k < keys.size(); ++k) {
       key_ptrs.push_back(keys[k].c_str());
@@ -234,7 +239,7 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
 
 void ServedModel::time_out(InferJob& job) {
   ++timeouts_;
-  fail(job, HETERO_TIMEOUT, "model '" + spec_.name + "': the request waited past its deadline (limits.request_timeout_ms, or the client's)");
+  fail(job, HETERO_TIMEOUT, "model '" + spec_.name + "': the request passed its deadline (limits.request_timeout_ms, or the client's)");
 }
 
 void ServedModel::expire() {
@@ -251,6 +256,49 @@ void ServedModel::expire() {
     }
   }
   for (auto& job : expired) time_out(*job);
+  for (auto& slot : slots_)
+    if (slot->job && slot->cancelled_as == HETERO_OK && slot->job->deadline < now)
+      cancel_running(*slot, HETERO_TIMEOUT, {});
+}
+
+void ServedModel::cancel_running(Slot& slot, hetero_status as, std::string message) {
+  slot.cancelled_as = as;
+  slot.cancel_message = std::move(message);
+  hetero_infer_request_cancel(slot.request.get());
+}
+
+void ServedModel::cancel_orphans() {
+  for (auto& slot : slots_) {
+    if (!slot->job || slot->cancelled_as != HETERO_OK) continue;
+    auto replier = slot->job->replier.lock();
+    if (!replier || !replier->open()) cancel_running(*slot, HETERO_CANCELLED, "its client has gone");
+  }
+}
+
+bool ServedModel::cancel(const Replier& replier, uint64_t id) {
+  const std::string message = "model '" + spec_.name + "': the client cancelled the request";
+  auto is_it = [&](const InferJob& job) { return job.id == id && job.replier.lock().get() == &replier; };
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    if (!is_it(**it)) continue;
+    std::unique_ptr<InferJob> job = std::move(*it);
+    queue_.erase(it);
+    fail(*job, HETERO_CANCELLED, message);
+    return true;
+  }
+  for (auto& slot : slots_) {
+    if (!slot->job || !is_it(*slot->job)) continue;
+    if (slot->cancelled_as == HETERO_OK) cancel_running(*slot, HETERO_CANCELLED, message);
+    return true;
+  }
+  return false;
+}
+
+void ServedModel::cancel_all(const std::string& why) {
+  std::deque<std::unique_ptr<InferJob>> queued;
+  queued.swap(queue_);
+  for (auto& job : queued) fail(*job, HETERO_CANCELLED, why);
+  for (auto& slot : slots_)
+    if (slot->job && slot->cancelled_as == HETERO_OK) cancel_running(*slot, HETERO_CANCELLED, why);
 }
 
 void ServedModel::pump() {
@@ -390,8 +438,14 @@ void ServedModel::finish(Slot& slot, Outcome outcome) {
   ++runs_;
   queue_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(job->started - job->received).count());
   compute_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(slot.done - job->started).count());
+  // A cancel that came too late to stop the inference leaves its answer be.
+  const hetero_status cancelled_as = std::exchange(slot.cancelled_as, HETERO_OK);
   if (outcome.status == HETERO_OK)
     answer(*job, std::move(outcome.frame));
+  else if (outcome.status == HETERO_CANCELLED && cancelled_as == HETERO_TIMEOUT)
+    time_out(*job);
+  else if (outcome.status == HETERO_CANCELLED && cancelled_as == HETERO_CANCELLED)
+    fail(*job, HETERO_CANCELLED, slot.cancel_message);
   else
     fail(*job, outcome.status, outcome.message);
   std::shared_ptr<ServedModel> keep = std::move(slot.keep_alive);

@@ -62,7 +62,9 @@ struct InferJob {
   std::vector<std::vector<uint64_t>> realigned;  // inline inputs not aligned to their element size
   uint64_t memfd_threshold = 0;
   Clock::time_point received;
-  Clock::time_point deadline;  // still queued then: answered TIMEOUT, never run
+  // Still queued then: answered TIMEOUT, never run; still running: cancelled
+  // and answered TIMEOUT.
+  Clock::time_point deadline;
   Clock::time_point started;   // given to an infer request (statistics)
 };
 
@@ -95,8 +97,20 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   // queue has room, and otherwise replies "busy" at once. `self` is this
   // model, kept alive while it has jobs even after it is unloaded.
   static void submit(const std::shared_ptr<ServedModel>& self, std::unique_ptr<InferJob> job);
-  // Loop thread: answers queued jobs past their deadline with TIMEOUT.
+  // Loop thread: answers queued jobs past their deadline with TIMEOUT, and
+  // cancels running ones (they answer TIMEOUT at their next node boundary).
   void expire();
+  // Loop thread: cancels the running jobs of clients that have gone, so that
+  // their slots free at the next node boundary instead of after a whole
+  // inference (their queued jobs are dropped when they come up).
+  void cancel_orphans();
+  // Loop thread: the client's Cancel of its request `id`: a queued job is
+  // answered CANCELLED at once, a running one is cancelled. False when the
+  // client has no such job here.
+  bool cancel(const Replier& replier, uint64_t id);
+  // Loop thread, at unload: every job queued or running is answered
+  // CANCELLED saying `why`.
+  void cancel_all(const std::string& why);
   // Jobs queued or running.
   size_t pending() const noexcept { return queue_.size() + running_; }
   // Blocks until every running inference has finished (at exit).
@@ -109,6 +123,10 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
     std::unique_ptr<InferJob> job;
     std::shared_ptr<ServedModel> keep_alive;  // while a job runs
     Clock::time_point done;                   // outputs encoded (statistics)
+    // Why the running job was cancelled, which its answer says: TIMEOUT, or
+    // CANCELLED with `cancel_message`; OK while it was not.
+    hetero_status cancelled_as = HETERO_OK;
+    std::string cancel_message;
   };
   // How a job that ran ended: its encoded reply, or why it failed.
   struct Outcome {
@@ -125,6 +143,7 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   void answer(InferJob& job, wire::EncodedFrame frame);
   void fail(InferJob& job, hetero_status status, const std::string& message);
   void time_out(InferJob& job);
+  void cancel_running(Slot& slot, hetero_status as, std::string message);
   void record(const InferJob& job, bool ok);
 
   ModelSpec spec_;

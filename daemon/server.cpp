@@ -192,7 +192,9 @@ void Server::start_loop_handles() {
   }
   uv_check(uv_timer_init(&loop_, &sweep_timer_), "uv_timer_init (request timeouts)");
   sweep_timer_.data = this;
-  const uint64_t sweep_ms = std::clamp<uint64_t>(config_.limits.request_timeout_ms / 4, 10, 1000);
+  // Deadlines are kept to within a sweep: clients may ask for shorter ones
+  // than the config's (Infer.timeout_ms, a gRPC deadline).
+  const uint64_t sweep_ms = std::clamp<uint64_t>(config_.limits.request_timeout_ms / 4, 10, 100);
   uv_check(uv_timer_start(
                &sweep_timer_,
                [](uv_timer_t* h) {
@@ -238,6 +240,9 @@ void Server::accept_clients() {
 
 void Server::connection_closed(Connection& connection) {
   connections_.erase(&connection);
+  // Its inferences stop at their next node boundary, freeing their slots.
+  for (auto& [name, entry] : models_)
+    if (entry.model) entry.model->cancel_orphans();
   connection_progress();
 }
 

@@ -1,9 +1,11 @@
 #include "partition/hetero_blob.h"
 
+#include "core/priority.h"
 #include "core/byte_io.h"
 #include "core/device_string.h"
 #include "core/error.h"
 #include "core/ir_codec.h"
+#include "core/priority.h"
 #include "hetero_build_config.h"
 #include "partition/plan.h"
 
@@ -79,7 +81,8 @@ std::vector<uint8_t> export_hetero_blob(const core::Runtime& runtime, const Hete
   header.driver = kHeteroDriver;
   header.driver_version = HETERO_VERSION;
   header.device = model.device();
-  header.config.assign(origin.config.begin(), origin.config.end());
+  for (const auto& [key, value] : origin.config)
+    if (!core::is_scheduling_key(key)) header.config.emplace_back(key, value);
   header.model_sha256 = origin.model_sha256;
   return core::write_blob(header, sections);
 }

@@ -41,6 +41,7 @@ class HeteroInferStep final : public core::InferStep {
     inputs_ = inputs;
     for (size_t s = 0; s < stages_.size(); ++s) {
       stages_[s]->wait();  // the last async inference's callback may still be unwinding
+      if (cancel_requested()) core::fail_cancelled();
       bind_stage(s);
       stages_[s]->infer();
     }
@@ -52,6 +53,13 @@ class HeteroInferStep final : public core::InferStep {
     done_ = std::move(done);
     start_stage(0);
     return true;
+  }
+
+ protected:
+  // The stage running stops at its next boundary; start_stage() starts no
+  // other.
+  void on_cancel() override {
+    for (auto& stage : stages_) stage->cancel();
   }
 
  private:
@@ -85,6 +93,7 @@ class HeteroInferStep final : public core::InferStep {
     // A stage's request clears its busy flag only after its callback has
     // returned; the previous inference's last callback may still be unwinding.
     stages_[s]->wait();
+    if (cancel_requested()) core::fail_cancelled();
     bind_stage(s);
     stages_[s]->start_async([this, s](std::exception_ptr error) {
       if (error) return done_({}, error);

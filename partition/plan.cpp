@@ -70,10 +70,15 @@ std::vector<driver::Config> split_device_config(const core::DeviceString& device
   std::vector<driver::Config> out(device.devices.size());
   for (const auto& [key, value] : config) {
     if (key == "policy") continue;
+    // A HETERO model's priority is every submodel's, on every device.
+    if (key == "priority") {
+      for (driver::Config& c : out) c.emplace(key, value);
+      continue;
+    }
     const size_t colon = key.find(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == key.size())
       fail(HETERO_INVALID_ARGUMENT, "HETERO config key '" + key +
-                                        "' is neither 'policy' nor DEVICE:key (as in CPU.1:ops or CPU:num_threads)");
+                                        "' is neither 'policy', 'priority' nor DEVICE:key (as in CPU.1:ops or CPU:num_threads)");
     const std::string target = key.substr(0, colon), device_key = key.substr(colon + 1);
     bool matched = false;
     for (size_t d = 0; d < device.devices.size(); ++d) {

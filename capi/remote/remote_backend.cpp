@@ -77,6 +77,13 @@ class RemoteInferRequest final : public InferRequestImpl {
     wire::UniqueFd memfd = build(request);
     std::vector<int> fds;
     if (memfd) fds.push_back(memfd.get());
+    struct Idle {  // in_flight_ back to 0 however the call ends
+      RemoteInferRequest& r;
+      ~Idle() {
+        std::lock_guard<std::mutex> lock(r.mutex_);
+        r.in_flight_ = 0;
+      }
+    } idle{*this};
     Reply reply = connection_->call(request, fds);
     take(reply);
   }
@@ -100,6 +107,10 @@ class RemoteInferRequest final : public InferRequestImpl {
             error = std::current_exception();
           }
         }
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          in_flight_ = 0;
+        }
         done(error);
         std::lock_guard<std::mutex> lock(mutex_);
         busy_ = false;
@@ -117,10 +128,29 @@ class RemoteInferRequest final : public InferRequestImpl {
     idle_.wait(lock, [this] { return !busy_; });
   }
 
+  // The daemon stops the request and answers it CANCELLED; the Cancel's own
+  // reply says nothing worth waiting for.
+  void cancel() override {
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      id = in_flight_;
+    }
+    if (!id) return;
+    wire::Request request;
+    request.mutable_cancel()->set_request_id(id);
+    connection_->call_async(request, {}, [](Reply*, std::exception_ptr) {});
+  }
+
  private:
   // The Infer request for the bound inputs; the memfd that carries them when
   // they are large (null otherwise).
   wire::UniqueFd build(wire::Request& request) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      in_flight_ = connection_->new_id();
+      request.set_id(in_flight_);
+    }
     wire::Infer* infer = request.mutable_infer();
     infer->set_model(model_);
     infer->set_memfd_threshold(kMemfdThreshold);
@@ -195,6 +225,7 @@ class RemoteInferRequest final : public InferRequestImpl {
   std::mutex mutex_;
   std::condition_variable idle_;
   bool busy_ = false;
+  uint64_t in_flight_ = 0;  // the id of the Infer awaiting its reply; 0: none
 };
 
 class RemoteCompiledModel final : public CompiledModelImpl {

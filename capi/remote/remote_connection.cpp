@@ -83,12 +83,17 @@ RemoteConnection::~RemoteConnection() {
   completions_.reset();
 }
 
+uint64_t RemoteConnection::new_id() {
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  return next_id_++;
+}
+
 void RemoteConnection::send(wire::Request& request, std::span<const int> fds, Deliver deliver) {
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     if (!broken_.empty()) fail(HETERO_CONNECTION_ERROR, broken_);
-    id = next_id_++;
+    id = request.id() ? request.id() : next_id_++;
     pending_[id] = std::move(deliver);
   }
   request.set_id(id);

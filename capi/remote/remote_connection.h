@@ -38,7 +38,11 @@ class RemoteConnection {
   RemoteConnection(const RemoteConnection&) = delete;
   RemoteConnection& operator=(const RemoteConnection&) = delete;
 
-  // Sends `request` (its id is set here) with `fds`, and waits for the reply.
+  // A request id of this connection, for a request whose id its sender must
+  // know before the reply (to cancel it); send() sets one when none is set.
+  uint64_t new_id();
+  // Sends `request` (its id is set here unless it has one) with `fds`, and
+  // waits for the reply.
   // A reply with an error status throws it as hetero::Error.
   Reply call(wire::Request& request, std::span<const int> fds = {});
   // The same without waiting: `done` runs once on the completion thread, with

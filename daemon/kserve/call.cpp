@@ -24,6 +24,7 @@ grpc::Status to_grpc(hetero_status status, const std::string& message) {
     case HETERO_IO_ERROR:
     case HETERO_DRIVER_ERROR:
     case HETERO_INTERNAL: code = StatusCode::INTERNAL; break;
+    case HETERO_CANCELLED: code = StatusCode::CANCELLED; break;
   }
   return grpc::Status(code, message);
 }

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -18,18 +19,40 @@ const core::ConfigTable<CpuOptions>& cpu_config() {
   static const core::ConfigTable<CpuOptions> table(
       "CPU",
       {
-          core::int_key("num_threads", &CpuOptions::num_threads, 0, 0, 1024, "threads per inference; 0: one per core"),
+          core::int_key("num_threads", &CpuOptions::num_threads, 0, 0, 1024,
+                        "threads per inference (per stream), at most the cores over num_streams; 0: all of "
+                        "a stream's share"),
           core::bool_key("optimize", &CpuOptions::optimize, true, "graph passes: BatchNorm folding, post-op fusion"),
           core::ops_key(&CpuOptions::ops, ". With device_count, lets one CPU stand in for two unlike devices"),
           core::int_key("device_count", &CpuOptions::device_count, 1, 1, 16,
                         "devices the driver lists (CPU, CPU.1, ...), all this processor", core::ConfigScope::Driver),
+          core::choice_key("performance_hint", &CpuOptions::performance_hint, {"latency", "throughput"}, "latency",
+                           "latency: one stream with every core, for the fastest single inference; throughput: "
+                           "one stream per core, for the most inferences side by side",
+                           core::ConfigScope::Driver),
+          core::int_key("num_streams", &CpuOptions::num_streams, 0, 0, 64,
+                        "inferences that run side by side, each on its share of the cores; 0: from "
+                        "performance_hint",
+                        core::ConfigScope::Driver),
+          core::bool_key("pin_threads", &CpuOptions::pin_threads, false,
+                         "bind each stream's threads to cores of its own", core::ConfigScope::Driver),
+          core::priority_key(&CpuOptions::priority,
+                             "; a running inference lets waiting ones of higher priority run between its nodes"),
       });
   return table;
 }
 
 bool CpuOptions::allows(const core::Node& node) const { return core::ops_allow(ops, node); }
 
-int CpuOptions::threads() const { return num_threads > 0 ? num_threads : omp_get_num_procs(); }
+int CpuOptions::streams(int cores) const {
+  if (num_streams > 0) return std::min(num_streams, cores);
+  return performance_hint == "throughput" ? cores : 1;
+}
+
+int CpuOptions::threads_per_stream(int cores) const {
+  const int share = std::max(1, cores / streams(cores));
+  return num_threads > 0 ? std::min(num_threads, share) : share;
+}
 
 namespace {
 
@@ -56,12 +79,13 @@ void expand_functions(core::Graph& graph, const core::Model& model) {
 namespace {
 
 // The program of an optimized model: its execution plan and ports.
-std::shared_ptr<CpuProgram> plan_program(std::unique_ptr<core::Model> model, const CpuOptions& options,
+std::shared_ptr<CpuProgram> plan_program(std::unique_ptr<core::Model> model, const CpuOptions& options, int threads,
                                          dnnl::engine& engine) {
   auto program = std::make_shared<CpuProgram>();
   program->model = std::move(model);
   program->engine = engine;
-  program->threads = options.threads();
+  program->threads = threads;
+  program->priority = options.priority;
   // Weight reorders at compile time use the same thread count as inference.
   omp_set_num_threads(program->threads);
   program->plan = Plan::compile(program->model->graph, *program->model, program->engine);
@@ -72,7 +96,7 @@ std::shared_ptr<CpuProgram> plan_program(std::unique_ptr<core::Model> model, con
 
 }  // namespace
 
-std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options,
+std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options, int threads,
                                             dnnl::engine& engine) {
   for (const auto& node : model.graph.nodes())
     if (!options.allows(*node))
@@ -83,7 +107,7 @@ std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuO
   // The export is the optimized graph itself: importing it skips ONNX
   // parsing, checking, shape inference and the graph passes.
   auto exported = std::make_shared<const std::vector<uint8_t>>(core::encode_model(*optimized));
-  auto program = plan_program(std::move(optimized), options, engine);
+  auto program = plan_program(std::move(optimized), options, threads, engine);
   program->exported = *exported;
   program->exported_owner = std::move(exported);
   return program;
@@ -124,13 +148,13 @@ std::vector<uint8_t> export_program(const CpuProgram& program) {
   return {program.exported.begin(), program.exported.end()};
 }
 
-std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options,
+std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options, int threads,
                                            dnnl::engine& engine) {
   // The one copy of an import: the caller's bytes live only for this call.
   std::shared_ptr<const void> block = core::aligned_block(blob.empty() ? 1 : blob.size());
   std::memcpy(const_cast<void*>(block.get()), blob.data(), blob.size());
   const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(block.get()), blob.size());
-  auto program = plan_program(core::decode_model(bytes, block, "CPU blob"), options, engine);
+  auto program = plan_program(core::decode_model(bytes, block, "CPU blob"), options, threads, engine);
   program->exported = bytes;
   program->exported_owner = std::move(block);
   return program;

@@ -23,8 +23,15 @@ struct CpuOptions {
   bool optimize;
   std::vector<std::string> ops;
   int device_count;
+  std::string performance_hint;  // "latency" or "throughput"
+  int num_streams;
+  bool pin_threads;
+  core::Priority priority;
 
-  int threads() const;
+  // The streams and threads per stream these options ask for, on `cores`
+  // cores: never more threads in all than cores.
+  int streams(int cores) const;
+  int threads_per_stream(int cores) const;
   // Whether `ops` lets the device run `node`.
   bool allows(const core::Node& node) const;
 };
@@ -40,16 +47,19 @@ struct CpuProgram {
   dnnl::engine engine;
   std::shared_ptr<Plan> plan;
   std::vector<driver::Port> inputs, outputs;
-  int threads = 1;
+  int threads = 1;  // OpenMP threads per inference: those of one stream
+  core::Priority priority = core::Priority::Normal;
   std::string device;
 };
 
-std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options,
+// `threads`: the OpenMP threads an inference of the program runs with (the
+// stream's), which oneDNN's primitives are made for.
+std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options, int threads,
                                             dnnl::engine& engine);
 std::vector<driver::NodeSupport> query_nodes(const core::Model& model, const CpuOptions& options,
                                              dnnl::engine& engine);
 std::vector<uint8_t> export_program(const CpuProgram& program);
-std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options,
+std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options, int threads,
                                            dnnl::engine& engine);
 
 }  // namespace hetero::cpu

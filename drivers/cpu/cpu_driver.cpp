@@ -15,13 +15,17 @@
 #include "core/function_expand.h"
 #include "core/infer_request.h"
 #include "drivers/cpu/cpu_compile.h"
-#include "drivers/cpu/executor.h"
+#include "drivers/cpu/scheduler.h"
 #include "drivers/cpu/plan.h"
 #include "hetero_build_config.h"
 
 namespace hetero::cpu {
 
 namespace {
+
+// Metrics of the CPU driver alone.
+constexpr const char* kMetricNumStreams = "NUM_STREAMS";
+constexpr const char* kMetricThreadsPerStream = "THREADS_PER_STREAM";
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
@@ -35,48 +39,71 @@ std::string cpu_model_name() {
   return "CPU";
 }
 
+// One request's inferences: each runs on a stream of the driver's scheduler,
+// at the compiled model's priority, and the asynchronous ones end there too:
+// the completion callback runs on the stream thread, with no other thread
+// between the caller and the kernels.
 class CpuInferStep final : public core::InferStep {
  public:
-  CpuInferStep(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Executor> executor)
+  CpuInferStep(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Scheduler> scheduler)
       : program_(std::move(program)),
-        executor_(std::move(executor)),
+        scheduler_(std::move(scheduler)),
         stream_(program_->engine),
-        frame_(*program_->plan, nullptr, stream_, program_->threads) {}
+        control_{&cancel_flag(), scheduler_.get(), program_->priority},
+        frame_(*program_->plan, nullptr, stream_, program_->threads, &control_) {}
 
   const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
   const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
   std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
     std::vector<core::Tensor> outputs;
-    executor_->run([&] {
-      // OpenMP's thread count is per calling thread: set it for the executor's.
-      omp_set_num_threads(program_->threads);
-      outputs = frame_.run(inputs);
-    });
+    scheduler_->run(program_->priority, [&] { outputs = execute(inputs); });
     return outputs;
+  }
+  bool start(const std::vector<core::Tensor>& inputs, Done done) override {
+    scheduler_->submit(program_->priority, [this, inputs, done = std::move(done)] {
+      std::vector<core::Tensor> outputs;
+      std::exception_ptr error;
+      try {
+        outputs = execute(inputs);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      // The request may be gone once done() has returned: nothing of this
+      // step is touched after it.
+      done(std::move(outputs), error);
+    });
+    return true;
   }
 
  private:
+  std::vector<core::Tensor> execute(const std::vector<core::Tensor>& inputs) {
+    // OpenMP's thread count is per calling thread: set it for the stream's.
+    omp_set_num_threads(program_->threads);
+    return frame_.run(inputs);
+  }
+
   std::shared_ptr<const CpuProgram> program_;
-  std::shared_ptr<Executor> executor_;
+  std::shared_ptr<Scheduler> scheduler_;
   dnnl::stream stream_;
+  RunControl control_;
   Frame frame_;
 };
 
 class CpuCompiledModel final : public driver::CompiledModel {
  public:
-  CpuCompiledModel(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Executor> executor)
-      : program_(std::move(program)), executor_(std::move(executor)) {}
+  CpuCompiledModel(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Scheduler> scheduler)
+      : program_(std::move(program)), scheduler_(std::move(scheduler)) {}
   const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
   const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
   std::unique_ptr<driver::InferRequest> create_infer_request() override {
-    return core::make_infer_request(std::make_unique<CpuInferStep>(program_, executor_));
+    return core::make_infer_request(std::make_unique<CpuInferStep>(program_, scheduler_));
   }
   std::vector<uint8_t> export_blob() const override { return export_program(*program_); }
   std::string device() const override { return program_->device; }
 
  private:
   std::shared_ptr<const CpuProgram> program_;
-  std::shared_ptr<Executor> executor_;
+  std::shared_ptr<Scheduler> scheduler_;
 };
 
 class CpuDriver final : public driver::Driver {
@@ -88,6 +115,10 @@ class CpuDriver final : public driver::Driver {
            "." + std::to_string(v->patch);
   }
   void initialize() override {
+    {
+      std::lock_guard lock(mutex_);
+      configure_streams();
+    }
     engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
     full_name_ = cpu_model_name();
   }
@@ -108,10 +139,15 @@ class CpuDriver final : public driver::Driver {
     if (name == driver::kMetricSupportedProperties)
       return std::string(driver::kMetricAvailableDevices) + " " + driver::kMetricFullDeviceName + " " +
              driver::kMetricSupportedProperties + " " + driver::kMetricOptimizationCapabilities + " " +
-             driver::kMetricRangeForAsyncInferRequests + " " + cpu_config().names();
+             driver::kMetricRangeForAsyncInferRequests + " " + driver::kMetricOptimalNumberOfInferRequests + " " +
+             kMetricNumStreams + " " + kMetricThreadsPerStream + " " + cpu_config().names();
     if (name == driver::kMetricOptimizationCapabilities) return "FP32 FP64 INT8 INT32 INT64 BOOL";
+    // Requests beyond the streams only queue; fewer leave streams idle.
     if (name == driver::kMetricRangeForAsyncInferRequests)
-      return "1 " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) + " 1";
+      return "1 " + std::to_string(std::max(cores(), scheduler_->streams())) + " 1";
+    if (name == driver::kMetricOptimalNumberOfInferRequests || name == kMetricNumStreams)
+      return std::to_string(scheduler_->streams());
+    if (name == kMetricThreadsPerStream) return std::to_string(scheduler_->threads_per_stream());
     fail(HETERO_NOT_FOUND, "the CPU driver has no metric '" + name + "'");
   }
 
@@ -122,6 +158,7 @@ class CpuDriver final : public driver::Driver {
   void set_config(const driver::Config& config) override {
     std::lock_guard lock(mutex_);
     options_ = cpu_config().apply(options_, config, core::ConfigScope::Driver);
+    configure_streams();
   }
 
   std::vector<driver::NodeSupport> query(const core::Model& model, const std::string& device_id,
@@ -129,7 +166,7 @@ class CpuDriver final : public driver::Driver {
     check_device(device_id);
     const CpuOptions options = options_with(config);
     std::vector<driver::NodeSupport> support;
-    executor_->run([&] { support = query_nodes(model, options, engine_); });
+    scheduler_->run(core::Priority::Normal, [&] { support = query_nodes(model, options, engine_); });
     return support;
   }
 
@@ -138,9 +175,9 @@ class CpuDriver final : public driver::Driver {
     check_device(device_id);
     const CpuOptions options = options_with(config);
     std::shared_ptr<CpuProgram> program;
-    executor_->run([&] { program = compile_program(model, options, engine_); });
+    scheduler_->run(options.priority, [&] { program = compile_program(model, options, threads(options), engine_); });
     program->device = device_name(device_id);
-    return std::make_unique<CpuCompiledModel>(std::move(program), executor_);
+    return std::make_unique<CpuCompiledModel>(std::move(program), scheduler_);
   }
 
   std::unique_ptr<driver::CompiledModel> import_blob(std::span<const uint8_t> blob, const std::string& device_id,
@@ -148,9 +185,9 @@ class CpuDriver final : public driver::Driver {
     check_device(device_id);
     const CpuOptions options = options_with(config);
     std::shared_ptr<CpuProgram> program;
-    executor_->run([&] { program = import_program(blob, options, engine_); });
+    scheduler_->run(options.priority, [&] { program = import_program(blob, options, threads(options), engine_); });
     program->device = device_name(device_id);
-    return std::make_unique<CpuCompiledModel>(std::move(program), executor_);
+    return std::make_unique<CpuCompiledModel>(std::move(program), scheduler_);
   }
 
  private:
@@ -167,15 +204,26 @@ class CpuDriver final : public driver::Driver {
   static std::string device_name(const std::string& device_id) {
     return device_id == "0" ? "CPU" : "CPU." + device_id;
   }
+  // The cores given to the driver: those the process may run on.
+  static int cores() { return std::max(1, omp_get_num_procs()); }
+  // A compile's OpenMP threads: num_threads, within one stream's share.
+  int threads(const CpuOptions& options) const {
+    return std::min(options.threads_per_stream(cores()), scheduler_->threads_per_stream());
+  }
+  // The scheduler follows the driver's options (mutex_ held).
+  void configure_streams() {
+    scheduler_->configure(options_.streams(cores()), options_.threads_per_stream(cores()), options_.pin_threads);
+  }
+
   CpuOptions options_with(const driver::Config& config) const {
     std::lock_guard lock(mutex_);
     return cpu_config().apply(options_, config, core::ConfigScope::Any);
   }
 
   mutable dnnl::engine engine_;
-  // Shared with compiled models and requests: the thread lives as long as
-  // anything can still run on it.
-  std::shared_ptr<Executor> executor_ = std::make_shared<Executor>();
+  // Shared with compiled models and requests: the streams live as long as
+  // anything can still run on them.
+  std::shared_ptr<Scheduler> scheduler_ = std::make_shared<Scheduler>();
   std::string full_name_;
   mutable std::mutex mutex_;
   CpuOptions options_ = cpu_config().defaults();

@@ -5,6 +5,8 @@
 
 #include <dnnl.hpp>
 
+#include "core/infer_request.h"
+
 namespace hetero::cpu {
 
 namespace {
@@ -141,8 +143,18 @@ class StepRun final : public KernelRun {
   std::vector<core::Tensor> scratch_;
 };
 
-Frame::Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int threads)
-    : plan_(plan), outer_(outer), stream_(stream), threads_(threads), slots_(plan.num_slots()) {
+void RunControl::at_node_boundary() const {
+  if (cancelled && cancelled->load(std::memory_order_relaxed)) core::fail_cancelled();
+  if (scheduler) scheduler->yield(priority);
+}
+
+Frame::Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int threads, const RunControl* control)
+    : plan_(plan),
+      outer_(outer),
+      stream_(stream),
+      threads_(threads),
+      control_(outer ? outer->control_ : control),
+      slots_(plan.num_slots()) {
   for (size_t s = 0; s < slots_.size(); ++s) {
     const core::Value* v = plan.slot_value(s);
     if (v->constant) slots_[s] = *v->constant;
@@ -206,7 +218,11 @@ std::vector<core::Tensor> Frame::run(const std::vector<core::Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) slots_[in_slots[i]] = inputs[i];
 
   const auto& steps = plan_.steps();
-  for (size_t i = 0; i < steps.size(); ++i) {
+  // Before every node, and once per run even with none: a Loop whose body
+  // is empty still stops when cancelled.
+  for (size_t i = 0; i < steps.size() || i == 0; ++i) {
+    if (control_) control_->at_node_boundary();
+    if (i == steps.size()) break;
     StepRun run(*this, steps[i]);
     steps[i].kernel->run(run);
     for (int s : plan_.last_use_[i]) slots_[s] = core::Tensor();

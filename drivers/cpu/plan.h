@@ -2,12 +2,15 @@
 // each with its kernel and the value slots it reads and writes.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
 #include "core/graph.h"
+#include "core/priority.h"
 #include "drivers/cpu/kernel.h"
+#include "drivers/cpu/scheduler.h"
 
 namespace hetero::cpu {
 
@@ -48,11 +51,26 @@ class Plan {
   friend class Frame;
 };
 
+// What an inference checks between two nodes: whether it was cancelled
+// (then it stops, failing with CANCELLED) and whether work of higher priority
+// waits for its stream (then that runs first). Nested frames (Loop, If and
+// Scan bodies) use their outer frame's.
+struct RunControl {
+  const std::atomic<bool>* cancelled = nullptr;
+  Scheduler* scheduler = nullptr;
+  core::Priority priority = core::Priority::Normal;
+
+  void at_node_boundary() const;
+};
+
 // The values of one execution of a plan. A frame is reused across runs of the
 // same request so that output buffers can be reused.
 class Frame {
  public:
-  Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int threads);
+  // `control` may be null (compile-time evaluation); a nested frame takes its
+  // outer frame's.
+  Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int threads,
+        const RunControl* control = nullptr);
 
   // Runs the plan on `inputs` (graph-input order); returns the graph outputs.
   std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs);
@@ -65,6 +83,7 @@ class Frame {
   const Frame* outer_;
   dnnl::stream& stream_;
   int threads_;
+  const RunControl* control_;
   std::vector<core::Tensor> slots_;
   // A buffer this frame allocated; `capacity` bytes at owner.get().
   struct Buffer {

@@ -24,6 +24,7 @@ struct Options {
   std::vector<std::string> ops;
   int kernels_per_batch;
   Tuning tuning;  // compiles time the heavy nodes' kernel variants
+  core::Priority priority;
 
   bool allows(const core::Node& node) const { return core::ops_allow(ops, node); }
 };
@@ -53,6 +54,9 @@ core::ConfigTable<Options> gpu_config(const std::string& driver) {
                   core::int_key("kernels_per_batch", &Options::kernels_per_batch, 8, 1, 256,
                                 "kernels compiled together in one device program"),
                   tuning_key(),
+                  core::priority_key(&Options::priority,
+                                     "; a GPU queue runs its work in order, so this ranks only the "
+                                     "CPU parts of a HETERO model"),
               });
 }
 
@@ -145,7 +149,8 @@ class GpuDriver final : public driver::Driver {
     if (name == driver::kMetricSupportedProperties) {
       std::string list = std::string(driver::kMetricAvailableDevices) + " " + driver::kMetricFullDeviceName + " " +
                          driver::kMetricSupportedProperties + " " + driver::kMetricOptimizationCapabilities + " " +
-                         driver::kMetricRangeForAsyncInferRequests + " " + kMetricKernelSourceBuilds + " " +
+                         driver::kMetricRangeForAsyncInferRequests + " " + driver::kMetricOptimalNumberOfInferRequests +
+                         " " + kMetricKernelSourceBuilds + " " +
                          kMetricKernelTuningRuns;
       for (const std::string& extra : family_->extra_metric_names()) {
         list += ' ';
@@ -155,6 +160,8 @@ class GpuDriver final : public driver::Driver {
     }
     if (name == driver::kMetricOptimizationCapabilities) return family_->fp16(index) ? "FP32 FP16" : "FP32";
     if (name == driver::kMetricRangeForAsyncInferRequests) return "1 4 1";
+    // One to run while the next one's inputs are written.
+    if (name == driver::kMetricOptimalNumberOfInferRequests) return "2";
     if (name == kMetricKernelSourceBuilds) {
       std::lock_guard lock(mutex_);
       const auto& d = devices_[index];

@@ -49,7 +49,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------ */
 
 #define HETERO_API_VERSION_MAJOR 0
-#define HETERO_API_VERSION_MINOR 4
+#define HETERO_API_VERSION_MINOR 5
 /* (major << 16) | minor, comparable with hetero_api_version(). */
 #define HETERO_API_VERSION ((HETERO_API_VERSION_MAJOR << 16) | HETERO_API_VERSION_MINOR)
 
@@ -413,7 +413,9 @@ HETERO_API hetero_status hetero_tensor_release(hetero_tensor_t* tensor);
 
 /* Called once per hetero_infer_request_start_async(), from a worker thread,
  * when the inference has finished; `status` is its result and, when not
- * HETERO_OK, hetero_last_error() on that thread says why. The callback may
+ * HETERO_OK, hetero_last_error() on that thread says why. On the CPU that
+ * thread is the stream that ran the inference, which runs nothing else until
+ * the callback returns: keep it short. The callback may
  * read outputs and bind inputs of its request, but must not start, wait on
  * or release it (those fail with HETERO_BUSY there): hand the request to
  * another thread for that. */
@@ -454,6 +456,13 @@ HETERO_API hetero_status hetero_infer_request_start_async(hetero_infer_request_t
  * included) and returns its status (HETERO_OK when none was started). May be
  * called from any thread. */
 HETERO_API hetero_status hetero_infer_request_wait(hetero_infer_request_t* request);
+/* Asks the inference running on `request` to stop and returns at once: it
+ * ends at its next node boundary (CPU; a GPU device finishes the work it has
+ * queued) and then fails with HETERO_CANCELLED, unless it finished first.
+ * With nothing running it does nothing. The request is usable again as soon
+ * as the inference has ended; a daemon's model stops its inference the same
+ * way. Any thread may call it, the request's callback included. (API 0.5) */
+HETERO_API hetero_status hetero_infer_request_cancel(hetero_infer_request_t* request);
 /* Waits for a running inference, then frees the request. */
 HETERO_API hetero_status hetero_infer_request_release(hetero_infer_request_t* request);
 

@@ -24,7 +24,8 @@
   XX(PROTOCOL_ERROR, 12, "protocol error")                                      \
   XX(CONNECTION_ERROR, 13, "connection error")                                  \
   XX(PERMISSION_DENIED, 14, "permission denied")                                \
-  XX(INTERNAL, 15, "internal error")
+  XX(INTERNAL, 15, "internal error")                                            \
+  XX(CANCELLED, 16, "cancelled")
 
 typedef enum hetero_status {
 #define HETERO_STATUS_ENUM_(name, value, message) HETERO_##name = value,

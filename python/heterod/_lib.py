@@ -17,8 +17,9 @@ import os
 from pathlib import Path
 
 # The oldest library this package runs on: API 0.3 added served models
-# (hetero_compiled_model_open) and driver no-device reasons.
-REQUIRED_API = (0, 3)
+# (hetero_compiled_model_open) and driver no-device reasons, 0.5
+# hetero_infer_request_cancel.
+REQUIRED_API = (0, 5)
 
 status_t = C.c_int
 dtype_t = C.c_int
@@ -87,6 +88,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "hetero_infer_request_infer": (status_t, [_P]),
     "hetero_infer_request_start_async": (status_t, [_P, CALLBACK, _P]),
     "hetero_infer_request_wait": (status_t, [_P]),
+    "hetero_infer_request_cancel": (status_t, [_P]),
     "hetero_infer_request_release": (status_t, [_P]),
     # A daemon's models
     "hetero_core_list_models": (status_t, [handle_p, _P]),

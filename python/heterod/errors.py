@@ -27,6 +27,7 @@ class Status(enum.IntEnum):
     CONNECTION_ERROR = 13
     PERMISSION_DENIED = 14
     INTERNAL = 15
+    CANCELLED = 16
 
 
 class HeteroError(Exception):

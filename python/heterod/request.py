@@ -83,8 +83,8 @@ class InferRequest(Handle):
     async def infer_async(self, inputs: Inputs = None) -> dict[str, Array]:
         """infer(), awaited: the event loop runs on while the inference does.
         Raises HeteroError(BUSY) when another inference holds the request.
-        Cancelling the awaiting task does not stop the inference; the request
-        stays busy until it has finished."""
+        Cancelling the awaiting task cancels the inference (see cancel());
+        the request stays busy until it has stopped."""
         loop = asyncio.get_running_loop()
         if not self._lock.acquire(blocking=False):
             raise HeteroError(Status.BUSY, "an inference is running on this infer request; use one request "
@@ -102,7 +102,18 @@ class InferRequest(Handle):
         except BaseException:
             self._lock.release()
             raise
-        return await pending.future
+        try:
+            return await pending.future
+        except asyncio.CancelledError:
+            lib.hetero_infer_request_cancel(self._handle)
+            raise
+
+    def cancel(self) -> None:
+        """Asks the inference running on this request (from another thread,
+        or infer_async) to stop: it ends at its next node boundary and raises
+        HeteroError(CANCELLED), unless it finished first. Does nothing when
+        none runs; the request is usable again once it has ended."""
+        check(lib.hetero_infer_request_cancel(self._handle))
 
     def close(self) -> None:
         """Releases the request, after the inference running on it (if any)."""

@@ -3,7 +3,9 @@
 //               tensors travel as memfds both ways;
 //   slow.onnx   eight 256x256 MatMuls over x float[1, 256, 256]: a few ms
 //               per inference, so that requests are really in flight when a
-//               test signals the daemon.
+//               test signals the daemon;
+//   spin.onnx   a Loop of m iterations (int64 m, float[1, 4] x): with m =
+//               2^62 it runs until it is cancelled.
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
@@ -39,6 +41,29 @@ slow (float[1, 256, 256] x) => (float[1, 256, 256] y) {
 }
 )ONNX";
 
+const char* const kSpin = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+spin (int64[] m, float[1, 4] x) => (float[1, 4] y) {
+  go = Constant<value = bool {1}>()
+  y = Loop(m, go, x) <body = step (int64[] i, bool[] c, float[1, 4] v) => (bool[] c_out, float[1, 4] v_out) {
+    c_out = Identity(c)
+    v_out = Neg(v)
+  }>
+}
+)ONNX";
+
+// ONNX 1.12's parser gives `int64[] m` no shape, which the checker refuses:
+// the spin model's shapeless ports are scalars.
+void give_scalars_their_shape(onnx::GraphProto& graph) {
+  for (auto* list : {graph.mutable_input(), graph.mutable_output()})
+    for (onnx::ValueInfoProto& v : *list)
+      if (v.type().has_tensor_type() && !v.type().tensor_type().has_shape())
+        v.mutable_type()->mutable_tensor_type()->mutable_shape();
+  for (onnx::NodeProto& node : *graph.mutable_node())
+    for (onnx::AttributeProto& a : *node.mutable_attribute())
+      if (a.has_g()) give_scalars_their_shape(*a.mutable_g());
+}
+
 bool write_model(const std::string& path, const char* text, bool with_weight) {
   onnx::ModelProto model;
   const auto status = onnx::OnnxParser::Parse(model, text);
@@ -46,6 +71,7 @@ bool write_model(const std::string& path, const char* text, bool with_weight) {
     std::fprintf(stderr, "make_daemon_models: %s: %s\n", path.c_str(), status.ErrorMessage().c_str());
     return false;
   }
+  give_scalars_their_shape(*model.mutable_graph());
   if (with_weight) {
     // A scaled permutation-like matrix: values stay in range through 8 products.
     std::vector<float> w(256 * 256, 0.0f);
@@ -75,6 +101,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  const bool ok = write_model(dir + "/scale.onnx", kScale, false) && write_model(dir + "/slow.onnx", kSlow, true);
+  const bool ok = write_model(dir + "/scale.onnx", kScale, false) && write_model(dir + "/slow.onnx", kSlow, true) &&
+                  write_model(dir + "/spin.onnx", kSpin, false);
   return ok ? 0 : 1;
 }

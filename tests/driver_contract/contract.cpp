@@ -42,13 +42,18 @@ Config DeviceCase::compile_config_with(const Config& config) const {
 
 const std::vector<DeviceCase>& device_cases() {
   static const std::vector<DeviceCase> cases = [] {
-    const std::vector<std::string> cpu_keys = {"optimize", "ops", "num_threads", "device_count"};
-    const std::vector<std::string> gpu_keys = {"optimize", "ops", "kernels_per_batch", "tuning"};
+    const std::vector<std::string> cpu_keys = {"optimize",         "ops",         "num_threads", "device_count",
+                                               "performance_hint", "num_streams", "pin_threads", "priority"};
+    const std::vector<std::string> gpu_keys = {"optimize", "ops", "kernels_per_batch", "tuning", "priority"};
     const std::vector<std::pair<std::string, std::string>> cpu_bad = {
-        {"optimize", "maybe"}, {"num_threads", "x"}, {"num_threads", "-1"}, {"device_count", "0"}};
+        {"optimize", "maybe"},        {"num_threads", "x"},     {"num_threads", "-1"}, {"device_count", "0"},
+        {"performance_hint", "fast"}, {"num_streams", "65"},    {"priority", "high"}};
     const std::vector<std::pair<std::string, std::string>> gpu_bad = {
         {"optimize", "maybe"}, {"kernels_per_batch", "0"}, {"kernels_per_batch", "x"}, {"tuning", "maybe"}};
-    const Config two_cpus = {{"CPU.device_count", "2"}};
+    // The CPU.1 and HETERO cases run under the throughput hint, with a
+    // stream per core: the contract's concurrent requests then really run
+    // side by side on one compiled model.
+    const Config two_cpus = {{"CPU.device_count", "2"}, {"CPU.performance_hint", "throughput"}};
     DeviceCase cpu{.device = "CPU", .config_keys = cpu_keys, .bad_values = cpu_bad};
     DeviceCase cpu1{.device = "CPU.1", .core_config = two_cpus, .config_keys = cpu_keys, .bad_values = cpu_bad};
     // CPU.1 runs the ops listed, CPU the rest: every test model is cut in
