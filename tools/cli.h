@@ -90,6 +90,8 @@ typedef struct cli_model_options {
   cli_strings config;      /* K=V; DRIVER.key to the core, key and DEVICE:key to compile */
   cli_strings shapes;      /* NAME=1x3x224x224 */
   cli_strings inputs;      /* [NAME=]FILE */
+  hetero_core_t* core;     /* NULL, or a core of another session to use rather than one of
+                              the session's own (in process, with the same driver settings) */
 } cli_model_options;
 
 /* A compiled (or imported) model with one input tensor per model input,
@@ -99,6 +101,7 @@ typedef struct cli_session {
   hetero_compiled_model_t* compiled;
   bool imported; /* the model file was a blob */
   bool served;   /* a model of the daemon (--connect), used by name */
+  bool shared_core; /* `core` is options->core: not released with the session */
   double load_seconds; /* reading plus compiling, or importing */
   size_t input_count;
   hetero_tensor_t** inputs;

@@ -116,8 +116,13 @@ int cli_core_open(hetero_core_t** core, const char* driver_path) {
   return CLI_OK;
 }
 
-/* The core, with --driver-path and the DRIVER.key settings. */
+/* The core, with --driver-path and the DRIVER.key settings; or the core
+ * the options name, shared with another session. */
 static int create_core(loader* l, hetero_core_t** core) {
+  if (l->o->core) {
+    *core = l->o->core;
+    return CLI_OK;
+  }
   if (cli_connect) return cli_core_open(core, NULL);
   if (l->o->driver_path && !cli_strings_push(&l->core_keys, "driver_path")) return CLI_FAILED;
   if (l->o->driver_path && !cli_strings_push(&l->core_values, l->o->driver_path)) return CLI_FAILED;
@@ -460,6 +465,7 @@ static int open_session(loader* l, cli_session* s) {
 
 int cli_session_open(cli_session* s, const cli_model_options* o, const char* command) {
   memset(s, 0, sizeof *s);
+  s->shared_core = o->core != NULL;
   loader l;
   memset(&l, 0, sizeof l);
   l.o = o;
@@ -530,7 +536,7 @@ void cli_session_close(cli_session* s) {
   free(s->inputs);
   free(s->input_random);
   hetero_compiled_model_release(s->compiled);
-  hetero_core_release(s->core);
+  if (!s->shared_core) hetero_core_release(s->core);
   memset(s, 0, sizeof *s);
 }
 

@@ -1,21 +1,30 @@
-/* hetero bench: latency and throughput with N infer requests in flight.
+/* hetero bench: latency and throughput with N infer requests in flight, of
+ * one model or of several at once (a mixed load, `--and`).
  *
- * Each request is restarted as soon as it completes. Completion callbacks run
- * on worker threads and may not restart their own request (the C ABI forbids
- * it), so they only queue the request's index; the main thread takes it from
+ * Each request is restarted as soon as it completes, or with --rate at its
+ * next due time on a fixed schedule. Completion callbacks run on worker
+ * threads and may not restart their own request (the C ABI forbids it), so
+ * they only queue the request's index; the measuring thread takes it from
  * the queue, collects the status with hetero_infer_request_wait() and starts
- * the request again. Latency is start_async to callback. */
+ * the request again. Latency is start_async to callback.
+ *
+ * A mixed load: every model is opened and warmed up first, then each runs
+ * its own measure loop on its own thread, all let go together; with --alone,
+ * each model is first measured alone (one after the other) for the same
+ * time, for the ratios together/alone. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
 static const char kHelp[] =
-    "usage: hetero bench MODEL [options]\n"
+    "usage: hetero bench MODEL [options] [--and MODEL [options]]...\n"
     "\n"
     "Measures latency and throughput. MODEL is an ONNX file or a compiled blob;\n"
     "with hetero --connect SOCKET, the name of a model heterod serves. Inputs are\n"
@@ -28,14 +37,35 @@ static const char kHelp[] =
     "                         DEVICE:key (CPU.1:ops=Conv) to one HETERO device\n"
     "  --shape NAME=DIMS      the shape of an input with dynamic dims\n"
     "  --input [NAME=]FILE    an input from a .npy or .pb file\n"
-    "  --iterations N         measure N inferences\n"
+    "  --iterations N         measure N inferences (one model only)\n"
     "  --time S               measure for S seconds (default 5 unless --iterations)\n"
     "  --requests N           infer requests in flight (default 1)\n"
+    "  --rate R               start inferences at R per second (R may be decimal),\n"
+    "                         on a fixed schedule; without it, flat out: each\n"
+    "                         request restarts as soon as it completes\n"
     "  --warmup N             inferences before measuring, per request (default 2)\n"
     "  --json                 print one JSON object\n"
     "  --cache-dir DIR        import the compiled model from DIR when it is there,\n"
     "                         else compile it and keep it there for next time\n"
-    "  --driver-path DIRS     colon-separated directories searched for drivers\n";
+    "  --driver-path DIRS     colon-separated directories searched for drivers\n"
+    "\n"
+    "A mixed load: --and MODEL starts another model, measured at the same time as\n"
+    "the others, each with its own infer requests on its own thread. --device,\n"
+    "--policy, --config, --shape, --input, --requests, --rate, --warmup,\n"
+    "--cache-dir and --driver-path belong to the model they follow; --time,\n"
+    "--json and --alone to the whole run (--iterations is for one model only).\n"
+    "In process, the models share one runtime (and so the CPU driver's priorities,\n"
+    "--config priority=realtime|normal|background) when they have the same\n"
+    "--driver-path, --cache-dir and DRIVER.key settings, else a model has its\n"
+    "own; through --connect, they share the daemon's.\n"
+    "\n"
+    "  --and MODEL            one more model of the mixed load\n"
+    "  --alone                measure each model alone first (one after the other,\n"
+    "                         for --time each), then all together, and print\n"
+    "                         together/alone ratios of p99 latency and throughput\n"
+    "\n"
+    "  hetero bench det.onnx --requests 2 --and oww.onnx --rate 12.5 \\\n"
+    "      --config priority=realtime --alone --time 10\n";
 
 typedef struct bench bench;
 
@@ -56,7 +86,7 @@ struct bench {
 };
 
 static void on_complete(void* user_data, hetero_status status) {
-  (void)status; /* collected by hetero_infer_request_wait on the main thread */
+  (void)status; /* collected by hetero_infer_request_wait on the measuring thread */
   slot* s = user_data;
   s->finished = cli_now();
   bench* b = s->owner;
@@ -105,19 +135,61 @@ static double percentile(const samples* s, double p) {
   return s->ms[rank - 1];
 }
 
+/* What the whole run shares. */
 typedef struct bench_options {
   long iterations; /* 0: time-bound */
   double seconds;
-  long requests, warmup;
   bool json;
+  bool alone; /* measure each model alone before all together */
 } bench_options;
 
-/* The measured loop; fills `lat` and the wall time. */
-static int measure(slot* slots, size_t n, bench* b, const bench_options* bo, samples* lat, double* wall) {
+/* One model of the run, with its own options, session and requests. */
+typedef struct bench_model {
+  cli_model_options o;
+  long requests, warmup;
+  double rate; /* inferences per second; 0: flat out */
+  bool share; /* in process: uses the first model's runtime (the same driver settings) */
+  cli_session session;
+  bool session_open;
+  slot* slots;
+  size_t slot_count; /* requests created */
+  bench b;
+  bool b_init;
+  samples alone, together;
+  double alone_wall, together_wall;
+  /* The thread of a run together. */
+  pthread_t thread;
+  struct gate* gate;
+  const bench_options* bo;
+  int rc;
+} bench_model;
+
+static void sleep_until(double t) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)floor(t);
+  ts.tv_nsec = (long)((t - floor(t)) * 1e9);
+  if (ts.tv_nsec > 999999999L) ts.tv_nsec = 999999999L;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+/* The measured loop of one model; fills `lat` and the wall time. Flat out,
+ * every request is started at once and restarted as soon as it completes;
+ * with a rate, the k-th start is due at start + k/rate (a request that
+ * completes waits for the next due time, or starts at once when late). */
+static int measure(bench_model* m, const bench_options* bo, samples* lat, double* wall) {
+  slot* slots = m->slots;
+  const size_t n = (size_t)m->requests;
+  bench* b = &m->b;
+  const double period = m->rate > 0 ? 1.0 / m->rate : 0;
   const double start = cli_now();
   size_t started = 0, in_flight = 0;
   int rc = CLI_OK;
   for (size_t k = 0; k < n && (bo->iterations == 0 || started < (size_t)bo->iterations); ++k) {
+    if (period > 0) {
+      if (bo->iterations == 0 && (double)started * period >= bo->seconds) break;
+      sleep_until(start + (double)started * period);
+    }
     slots[k].started = cli_now();
     if (hetero_infer_request_start_async(slots[k].request, on_complete, &slots[k])) {
       rc = cli_call_failed("cannot start an inference");
@@ -134,8 +206,11 @@ static int measure(slot* slots, size_t n, bench* b, const bench_options* bo, sam
       if (rc == CLI_OK) rc = CLI_FAILED, cli_error("out of memory");
     }
     if (s->finished > last) last = s->finished;
-    const bool more = bo->iterations ? started < (size_t)bo->iterations : cli_now() - start < bo->seconds;
+    const bool more = bo->iterations ? started < (size_t)bo->iterations
+                      : period > 0   ? (double)started * period < bo->seconds
+                                     : cli_now() - start < bo->seconds;
     if (rc == CLI_OK && more) {
+      if (period > 0) sleep_until(start + (double)started * period);
       s->started = cli_now();
       if (hetero_infer_request_start_async(s->request, on_complete, s) == HETERO_OK) {
         ++started;
@@ -146,97 +221,355 @@ static int measure(slot* slots, size_t n, bench* b, const bench_options* bo, sam
     --in_flight;
   }
   *wall = last - start;
+  /* At a rate, the run spans the schedule of the inferences it started even
+   * when the last one completed early in its slot. */
+  if (period > 0 && (double)started * period > *wall) *wall = (double)started * period;
   return rc;
 }
 
 /* Milliseconds rounded to 0.1 us. */
 static double round4(double ms) { return round(ms * 1e4) / 1e4; }
 
-static int report(const cli_model_options* o, const cli_session* session, const bench_options* bo, samples* lat,
-                  double wall) {
+/* Latency figures of sorted samples, and the throughput. */
+typedef struct stats {
+  size_t count;
+  double min, p50, p90, p99, mean, fps;
+} stats;
+
+static stats summarize(samples* lat, double wall) {
   qsort(lat->ms, lat->count, sizeof *lat->ms, compare_doubles);
   double sum = 0;
   for (size_t i = 0; i < lat->count; ++i) sum += lat->ms[i];
-  const double mean = sum / (double)lat->count;
-  const double fps = wall > 0 ? (double)lat->count / wall : 0;
-  const char* device = o->device;
-  hetero_compiled_model_get_device(session->compiled, &device);
+  stats st = {.count = lat->count};
+  if (lat->count == 0) return st;
+  st.min = lat->ms[0];
+  st.p50 = percentile(lat, 50);
+  st.p90 = percentile(lat, 90);
+  st.p99 = percentile(lat, 99);
+  st.mean = sum / (double)lat->count;
+  st.fps = wall > 0 ? (double)lat->count / wall : 0;
+  return st;
+}
+
+static json_t* latency_json(const stats* st) {
+  return json_pack("{s:f, s:f, s:f, s:f, s:f}", "min", round4(st->min), "median", round4(st->p50), "p90",
+                   round4(st->p90), "p99", round4(st->p99), "mean", round4(st->mean));
+}
+
+static const char* model_device(const bench_model* m) {
+  const char* device = m->o.device;
+  hetero_compiled_model_get_device(m->session.compiled, &device);
+  return device;
+}
+
+/* One model measured on its own: the report bench has always printed. */
+static int report(bench_model* m, const bench_options* bo, samples* lat, double wall) {
+  const stats st = summarize(lat, wall);
+  const char* device = model_device(m);
   if (bo->json) {
-    json_t* latency = json_pack("{s:f, s:f, s:f, s:f, s:f}", "min", round4(lat->ms[0]), "median",
-                                round4(percentile(lat, 50)), "p90", round4(percentile(lat, 90)), "p99",
-                                round4(percentile(lat, 99)), "mean", round4(mean));
-    return cli_json_print(json_pack("{s:o, s:o, s:I, s:I, s:o, s:f}", "model", cli_json_text(o->model), "device",
-                             cli_json_text(device), "iterations", (json_int_t)lat->count, "requests",
-                             (json_int_t)bo->requests, "latency_ms", latency, "throughput_fps",
-                             round(fps * 1e3) / 1e3))
-               ? CLI_OK
-               : CLI_FAILED;
+    json_t* document = json_pack("{s:o, s:o, s:I, s:I, s:o, s:f}", "model", cli_json_text(m->o.model), "device",
+                                 cli_json_text(device), "iterations", (json_int_t)st.count, "requests",
+                                 (json_int_t)m->requests, "latency_ms", latency_json(&st), "throughput_fps",
+                                 round(st.fps * 1e3) / 1e3);
+    if (document && m->rate > 0) json_object_set_new(document, "rate", json_real(m->rate));
+    return cli_json_print(document) ? CLI_OK : CLI_FAILED;
   }
-  printf("model:      %s\n", o->model);
+  printf("model:      %s\n", m->o.model);
   char described[512];
-  printf("device:     %s, %s in %.1f ms\n", cli_describe_device(session->compiled, described, sizeof described),
-         cli_session_verb(session), session->load_seconds * 1e3);
-  printf("requests:   %ld in flight, %zu inferences in %.2f s\n", bo->requests, lat->count, wall);
-  printf("latency ms: min %.3f  median %.3f  p90 %.3f  p99 %.3f  mean %.3f\n", lat->ms[0], percentile(lat, 50),
-         percentile(lat, 90), percentile(lat, 99), mean);
-  printf("throughput: %.2f inferences/s\n", fps);
+  printf("device:     %s, %s in %.1f ms\n", cli_describe_device(m->session.compiled, described, sizeof described),
+         cli_session_verb(&m->session), m->session.load_seconds * 1e3);
+  if (m->rate > 0)
+    printf("requests:   %ld in flight at %g/s, %zu inferences in %.2f s\n", m->requests, m->rate, st.count, wall);
+  else
+    printf("requests:   %ld in flight, %zu inferences in %.2f s\n", m->requests, st.count, wall);
+  printf("latency ms: min %.3f  median %.3f  p90 %.3f  p99 %.3f  mean %.3f\n", st.min, st.p50, st.p90, st.p99,
+         st.mean);
+  printf("throughput: %.2f inferences/s\n", st.fps);
   return CLI_OK;
 }
 
-static int bench_model(const cli_model_options* o, const bench_options* bo) {
-  cli_session session;
-  int rc = cli_session_open(&session, o, "bench");
-  if (rc != CLI_OK) return rc;
-  const size_t n = (size_t)bo->requests;
-  slot* slots = calloc(n, sizeof *slots);
-  bench b = {.queue = calloc(n, sizeof(size_t)), .capacity = n};
-  samples lat = {0};
-  pthread_mutex_init(&b.mutex, NULL);
-  pthread_cond_init(&b.cond, NULL);
-  if (!slots || !b.queue) rc = CLI_FAILED, cli_error("out of memory");
-  for (size_t k = 0; rc == CLI_OK && k < n; ++k) {
-    slots[k] = (slot){.owner = &b, .index = k};
-    if (hetero_infer_request_create(&slots[k].request, session.compiled))
-      rc = cli_call_failed("cannot create an infer request");
-    else
-      rc = cli_session_bind(&session, slots[k].request);
+static json_t* phase_json(const stats* st) {
+  return json_pack("{s:I, s:o, s:f}", "inferences", (json_int_t)st->count, "latency_ms", latency_json(st),
+                   "throughput_fps", round(st->fps * 1e3) / 1e3);
+}
+
+static double ratio(double together, double alone) { return alone > 0 ? together / alone : 0; }
+
+/* The model's name in the tables: its file name without the directories. */
+static const char* label(const bench_model* m) {
+  const char* slash = strrchr(m->o.model, '/');
+  return slash && slash[1] ? slash + 1 : m->o.model;
+}
+
+static int print_mixed(bench_model* models, size_t count, const bench_options* bo, stats* alone, stats* together);
+
+/* Several models: one line per model, then a table of each model's figures
+ * together (and alone, with ratios, with --alone). */
+static int report_mixed(bench_model* models, size_t count, const bench_options* bo) {
+  stats* alone = calloc(count, sizeof *alone);
+  stats* together = calloc(count, sizeof *together);
+  if (!alone || !together) {
+    free(alone);
+    free(together);
+    return cli_error("out of memory"), CLI_FAILED;
   }
-  /* Warm-up: first-run allocations and caches, on every request. */
-  for (long w = 0; rc == CLI_OK && w < bo->warmup; ++w)
-    for (size_t k = 0; rc == CLI_OK && k < n; ++k)
-      if (hetero_infer_request_infer(slots[k].request)) rc = cli_call_failed("warm-up inference failed");
-
-  double wall = 0;
-  if (rc == CLI_OK) rc = measure(slots, n, &b, bo, &lat, &wall);
-  if (rc == CLI_OK && lat.count == 0) rc = CLI_FAILED, cli_error("no inference finished");
-  if (rc == CLI_OK) rc = report(o, &session, bo, &lat, wall);
-
-  for (size_t k = 0; slots && k < n; ++k) hetero_infer_request_release(slots[k].request);
-  pthread_cond_destroy(&b.cond);
-  pthread_mutex_destroy(&b.mutex);
-  free(b.queue);
-  free(slots);
-  free(lat.ms);
-  cli_session_close(&session);
+  const int rc = print_mixed(models, count, bo, alone, together);
+  free(alone);
+  free(together);
   return rc;
 }
 
-int cmd_bench(int argc, char** argv) {
-  cli_model_options o;
-  memset(&o, 0, sizeof o);
-  o.device = "CPU";
-  bench_options bo = {.iterations = 0, .seconds = 0, .requests = 1, .warmup = 2, .json = false};
+static int print_mixed(bench_model* models, size_t count, const bench_options* bo, stats* alone, stats* together) {
+  for (size_t k = 0; k < count; ++k) {
+    if (bo->alone) alone[k] = summarize(&models[k].alone, models[k].alone_wall);
+    together[k] = summarize(&models[k].together, models[k].together_wall);
+  }
+  if (bo->json) {
+    json_t* list = json_array();
+    for (size_t k = 0; list && k < count; ++k) {
+      const bench_model* m = &models[k];
+      json_t* entry = json_pack("{s:o, s:o, s:I, s:o}", "model", cli_json_text(m->o.model), "device",
+                                cli_json_text(model_device(m)), "requests", (json_int_t)m->requests, "rate",
+                                m->rate > 0 ? json_real(m->rate) : json_null());
+      if (entry && bo->alone) json_object_set_new(entry, "alone", phase_json(&alone[k]));
+      if (entry) json_object_set_new(entry, "together", phase_json(&together[k]));
+      if (entry && bo->alone)
+        json_object_set_new(entry, "ratios",
+                            json_pack("{s:f, s:f}", "p99", round(ratio(together[k].p99, alone[k].p99) * 1e3) / 1e3,
+                                      "throughput", round(ratio(together[k].fps, alone[k].fps) * 1e3) / 1e3));
+      if (!entry || json_array_append_new(list, entry)) {
+        json_decref(list);
+        list = NULL;
+      }
+    }
+    json_t* document = list ? json_pack("{s:f, s:o}", "time_s", bo->seconds, "models", list) : NULL;
+    return cli_json_print(document) ? CLI_OK : CLI_FAILED;
+  }
+
+  int width = 5;
+  for (size_t k = 0; k < count; ++k) {
+    const int n = (int)strlen(label(&models[k]));
+    if (n > width) width = n;
+  }
+  for (size_t k = 0; k < count; ++k) {
+    const bench_model* m = &models[k];
+    char described[512], rate[64];
+    if (m->rate > 0)
+      snprintf(rate, sizeof rate, "at %g/s", m->rate);
+    else
+      snprintf(rate, sizeof rate, "flat out");
+    printf("model %zu:    %s: %s, %s in %.1f ms; %ld request%s in flight, %s%s\n", k + 1, m->o.model,
+           cli_describe_device(m->session.compiled, described, sizeof described), cli_session_verb(&m->session),
+           m->session.load_seconds * 1e3, m->requests, m->requests == 1 ? "" : "s", rate,
+           k > 0 && !cli_connect && !m->share ? "; a runtime of its own" : "");
+  }
+  if (!bo->alone) {
+    printf("\n%zu models together for %.2f s:\n", count, bo->seconds);
+    printf("%-*s  %10s  %9s  %9s  %9s  %9s  %12s\n", width, "model", "inferences", "p50 ms", "p90 ms", "p99 ms",
+           "mean ms", "inferences/s");
+    for (size_t k = 0; k < count; ++k)
+      printf("%-*s  %10zu  %9.3f  %9.3f  %9.3f  %9.3f  %12.2f\n", width, label(&models[k]), together[k].count,
+             together[k].p50, together[k].p90, together[k].p99, together[k].mean, together[k].fps);
+    return CLI_OK;
+  }
+  printf("\neach model alone for %.2f s, then %zu together for %.2f s:\n", bo->seconds, count, bo->seconds);
+  printf("%-*s  %-34s  %-34s  %s\n", width, "", "alone", "together", "together/alone");
+  printf("%-*s  %10s %10s %12s  %10s %10s %12s  %6s %10s\n", width, "model", "p50 ms", "p99 ms", "inferences/s",
+         "p50 ms", "p99 ms", "inferences/s", "p99", "throughput");
+  for (size_t k = 0; k < count; ++k)
+    printf("%-*s  %10.3f %10.3f %12.2f  %10.3f %10.3f %12.2f  %6.2f %10.2f\n", width, label(&models[k]), alone[k].p50,
+           alone[k].p99, alone[k].fps, together[k].p50, together[k].p99, together[k].fps,
+           ratio(together[k].p99, alone[k].p99), ratio(together[k].fps, alone[k].fps));
+  return CLI_OK;
+}
+
+/* Opens the model, creates its requests and warms them up. */
+static int prepare(bench_model* m) {
+  int rc = cli_session_open(&m->session, &m->o, "bench");
+  if (rc != CLI_OK) return rc;
+  m->session_open = true;
+  const size_t n = (size_t)m->requests;
+  m->slots = calloc(n, sizeof *m->slots);
+  m->b = (bench){.queue = calloc(n, sizeof(size_t)), .capacity = n};
+  pthread_mutex_init(&m->b.mutex, NULL);
+  pthread_cond_init(&m->b.cond, NULL);
+  m->b_init = true;
+  if (!m->slots || !m->b.queue) return cli_error("out of memory"), CLI_FAILED;
+  for (size_t k = 0; rc == CLI_OK && k < n; ++k) {
+    m->slots[k] = (slot){.owner = &m->b, .index = k};
+    if (hetero_infer_request_create(&m->slots[k].request, m->session.compiled))
+      rc = cli_call_failed("cannot create an infer request");
+    else
+      m->slot_count = k + 1, rc = cli_session_bind(&m->session, m->slots[k].request);
+  }
+  /* Warm-up: first-run allocations and caches, on every request. */
+  for (long w = 0; rc == CLI_OK && w < m->warmup; ++w)
+    for (size_t k = 0; rc == CLI_OK && k < n; ++k)
+      if (hetero_infer_request_infer(m->slots[k].request)) rc = cli_call_failed("warm-up inference failed");
+  return rc;
+}
+
+static void release(bench_model* m) {
+  for (size_t k = 0; k < m->slot_count; ++k) hetero_infer_request_release(m->slots[k].request);
+  if (m->b_init) {
+    pthread_cond_destroy(&m->b.cond);
+    pthread_mutex_destroy(&m->b.mutex);
+  }
+  free(m->b.queue);
+  free(m->slots);
+  free(m->alone.ms);
+  free(m->together.ms);
+  if (m->session_open) cli_session_close(&m->session);
+  cli_model_options_free(&m->o);
+}
+
+/* Holds the threads of a run together until every one has been created. */
+typedef struct gate {
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+  bool open, cancelled;
+} gate;
+
+static void* measure_together(void* arg) {
+  bench_model* m = arg;
+  gate* g = m->gate;
+  pthread_mutex_lock(&g->mutex);
+  while (!g->open) pthread_cond_wait(&g->cond, &g->mutex);
+  const bool cancelled = g->cancelled;
+  pthread_mutex_unlock(&g->mutex);
+  if (!cancelled) m->rc = measure(m, m->bo, &m->together, &m->together_wall);
+  return NULL;
+}
+
+static int run_together(bench_model* models, size_t count, const bench_options* bo) {
+  gate g = {.open = false, .cancelled = false};
+  pthread_mutex_init(&g.mutex, NULL);
+  pthread_cond_init(&g.cond, NULL);
   int rc = CLI_OK;
+  size_t created = 0;
+  for (; created < count; ++created) {
+    bench_model* m = &models[created];
+    m->gate = &g, m->bo = bo, m->rc = CLI_OK;
+    if (pthread_create(&m->thread, NULL, measure_together, m) != 0) {
+      rc = CLI_FAILED, cli_error("cannot start a thread");
+      break;
+    }
+  }
+  pthread_mutex_lock(&g.mutex);
+  g.open = true;
+  g.cancelled = rc != CLI_OK;
+  pthread_cond_broadcast(&g.cond);
+  pthread_mutex_unlock(&g.mutex);
+  for (size_t k = 0; k < created; ++k) {
+    pthread_join(models[k].thread, NULL);
+    if (rc == CLI_OK) rc = models[k].rc;
+  }
+  pthread_cond_destroy(&g.cond);
+  pthread_mutex_destroy(&g.mutex);
+  return rc;
+}
+
+/* Whether `o` names a driver setting (DRIVER.key=V: a dot, no colon, in the
+ * key), as cli_session sends those to the core rather than to compilation. */
+static bool driver_setting(const char* kv) {
+  const char* eq = strchr(kv, '=');
+  const char* dot = strchr(kv, '.');
+  const char* colon = strchr(kv, ':');
+  return dot && dot < eq && !(colon && colon < eq);
+}
+
+static bool same_text(const char* a, const char* b) { return a == b || (a && b && strcmp(a, b) == 0); }
+
+/* Whether two models' runtimes would be made the same: one can serve both. */
+static bool same_runtime(const cli_model_options* a, const cli_model_options* b) {
+  if (!same_text(a->driver_path, b->driver_path) || !same_text(a->cache_dir, b->cache_dir)) return false;
+  size_t i = 0, j = 0;
+  for (;;) {
+    while (i < a->config.count && !driver_setting(a->config.items[i])) ++i;
+    while (j < b->config.count && !driver_setting(b->config.items[j])) ++j;
+    if (i == a->config.count || j == b->config.count) return i == a->config.count && j == b->config.count;
+    if (strcmp(a->config.items[i++], b->config.items[j++]) != 0) return false;
+  }
+}
+
+static int bench_models(bench_model* models, size_t count, const bench_options* bo) {
+  int rc = CLI_OK;
+  /* In process, one runtime for every model that can share it: one CPU
+   * driver, whose scheduler orders the models' work by priority. Decided
+   * before any session splits its --config strings. */
+  for (size_t k = 1; !cli_connect && k < count; ++k) models[k].share = same_runtime(&models[0].o, &models[k].o);
+  for (size_t k = 0; rc == CLI_OK && k < count; ++k) {
+    if (models[k].share) models[k].o.core = models[0].session.core;
+    rc = prepare(&models[k]);
+  }
+  if (rc == CLI_OK && count == 1 && !bo->alone) {
+    bench_model* m = &models[0];
+    rc = measure(m, bo, &m->together, &m->together_wall);
+    if (rc == CLI_OK && m->together.count == 0) rc = CLI_FAILED, cli_error("no inference finished");
+    if (rc == CLI_OK) rc = report(m, bo, &m->together, m->together_wall);
+    return rc;
+  }
+  for (size_t k = 0; rc == CLI_OK && bo->alone && k < count; ++k)
+    rc = measure(&models[k], bo, &models[k].alone, &models[k].alone_wall);
+  if (rc == CLI_OK) rc = run_together(models, count, bo);
+  for (size_t k = 0; rc == CLI_OK && k < count; ++k) {
+    if (models[k].together.count == 0 || (bo->alone && models[k].alone.count == 0))
+      rc = CLI_FAILED, cli_error("no inference of %s finished", models[k].o.model);
+  }
+  if (rc == CLI_OK) rc = report_mixed(models, count, bo);
+  return rc;
+}
+
+static bool parse_rate(const char* text, double* out) {
+  char* end = NULL;
+  errno = 0;
+  const double v = strtod(text, &end);
+  if (errno || end == text || *end || !(v > 0) || v > 1e6) {
+    cli_usage_error("bench", "--rate: '%s' is not a number of inferences per second above 0", text);
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+static bool add_model(bench_model** models, size_t* count, size_t* capacity) {
+  if (*count == *capacity) {
+    const size_t n = *capacity ? *capacity * 2 : 4;
+    bench_model* p = realloc(*models, n * sizeof *p);
+    if (!p) return cli_error("out of memory"), false;
+    *models = p;
+    *capacity = n;
+  }
+  bench_model* m = &(*models)[(*count)++];
+  memset(m, 0, sizeof *m);
+  m->o.device = "CPU";
+  m->requests = 1;
+  m->warmup = 2;
+  return true;
+}
+
+int cmd_bench(int argc, char** argv) {
+  bench_model* models = NULL;
+  size_t count = 0, capacity = 0;
+  bench_options bo = {.iterations = 0, .seconds = 0, .json = false, .alone = false};
+  int rc = add_model(&models, &count, &capacity) ? CLI_OK : CLI_FAILED;
   for (int i = 1; i < argc && rc == CLI_OK; ++i) {
+    bench_model* m = &models[count - 1];
     const char* v = NULL;
     int r;
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(kHelp, stdout);
-      cli_model_options_free(&o);
+      for (size_t k = 0; k < count; ++k) cli_model_options_free(&models[k].o);
+      free(models);
       return CLI_OK;
     } else if (strcmp(argv[i], "--json") == 0) {
       bo.json = true;
-    } else if ((r = cli_model_option(argc, argv, &i, "bench", &o)) != 0) {
+    } else if (strcmp(argv[i], "--alone") == 0) {
+      bo.alone = true;
+    } else if (strcmp(argv[i], "--and") == 0) {
+      if (!m->o.model) rc = cli_usage_error("bench", "--and follows a MODEL and its options");
+      else if (!add_model(&models, &count, &capacity)) rc = CLI_FAILED;
+    } else if ((r = cli_model_option(argc, argv, &i, "bench", &m->o)) != 0) {
       if (r < 0) rc = CLI_USAGE;
     } else if ((r = cli_option(argc, argv, &i, "bench", "--iterations", &v)) != 0) {
       if (r < 0 || !cli_parse_count("bench", "--iterations", v, &bo.iterations)) rc = CLI_USAGE;
@@ -244,23 +577,32 @@ int cmd_bench(int argc, char** argv) {
     } else if ((r = cli_option(argc, argv, &i, "bench", "--time", &v)) != 0) {
       if (r < 0 || !cli_parse_seconds("bench", "--time", v, &bo.seconds)) rc = CLI_USAGE;
     } else if ((r = cli_option(argc, argv, &i, "bench", "--requests", &v)) != 0) {
-      if (r < 0 || !cli_parse_count("bench", "--requests", v, &bo.requests)) rc = CLI_USAGE;
-      else if (bo.requests < 1 || bo.requests > 1024) rc = cli_usage_error("bench", "--requests must be 1 to 1024");
+      if (r < 0 || !cli_parse_count("bench", "--requests", v, &m->requests)) rc = CLI_USAGE;
+      else if (m->requests < 1 || m->requests > 1024) rc = cli_usage_error("bench", "--requests must be 1 to 1024");
+    } else if ((r = cli_option(argc, argv, &i, "bench", "--rate", &v)) != 0) {
+      if (r < 0 || !parse_rate(v, &m->rate)) rc = CLI_USAGE;
     } else if ((r = cli_option(argc, argv, &i, "bench", "--warmup", &v)) != 0) {
-      if (r < 0 || !cli_parse_count("bench", "--warmup", v, &bo.warmup)) rc = CLI_USAGE;
+      if (r < 0 || !cli_parse_count("bench", "--warmup", v, &m->warmup)) rc = CLI_USAGE;
     } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
       rc = cli_usage_error("bench", "unknown option '%s'", argv[i]);
-    } else if (o.model) {
-      rc = cli_usage_error("bench", "unexpected argument '%s' (the model is %s)", argv[i], o.model);
+    } else if (m->o.model) {
+      rc = cli_usage_error("bench", "unexpected argument '%s' (the model is %s; --and adds another)", argv[i],
+                           m->o.model);
     } else {
-      o.model = argv[i];
+      m->o.model = argv[i];
     }
   }
-  if (rc == CLI_OK && !o.model) rc = cli_usage_error("bench", "no MODEL given");
+  if (rc == CLI_OK && !models[count - 1].o.model)
+    rc = cli_usage_error("bench", count > 1 ? "no MODEL after --and" : "no MODEL given");
   if (rc == CLI_OK && bo.iterations && bo.seconds > 0)
     rc = cli_usage_error("bench", "give --iterations or --time, not both");
+  if (rc == CLI_OK && bo.iterations && count > 1)
+    rc = cli_usage_error("bench", "--iterations is for one model: several (--and) run for --time");
+  if (rc == CLI_OK && bo.iterations && bo.alone) rc = cli_usage_error("bench", "--alone runs for --time, not --iterations");
   if (rc == CLI_OK && !bo.iterations && bo.seconds == 0) bo.seconds = 5;
-  if (rc == CLI_OK) rc = bench_model(&o, &bo);
-  cli_model_options_free(&o);
+  if (rc == CLI_OK) rc = bench_models(models, count, &bo);
+  /* The first model's session last: it holds the runtime the others share. */
+  for (size_t k = count; k-- > 0;) release(&models[k]);
+  free(models);
   return rc;
 }

@@ -230,6 +230,33 @@ def main(lib_path, fixtures):
     r = hetero("bench", tiny, "--time", "0.3")
     check(r[0] == 0 and "throughput" in r[1], "bench --time", show(r))
 
+    # A mixed load: two models at once, the first flat out with 2 requests,
+    # the second (its own --shape) at a fixed 50/s; each alone, then together.
+    r = hetero("bench", tiny, "--requests", "2", "--and", dynamic, "--shape", "x=2x4", "--rate", "50",
+               "--alone", "--time", "0.5", "--json")
+    try:
+        b = json.loads(r[1])
+        ms = b["models"]
+        check(r[0] == 0 and b["time_s"] == 0.5 and [m["model"] for m in ms] == [tiny, dynamic], "mixed bench --json",
+              show(r))
+        check([m["requests"] for m in ms] == [2, 1] and ms[0]["rate"] is None and ms[1]["rate"] == 50,
+              "mixed bench: each model's own options", show(r))
+        for m in ms:
+            for phase in ("alone", "together"):
+                lat, fps = m[phase]["latency_ms"], m[phase]["throughput_fps"]
+                check(0 < lat["min"] <= lat["median"] <= lat["p90"] <= lat["p99"] and lat["mean"] > 0 and fps > 0,
+                      f"mixed bench: {m['model']} {phase}", show(r))
+            ratios = m["ratios"]
+            check(ratios["p99"] > 0 and ratios["throughput"] > 0, f"mixed bench: {m['model']} ratios", show(r))
+        # 50/s for 0.5 s: 25 starts on the schedule, never faster than it.
+        for phase in ("alone", "together"):
+            check(24 <= ms[1][phase]["inferences"] <= 26 and ms[1][phase]["throughput_fps"] <= 51,
+                  f"mixed bench: the rate holds {phase}", show(r))
+    except (ValueError, KeyError, TypeError) as e:
+        check(False, f"mixed bench --json parses: {e}", show(r))
+    r = hetero("bench", tiny, "--and", tiny, "--rate", "20", "--time", "0.2", "--alone")
+    check(r[0] == 0 and "together/alone" in r[1] and r[1].count("tiny.onnx") == 4, "mixed bench table", show(r))
+
     # HETERO: the CPU driver listed as two devices, CPU.1 kept to MatMul.
     split = ("--device", "HETERO:CPU.1,CPU", "--config", "CPU.device_count=2", "--config", "CPU.1:ops=MatMul")
     r = hetero("run", tiny, "--input", x_pb, "--output-dir", out, *split)
@@ -308,6 +335,10 @@ def main(lib_path, fixtures):
         (("run", tiny, "--config", "no_such_option=1"), 1, "no_such_option"),
         (("bench", tiny, "--iterations", "0"), 2, "at least 1"),
         (("bench", tiny, "--iterations", "5", "--time", "1"), 2, "not both"),
+        (("bench", tiny, "--and", tiny, "--iterations", "5"), 2, "--iterations is for one model"),
+        (("bench", tiny, "--and"), 2, "no MODEL after --and"),
+        (("bench", "--and", tiny), 2, "--and follows a MODEL"),
+        (("bench", tiny, "--rate", "0"), 2, "--rate"),
         (("frobnicate",), 2, "unknown command"),
     ]
     for args, code, needle in cases:
