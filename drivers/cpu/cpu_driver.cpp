@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/function_expand.h"
 #include "core/infer_request.h"
+#include "core/progress.h"
 #include "drivers/cpu/cpu_compile.h"
 #include "drivers/cpu/executor.h"
 #include "drivers/cpu/plan.h"
@@ -138,7 +139,12 @@ class CpuDriver final : public driver::Driver {
     check_device(device_id);
     const CpuOptions options = options_with(config);
     std::shared_ptr<CpuProgram> program;
-    executor_->run([&] { program = compile_program(model, options, engine_); });
+    // The executor thread reports to the caller's progress sink.
+    core::ProgressSink* progress = core::progress_sink();
+    executor_->run([&] {
+      core::ProgressScope scope(progress);
+      program = compile_program(model, options, engine_);
+    });
     program->device = device_name(device_id);
     return std::make_unique<CpuCompiledModel>(std::move(program), executor_);
   }
@@ -148,7 +154,11 @@ class CpuDriver final : public driver::Driver {
     check_device(device_id);
     const CpuOptions options = options_with(config);
     std::shared_ptr<CpuProgram> program;
-    executor_->run([&] { program = import_program(blob, options, engine_); });
+    core::ProgressSink* progress = core::progress_sink();
+    executor_->run([&] {
+      core::ProgressScope scope(progress);
+      program = import_program(blob, options, engine_);
+    });
     program->device = device_name(device_id);
     return std::make_unique<CpuCompiledModel>(std::move(program), executor_);
   }
