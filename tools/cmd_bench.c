@@ -35,7 +35,9 @@ static const char kHelp[] =
     "  --json                 print one JSON object\n"
     "  --cache-dir DIR        import the compiled model from DIR when it is there,\n"
     "                         else compile it and keep it there for next time\n"
-    "  --driver-path DIRS     colon-separated directories searched for drivers\n";
+    "  --driver-path DIRS     colon-separated directories searched for drivers\n"
+    "  --quiet                no progress line while compiling (drawn on stderr\n"
+    "                         when it is a terminal)\n";
 
 typedef struct bench bench;
 
