@@ -57,6 +57,15 @@ hetero_status hetero_core_create(hetero_core_t** out, const char* const* config_
   });
 }
 
+hetero_status hetero_core_set_progress(hetero_core_t* core, hetero_progress_fn fn, void* user_data) {
+  return guard([&] {
+    require(core, "hetero_core_set_progress", "core");
+    Backend::ProgressFn progress;
+    if (fn) progress = [fn, user_data](const char* stage, uint64_t done, uint64_t total) { fn(user_data, stage, done, total); };
+    core->backend->set_progress(std::move(progress));
+  });
+}
+
 hetero_status hetero_core_release(hetero_core_t* core) {
   return guard([&] { delete core; });
 }

@@ -113,6 +113,13 @@ class ModelImpl {
 class Backend {
  public:
   virtual ~Backend() = default;
+
+  // hetero_core_set_progress(): the callback of later reads, compiles,
+  // imports and plans (empty: none). Only the in-process backend reports;
+  // a daemon compiles its models itself, so the default drops it.
+  using ProgressFn = std::function<void(const char* stage, uint64_t done, uint64_t total)>;
+  virtual void set_progress(ProgressFn) {}
+
   // Fixed for the backend's life, so the C ABI can lend out their strings.
   virtual const std::vector<DeviceEntry>& devices() const = 0;
   virtual const std::vector<DriverEntry>& drivers() const = 0;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/onnx_import.h"
+#include "core/progress.h"
 #include "core/runtime.h"
 #include "partition/hetero_blob.h"
 #include "partition/hetero_compiled_model.h"
@@ -151,10 +152,17 @@ class LocalBackend final : public Backend {
     return runtime_->metric(device, name);
   }
 
+  void set_progress(ProgressFn fn) override {
+    std::lock_guard lock(progress_mutex_);
+    progress_ = std::move(fn);
+  }
+
   std::unique_ptr<ModelImpl> read_model_file(const std::string& path, const InputShapes& shapes) override {
+    ProgressCall reporting(progress());
     return std::make_unique<LocalModel>(core::import_onnx_file(path, import_options(shapes)));
   }
   std::unique_ptr<ModelImpl> read_model_memory(std::span<const uint8_t> bytes, const InputShapes& shapes) override {
+    ProgressCall reporting(progress());
     return std::make_unique<LocalModel>(core::import_onnx_bytes(bytes, import_options(shapes)));
   }
 
@@ -177,6 +185,7 @@ class LocalBackend final : public Backend {
 
   std::unique_ptr<CompiledModelImpl> compile(const ModelImpl& model, const std::string& device,
                                              const Config& config) override {
+    ProgressCall reporting(progress());
     const core::Model& m = local_model(model).model();
     if (!cache_) return compile_model(m, device, config);
     const core::Sha256Digest key = cache_key(m.source_sha256, device, config);
@@ -186,6 +195,7 @@ class LocalBackend final : public Backend {
 
   std::unique_ptr<CompiledModelImpl> compile_file(const std::string& path, const InputShapes& shapes,
                                                   const std::string& device, const Config& config) override {
+    ProgressCall reporting(progress());
     if (cache_) {
       // The key from the file's bytes alone: a hit never parses the model.
       const core::MappedBytes bytes = core::map_file(path);
@@ -199,6 +209,7 @@ class LocalBackend final : public Backend {
   }
 
   std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) override {
+    ProgressCall reporting(progress());
     core::BlobOrigin origin;
     auto compiled = import_any(blob, config, &origin);
     return std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(origin));
@@ -206,6 +217,7 @@ class LocalBackend final : public Backend {
 
   std::string partition(const ModelImpl& model, const std::string& device, hetero_plan_format format,
                         const Config& config) override {
+    ProgressCall reporting(progress());
     const core::Model& m = local_model(model).model();
     const partition::Plan plan = partition::make_plan(*runtime_, m, device, config);
     switch (format) {
@@ -218,6 +230,24 @@ class LocalBackend final : public Backend {
   }
 
  private:
+  // The core's progress callback installed on this thread for one call: a
+  // sink of its own per call, so that concurrent compiles do not share the
+  // sink's state; none (and nothing reported) without a callback.
+  class ProgressCall {
+   public:
+    explicit ProgressCall(ProgressFn fn)
+        : sink_(fn ? std::optional<core::ProgressSink>(std::in_place, std::move(fn)) : std::nullopt),
+          scope_(sink_ ? &*sink_ : nullptr) {}
+
+   private:
+    std::optional<core::ProgressSink> sink_;
+    core::ProgressScope scope_;
+  };
+  ProgressFn progress() const {
+    std::lock_guard lock(progress_mutex_);
+    return progress_;
+  }
+
   std::unique_ptr<LocalCompiledModel> compile_model(const core::Model& m, const std::string& device,
                                                     const Config& config) const {
     const bool hetero = core::parse_device_string(device).hetero;
@@ -261,7 +291,9 @@ class LocalBackend final : public Backend {
                                                        const std::string& device, const Config& config) const {
     auto compiled = compile_model(m, device, config);
     try {
+      core::report_progress("writing blob", 0, 1);
       cache_->put(key, compiled->export_blob());
+      core::report_progress("writing blob", 1, 1);
     } catch (const Error& e) {  // a full disk must not fail the compile itself
       core::log(core::LogLevel::Warning, std::string("cannot write a cache entry: ") + e.what());
     }
@@ -342,6 +374,8 @@ class LocalBackend final : public Backend {
 
   RuntimePtr runtime_;
   std::optional<core::BlobCache> cache_;
+  mutable std::mutex progress_mutex_;
+  ProgressFn progress_;
   mutable std::once_flag listed_;
   mutable Listing listing_;
 };

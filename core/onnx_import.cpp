@@ -23,6 +23,7 @@
 #include "core/onnx_graph.h"
 #include "core/onnx_tensor.h"
 #include "core/onnx_wire.h"
+#include "core/progress.h"
 
 namespace hetero::core {
 
@@ -237,6 +238,9 @@ struct Source {
 };
 
 std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, const ImportOptions& options) {
+  // Four steps, the last two (checking, shape inference) the long ones.
+  constexpr const char* kStage = "reading model";
+  report_progress(kStage, 0, 4);
   onnx::ModelProto proto;
   const std::string_view wire = scan.stripped_any
                                     ? std::string_view(scan.slim)
@@ -248,6 +252,7 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
   if (!proto.has_graph()) fail(HETERO_INVALID_MODEL, "not an ONNX model (it has no graph)");
   if (static_cast<size_t>(proto.graph().initializer_size()) != scan.initializers.size())
     fail(HETERO_INVALID_MODEL, "initializers could not be located in the file");
+  report_progress(kStage, 1, 4);
 
   auto model = std::make_unique<Model>();
   model->source = src.name;
@@ -287,6 +292,7 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
   builder.sort();
   apply_input_shapes(options, *model, *proto.mutable_graph());
   detach_initializers(*proto.mutable_graph(), detached);
+  report_progress(kStage, 2, 4);
 
   if (options.check) check_known_operators(model->graph);
   try {
@@ -296,6 +302,7 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
   } catch (const std::exception& e) {  // ValidationError, InferenceError, ...
     fail(HETERO_INVALID_MODEL, flatten(e.what()));
   }
+  report_progress(kStage, 3, 4);
   builder.apply_types();
   if (proto.functions_size() > 0) {
     LocalFunctions functions;
@@ -307,6 +314,7 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
 
   if (views_model) model->mappings.push_back(src.bytes.owner);
   for (const auto& owner : external.used()) model->mappings.push_back(owner);
+  report_progress(kStage, 4, 4);
   return model;
 }
 

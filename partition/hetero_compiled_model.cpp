@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/infer_request.h"
 #include "core/ports.h"
+#include "core/progress.h"
 #include "partition/plan.h"
 
 namespace hetero::partition {
@@ -145,13 +146,18 @@ std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime
     }
   }
   HeteroCompiledModel::Layout layout;
+  // Each submodel's driver reports its own stages in between.
+  constexpr const char* kStage = "compiling HETERO submodels";
+  const uint64_t parts = plan.cut.parts.size();
   for (Submodel& sub : plan.cut.parts) {
+    core::report_progress(kStage, layout.stages.size(), parts);
     HeteroCompiledModel::Stage stage;
     stage.device = devices[sub.device];
     stage.compiled = runtime.compile(*sub.model, stage.device, plan.config.device_config[sub.device]);
     stage.inputs = std::move(sub.inputs);
     layout.stages.push_back(std::move(stage));
   }
+  core::report_progress(kStage, parts, parts);
   for (const core::Value* v : model.graph.inputs) layout.inputs.push_back(core::port_of(*v));
   for (const core::Value* v : model.graph.outputs) layout.outputs.push_back(core::port_of(*v));
   layout.output_sources = std::move(plan.cut.outputs);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "partition/graph_dag.h"
 #include "partition/subgraph_cycles.h"
 #include "partition/subgraph_selection.h"
@@ -10,6 +11,8 @@
 namespace hetero::partition {
 
 namespace {
+
+constexpr const char* kPlanningStage = "planning HETERO";
 
 core::DeviceString hetero_device(const std::string& device) {
   core::DeviceString ds = core::parse_device_string(device);
@@ -22,7 +25,10 @@ core::DeviceString hetero_device(const std::string& device) {
 std::vector<DeviceSupport> device_support(const core::Runtime& runtime, const core::Model& model,
                                           const HeteroConfig& config) {
   std::vector<DeviceSupport> support(config.policy.devices.size());
+  // Each device's query, then the subgraphs (make_plan): devices + 1 steps.
+  const uint64_t steps = support.size() + 1;
   for (size_t d = 0; d < support.size(); ++d) {
+    core::report_progress(kPlanningStage, d, steps);
     const core::DeviceName name = core::parse_device_string(config.policy.devices[d]).devices.front();
     std::pair<driver::Driver*, std::string> resolved;
     try {
@@ -39,6 +45,7 @@ std::vector<DeviceSupport> device_support(const core::Runtime& runtime, const co
                                     std::to_string(model.graph.nodes().size()) + " nodes with " +
                                     std::to_string(support[d].nodes.size()) + " entries");
   }
+  core::report_progress(kPlanningStage, support.size(), steps);
   return support;
 }
 
@@ -115,6 +122,7 @@ Plan make_plan(const core::Runtime& runtime, const core::Model& model, const std
     parts.push_back(std::move(part));
   }
   plan.cut = cut_model(model, parts);
+  core::report_progress(kPlanningStage, policy.devices.size() + 1, policy.devices.size() + 1);
   return plan;
 }
 

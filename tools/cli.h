@@ -77,6 +77,18 @@ bool cli_json_print(json_t* document);
 /* Monotonic clock in seconds. */
 double cli_now(void);
 
+/* ---- Progress on a terminal (cli_progress.c) ----------------------------- */
+
+/* Draws `core`'s compile progress as one updating line on stderr (stage,
+ * done/total, percent, seconds; at most 10 redraws a second), when stderr is
+ * a terminal and `quiet` is false; does nothing otherwise. */
+void cli_progress_attach(hetero_core_t* core, bool quiet);
+/* A stage of the CLI's own work (writing the blob), drawn the same way. */
+void cli_progress_report(const char* stage, uint64_t done, uint64_t total);
+/* Clears the line, if one is drawn, before other output (results, errors);
+ * the next report draws it again. */
+void cli_progress_clear(void);
+
 /* ---- A loaded model (cli_session.c) --------------------------------------- */
 
 /* Options shared by run and bench. */
@@ -92,6 +104,7 @@ typedef struct cli_model_options {
   cli_strings inputs;      /* [NAME=]FILE */
   hetero_core_t* core;     /* NULL, or a core of another session to use rather than one of
                               the session's own (in process, with the same driver settings) */
+  bool quiet;              /* --quiet: no progress line on a terminal */
 } cli_model_options;
 
 /* A compiled (or imported) model with one input tensor per model input,
@@ -137,8 +150,8 @@ void cli_planning_close(cli_planning* planning);
  * that the file is complete or absent. False (after printing why) on error. */
 bool cli_write_file(const char* path, const void* data, size_t size);
 
-/* Handles the options run, bench and partition share (--device, --config,
- * --policy, --shape, --input, --driver-path). Returns 1 when argv[*i] was
+/* Handles the options run, bench, partition and compile share (--device,
+ * --config, --policy, --shape, --input, --driver-path, --cache-dir, --quiet). Returns 1 when argv[*i] was
  * one, 0 when not, -1 on a usage error (printed). */
 int cli_model_option(int argc, char** argv, int* i, const char* command, cli_model_options* options);
 void cli_model_options_free(cli_model_options* options);

@@ -19,6 +19,10 @@
 int cli_model_option(int argc, char** argv, int* i, const char* command, cli_model_options* o) {
   const char* v = NULL;
   int r;
+  if (strcmp(argv[*i], "--quiet") == 0) {
+    o->quiet = true;
+    return 1;
+  }
   if ((r = cli_option(argc, argv, i, command, "--device", &v)) != 0) {
     if (r > 0) o->device = v, o->device_given = true;
   } else if ((r = cli_option(argc, argv, i, command, "--driver-path", &v)) != 0) {
@@ -131,6 +135,7 @@ static int create_core(loader* l, hetero_core_t** core) {
     return CLI_FAILED;
   if (hetero_core_create(core, l->core_keys.items, l->core_values.items, l->core_keys.count))
     return cli_call_failed("cannot start the runtime");
+  cli_progress_attach(*core, l->o->quiet);
   return CLI_OK;
 }
 
@@ -460,6 +465,7 @@ static int open_session(loader* l, cli_session* s) {
    * not even read when its blob is there (hetero_compile_file). */
   rc = !s->imported && l->o->inputs.count ? compile_onnx(l, s) : open_model_file(l, s);
   s->load_seconds = cli_now() - start;
+  cli_progress_clear();
   return rc == CLI_OK ? prepare_inputs(l, s) : rc;
 }
 
@@ -488,6 +494,7 @@ int cli_planning_open(cli_planning* p, const cli_model_options* o, const char* c
   if (rc == CLI_OK && hetero_model_read_file(&p->model, p->core, o->model, (const char* const*)l.shape_names,
                                              (const int64_t* const*)l.shape_dims, l.shape_ranks, l.shape_count))
     rc = cli_call_failed("cannot read the model");
+  cli_progress_clear();
   /* The compile config moves into the result. */
   p->keys = l.keys;
   p->values = l.values;

@@ -12,6 +12,7 @@
 #include "cli.h"
 
 void cli_error(const char* fmt, ...) {
+  cli_progress_clear(); /* an error never lands on the progress line */
   va_list ap;
   va_start(ap, fmt);
   fputs("hetero: error: ", stderr);
@@ -27,6 +28,7 @@ int cli_call_failed(const char* what) {
 }
 
 int cli_usage_error(const char* command, const char* fmt, ...) {
+  cli_progress_clear();
   va_list ap;
   va_start(ap, fmt);
   fputs("hetero: error: ", stderr);

@@ -48,6 +48,8 @@ static const char kHelp[] =
     "  --cache-dir DIR        import the compiled model from DIR when it is there,\n"
     "                         else compile it and keep it there for next time\n"
     "  --driver-path DIRS     colon-separated directories searched for drivers\n"
+    "  --quiet                no progress line while compiling (drawn on stderr\n"
+    "                         when it is a terminal)\n"
     "\n"
     "A mixed load: --and MODEL starts another model, measured at the same time as\n"
     "the others, each with its own infer requests on its own thread. --device,\n"

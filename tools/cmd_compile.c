@@ -23,7 +23,8 @@ static const char kCompileHelp[] =
     "  -o, --output BLOB      where to write the blob\n"
     "  --config K=V           DRIVER.key to the driver, key to compilation\n"
     "  --shape NAME=DIMS      the shape of an input with dynamic dims\n"
-    "  --driver-path DIRS     colon-separated directories searched for drivers\n";
+    "  --driver-path DIRS     colon-separated directories searched for drivers\n"
+    "  --quiet                no progress line (drawn on stderr when it is a terminal)\n";
 
 static const char kBlobHelp[] =
     "usage: hetero blob info [--json] BLOB\n"
@@ -32,6 +33,16 @@ static const char kBlobHelp[] =
     "versions, device, compile config, source model hash and sections.\n"
     "\n"
     "  --json                 print one JSON object instead of text\n";
+
+/* The blob written to `path`, shown as a stage of the progress line (the
+ * library reports compiling; writing is the CLI's own step). */
+static bool export_blob(const hetero_compiled_model_t* compiled, const char* path) {
+  cli_progress_report("writing blob", 0, 1);
+  const bool ok = hetero_compiled_model_export_file(compiled, path) == HETERO_OK;
+  if (ok) cli_progress_report("writing blob", 1, 1);
+  cli_progress_clear();
+  return ok;
+}
 
 int cmd_compile(int argc, char** argv) {
   cli_model_options o;
@@ -74,7 +85,7 @@ int cmd_compile(int argc, char** argv) {
       char what[512];
       snprintf(what, sizeof what, "cannot compile the model for %s", o.device);
       rc = cli_call_failed(what);
-    } else if (hetero_compiled_model_export_file(compiled, output)) {
+    } else if (!export_blob(compiled, output)) {
       rc = cli_call_failed("cannot write the blob");
     } else {
       char device[512];

@@ -18,12 +18,14 @@ static const char kHelp[] =
     "  --config K=V           DEVICE:key (CPU.1:ops=Conv) to one device or driver,\n"
     "                         DRIVER.key (CPU.device_count=2) to the core\n"
     "  --shape NAME=DIMS      the shape of an input with dynamic dims\n"
-    "  --driver-path DIRS     colon-separated directories searched for drivers\n";
+    "  --driver-path DIRS     colon-separated directories searched for drivers\n"
+    "  --quiet                no progress line (drawn on stderr when it is a terminal)\n";
 
 static int print_plan(const cli_planning* p, const cli_model_options* o, hetero_plan_format format, FILE* out) {
   char* text = NULL;
   if (hetero_partition(p->core, &text, p->model, o->device, format, p->keys.items, p->values.items, p->keys.count))
     return cli_call_failed("cannot plan the model");
+  cli_progress_clear();
   fputs(text, out);
   hetero_free(text);
   return CLI_OK;
@@ -34,6 +36,7 @@ static int write_dot(const cli_planning* p, const cli_model_options* o, const ch
   if (hetero_partition(p->core, &text, p->model, o->device, HETERO_PLAN_DOT, p->keys.items, p->values.items,
                        p->keys.count))
     return cli_call_failed("cannot plan the model");
+  cli_progress_clear();
   const bool ok = cli_write_file(path, text, strlen(text));
   hetero_free(text);
   return ok ? CLI_OK : CLI_FAILED;

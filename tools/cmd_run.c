@@ -34,6 +34,8 @@ static const char kHelp[] =
     "  --cache-dir DIR        import the compiled model from DIR when it is there,\n"
     "                         else compile it and keep it there for next time\n"
     "  --driver-path DIRS     colon-separated directories searched for drivers\n"
+    "  --quiet                no progress line while compiling (drawn on stderr\n"
+    "                         when it is a terminal)\n"
     "\n"
     "A streaming model (a recurrent state output fed back as the next call's\n"
     "state input) runs chunk by chunk from a shell loop, its state carried in\n"

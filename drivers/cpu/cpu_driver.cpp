@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/function_expand.h"
 #include "core/infer_request.h"
+#include "core/progress.h"
 #include "drivers/cpu/cpu_compile.h"
 #include "drivers/cpu/scheduler.h"
 #include "drivers/cpu/plan.h"
@@ -175,7 +176,12 @@ class CpuDriver final : public driver::Driver {
     check_device(device_id);
     const CpuOptions options = options_with(config);
     std::shared_ptr<CpuProgram> program;
-    scheduler_->run(options.priority, [&] { program = compile_program(model, options, threads(options), engine_); });
+    // The stream reports to the caller's progress sink.
+    core::ProgressSink* progress = core::progress_sink();
+    scheduler_->run(options.priority, [&] {
+      core::ProgressScope scope(progress);
+      program = compile_program(model, options, threads(options), engine_);
+    });
     program->device = device_name(device_id);
     return std::make_unique<CpuCompiledModel>(std::move(program), scheduler_);
   }
@@ -185,7 +191,11 @@ class CpuDriver final : public driver::Driver {
     check_device(device_id);
     const CpuOptions options = options_with(config);
     std::shared_ptr<CpuProgram> program;
-    scheduler_->run(options.priority, [&] { program = import_program(blob, options, threads(options), engine_); });
+    core::ProgressSink* progress = core::progress_sink();
+    scheduler_->run(options.priority, [&] {
+      core::ProgressScope scope(progress);
+      program = import_program(blob, options, threads(options), engine_);
+    });
     program->device = device_name(device_id);
     return std::make_unique<CpuCompiledModel>(std::move(program), scheduler_);
   }

@@ -6,6 +6,7 @@
 #include <dnnl.hpp>
 
 #include "core/infer_request.h"
+#include "core/progress.h"
 
 namespace hetero::cpu {
 
@@ -34,6 +35,11 @@ std::shared_ptr<Plan> Plan::compile(const core::Graph& graph, const core::Model&
 
   const KernelRegistry& registry = KernelRegistry::builtin();
   std::vector<const core::Value*> reads;
+  // Progress counts the main graph's nodes; a subgraph's kernels are part of
+  // its node's (If, Loop, Scan).
+  const bool main_graph = &graph == &model.graph;
+  const uint64_t node_count = graph.nodes().size();
+  if (main_graph) core::report_progress("building CPU kernels", 0, node_count);
   for (const auto& node_ptr : graph.nodes()) {
     const core::Node& node = *node_ptr;
     const int64_t opset = node.opset ? node.opset : model.opset(node.domain);
@@ -62,6 +68,7 @@ std::shared_ptr<Plan> Plan::compile(const core::Graph& graph, const core::Model&
     for (const core::Value* v : reads)
       if (std::find(node.inputs.begin(), node.inputs.end(), v) == node.inputs.end()) step.captures.push_back(slot(v));
     plan->steps_.push_back(std::move(step));
+    if (main_graph) core::report_progress("building CPU kernels", plan->steps_.size(), node_count);
   }
   for (const core::Value* v : graph.outputs) {
     if (v->owner != &graph)

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "drivers/gpu/kernel_sources.h"
 
 namespace hetero::gpu {
@@ -17,7 +18,7 @@ const char* kernel_build_options() {
 }
 
 BuiltKernels build_kernels(Device& device, const std::map<std::string, std::string>& codes, size_t per_batch,
-                           size_t threads) {
+                           size_t threads, const char* progress_stage) {
   BuiltKernels out;
   per_batch = std::max<size_t>(1, per_batch);
   // std::map iterates in name order: the same kernels give the same batches
@@ -43,23 +44,31 @@ BuiltKernels build_kernels(Device& device, const std::map<std::string, std::stri
 
   out.executables.resize(out.programs.size());
   std::vector<std::exception_ptr> errors(out.programs.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
+  std::atomic<size_t> next{0}, built{0};
+  const uint64_t total = out.programs.size();
+  core::ProgressSink* progress = core::progress_sink();
+  core::report_progress(progress_stage, 0, total);
+  // Progress goes to the sink from this thread alone, which builds batches
+  // too: it reports how many all threads have built after each of its own.
+  auto worker = [&](bool reporting) {
     for (size_t i; (i = next.fetch_add(1)) < out.programs.size();) {
       try {
         out.executables[i] = device.build(out.programs[i].source, out.programs[i].options);
       } catch (...) {
         errors[i] = std::current_exception();
       }
+      const size_t done = built.fetch_add(1) + 1;
+      if (reporting && progress) progress->report(progress_stage, done, total);
     }
   };
   const size_t n = std::min(std::max<size_t>(1, threads), out.programs.size());
   std::vector<std::thread> pool;
-  for (size_t t = 1; t < n; ++t) pool.emplace_back(worker);
-  worker();
+  for (size_t t = 1; t < n; ++t) pool.emplace_back(worker, false);
+  worker(true);
   for (std::thread& t : pool) t.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
+  core::report_progress(progress_stage, total, total);
   return out;
 }
 

@@ -22,9 +22,10 @@ struct BuiltKernels {
 
 // Compiles `codes` (kernel name → instantiated source), `per_batch` kernels
 // per device program, batches on up to `threads` threads at once. A build
-// failure is INTERNAL with the device's build log.
+// failure is INTERNAL with the device's build log. Reports the batches built
+// as `progress_stage` (core/progress.h), from the calling thread only.
 BuiltKernels build_kernels(Device& device, const std::map<std::string, std::string>& codes, size_t per_batch,
-                           size_t threads);
+                           size_t threads, const char* progress_stage = "building GPU kernels");
 
 // The build options every program of this driver is compiled with.
 const char* kernel_build_options();

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "drivers/gpu/kernels_cache.h"
 #include "drivers/gpu/network.h"
 
@@ -120,13 +121,21 @@ std::map<std::string, std::vector<TuningSession::Timed>> TuningSession::run(int 
       for (const auto& [name, code] : select_kernels(graph, device_.max_work_group_size())) codes.emplace(name, code);
   std::map<std::string, std::vector<Timed>> out;
   if (codes.empty()) return out;
-  const BuiltKernels built = build_kernels(device_, codes, kernels_per_batch_, std::max(1u, std::thread::hardware_concurrency()));
+  const BuiltKernels built = build_kernels(device_, codes, kernels_per_batch_, std::max(1u, std::thread::hardware_concurrency()),
+                                           "building tuning candidates");
+  // Progress in candidates timed, a node's all at once (they are timed in
+  // alternating rounds).
+  uint64_t timed = 0, candidate_count = 0;
+  for (const auto& [key, list] : nodes_) candidate_count += list.size();
+  core::report_progress("timing tuning candidates", 0, candidate_count);
   for (auto& [key, list] : nodes_) {
     std::vector<Candidate> candidates;
     for (auto& [variant, graph] : list) candidates.push_back({&graph, nullptr});
     time_candidates(candidates, device_, built, rounds);
     for (size_t i = 0; i < list.size(); ++i)
       out[key].push_back({list[i].first, candidates[i].best_ms});
+    timed += list.size();
+    core::report_progress("timing tuning candidates", timed, candidate_count);
   }
   nodes_.clear();
   return out;

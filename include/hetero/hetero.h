@@ -24,6 +24,10 @@
  *  - Evolution is append-only: released signatures never change; new
  *    functions are added instead. Only hetero_* symbols are exported.
  *
+ * Progress: a long compile (a large model, GPU kernel tuning) can report
+ * what it is doing to a callback set with hetero_core_set_progress() (see
+ * "Progress" below); `hetero compile` draws it on a terminal.
+ *
  * Device strings are the same everywhere: "CPU", "OPENCL", "OPENCL.1",
  * "LEVEL_ZERO", and "HETERO:OPENCL,CPU" for a model split across devices in
  * that priority order (see "HETERO" below).
@@ -164,6 +168,32 @@ HETERO_API hetero_status hetero_core_get_driver_no_device_reason(const hetero_co
 HETERO_API hetero_status hetero_core_get_driver_failure_count(const hetero_core_t* core, size_t* out_count);
 HETERO_API hetero_status hetero_core_get_driver_failure(const hetero_core_t* core, const char** out_path,
                                                         const char** out_reason, size_t index);
+
+/* ---- Progress (API 0.5) --------------------------------------------------- */
+
+/* Called while a core reads, plans, compiles or imports a model, with what it
+ * is doing: `stage` in words ("reading model", "planning HETERO", "compiling
+ * HETERO submodels", "building CPU kernels", "building GPU kernels",
+ * "building tuning candidates", "timing tuning candidates", "writing blob";
+ * drivers may add others; borrowed for the call), and `done` of `total` units
+ * of it (nodes, kernel batches, candidates, steps). Within a stage, `done`
+ * only increases and the stage ends with done == total; stages nest (a
+ * HETERO compile's submodels report their own) and a stage may come again
+ * from 0 (the next submodel). It is called on the thread doing the work (the
+ * caller's, or a driver's worker while the caller waits), one call at a time
+ * for one compile; compiles running at once on several threads call it at
+ * once. It must return quickly and must not call into the library with the
+ * same core. */
+typedef void (*hetero_progress_fn)(void* user_data, const char* stage, uint64_t done, uint64_t total);
+
+/* Sets the callback of every later hetero_model_read_*(), hetero_compile*(),
+ * hetero_compiled_model_import*(), hetero_compiled_model_open_*() and
+ * hetero_partition() on `core` (one already running keeps the callback it
+ * started with); NULL `fn` removes it. Without one, nothing is reported and
+ * nothing is spent on it. A core connected to a daemon
+ * (hetero_core_connect()) accepts a callback and never calls it: the daemon
+ * compiles its models itself. */
+HETERO_API hetero_status hetero_core_set_progress(hetero_core_t* core, hetero_progress_fn fn, void* user_data);
 
 /* ---- Models -------------------------------------------------------------- */
 

@@ -12,6 +12,7 @@ import ast
 import ctypes as C
 import json
 import os
+import pty
 import struct
 import subprocess
 import sys
@@ -32,6 +33,58 @@ def check(cond, what, detail=""):
 def hetero(*args):
     r = subprocess.run([HETERO, *args], capture_output=True, text=True, timeout=240)
     return r.returncode, r.stdout, r.stderr
+
+
+def hetero_on_terminal(*args):
+    """Runs hetero with stderr on a pseudo-terminal (stdout a pipe), as a user
+    at a terminal runs it. Returns (exit, stdout, what the terminal got)."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([HETERO, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the program has closed its side
+            break
+        if not data:
+            break
+        seen += data
+    os.close(master)
+    out = p.stdout.read().decode()
+    p.stdout.close()
+    return p.wait(timeout=240), out, seen.decode(errors="replace")
+
+
+def test_progress(work, model):
+    """hetero compile draws a progress line on a terminal and clears it;
+    through a pipe or with --quiet it draws nothing."""
+    blob = os.path.join(work, "progress.blob")
+    r = hetero_on_terminal("compile", model, "--device", "CPU", "-o", blob)
+    check(r[0] == 0 and "compiled" in r[1], "compile on a terminal", show(r))
+    # One redrawn line: "\rhetero: STAGE DONE/TOTAL (P%) S s", cleared at the end.
+    check("\rhetero: reading model" in r[2] and "building CPU kernels" in r[2] and "%)" in r[2],
+          "compile on a terminal shows its progress", show(r))
+    check(r[2].rstrip(" ").endswith("\r") and "\n" not in r[2], "the progress line is cleared at the end", show(r))
+    check(os.path.getsize(blob) > 0, "the blob is written")
+    r = hetero_on_terminal("compile", model, "--device", "CPU", "-o", blob, "--quiet")
+    check(r[0] == 0 and "compiled" in r[1] and r[2] == "", "compile --quiet draws nothing", show(r))
+    r = hetero("compile", model, "--device", "CPU", "-o", blob)
+    check(r[0] == 0 and r[2] == "", "compile through a pipe draws nothing", show(r))
+    # run compiles too (its line is redrawn at most 10 times a second, so
+    # only the first stage is sure to be seen).
+    r = hetero_on_terminal("run", model, "--device", "CPU")
+    check(r[0] == 0 and "\rhetero: reading model" in r[2], "run on a terminal shows the compile's progress", show(r))
+    r = hetero_on_terminal("run", model, "--device", "CPU", "--quiet")
+    check(r[0] == 0 and r[2] == "", "run --quiet draws nothing", show(r))
+    # An error on a terminal starts on a line of its own.
+    r = hetero_on_terminal("compile", model, "--device", "CPU", "--config", "no_such_option=1", "-o", blob)
+    at = r[2].find("hetero: error:")
+    check(r[0] == 1 and at >= 0 and (at == 0 or r[2][at - 1] == "\r"),
+          "an error is not written over the progress line", show(r))
+    for cmd in ("run", "bench", "partition", "compile"):
+        r = hetero(cmd, "--help")
+        check(r[0] == 0 and "--quiet" in r[1], f"{cmd} --help documents --quiet", show(r))
 
 
 def show(r):
@@ -349,6 +402,8 @@ def main(lib_path, fixtures):
         f.write(b"\x93NUMPY\x01\x00\xff\x00{'descr'")
     r = hetero("run", tiny, "--input", bad_npy)
     check(r[0] == 1 and "bad.npy" in r[2] and "header" in r[2], "malformed .npy", show(r))
+
+    test_progress(work, tiny)
 
 
 if __name__ == "__main__":
