@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <future>
@@ -30,9 +31,15 @@ void write_all(int fd, std::span<const uint8_t> bytes, std::span<const int> fds,
 
 }  // namespace
 
+// The highest status this library knows (include/hetero/status.h); a newer
+// daemon's other codes arrive as INTERNAL.
+#define HETERO_STATUS_VALUE_(name, value, message) value,
+constexpr int32_t kLastStatus = std::max({HETERO_STATUS_MAP(HETERO_STATUS_VALUE_)});
+#undef HETERO_STATUS_VALUE_
+
 hetero_status reply_status(const wire::Response& response) {
   const int32_t status = response.status();
-  return status >= 0 && status <= HETERO_INTERNAL ? static_cast<hetero_status>(status) : HETERO_INTERNAL;
+  return status >= 0 && status <= kLastStatus ? static_cast<hetero_status>(status) : HETERO_INTERNAL;
 }
 
 void throw_reply_error(const wire::Response& response) {

@@ -36,6 +36,10 @@ const core::ConfigTable<CpuOptions>& cpu_config() {
                         core::ConfigScope::Driver),
           core::bool_key("pin_threads", &CpuOptions::pin_threads, false,
                          "bind each stream's threads to cores of its own", core::ConfigScope::Driver),
+          core::int_key("stream_nice", &CpuOptions::stream_nice, 10, 0, 19,
+                        "how much nicer than the process the streams run once a realtime model is compiled, "
+                        "so that the system gives the realtime lane a core at once; 0: as nice as the rest",
+                        core::ConfigScope::Driver),
           core::priority_key(&CpuOptions::priority,
                              "; a running inference lets waiting ones of higher priority run between its nodes"),
       });

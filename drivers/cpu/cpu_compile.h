@@ -26,6 +26,7 @@ struct CpuOptions {
   std::string performance_hint;  // "latency" or "throughput"
   int num_streams;
   bool pin_threads;
+  int stream_nice;
   core::Priority priority;
 
   // The streams and threads per stream these options ask for, on `cores`

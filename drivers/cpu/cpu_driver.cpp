@@ -216,13 +216,18 @@ class CpuDriver final : public driver::Driver {
   }
   // The cores given to the driver: those the process may run on.
   static int cores() { return std::max(1, omp_get_num_procs()); }
-  // A compile's OpenMP threads: num_threads, within one stream's share.
+  // A compile's OpenMP threads: num_threads, within one stream's share. A
+  // realtime model takes one unless num_threads says otherwise: it runs on
+  // the realtime lane beside the streams (drivers/cpu/scheduler.h).
   int threads(const CpuOptions& options) const {
-    return std::min(options.threads_per_stream(cores()), scheduler_->threads_per_stream());
+    const int share = std::min(options.threads_per_stream(cores()), scheduler_->threads_per_stream());
+    if (options.priority == core::Priority::Realtime && options.num_threads == 0) return 1;
+    return share;
   }
   // The scheduler follows the driver's options (mutex_ held).
   void configure_streams() {
-    scheduler_->configure(options_.streams(cores()), options_.threads_per_stream(cores()), options_.pin_threads);
+    scheduler_->configure(options_.streams(cores()), options_.threads_per_stream(cores()), options_.pin_threads,
+                          options_.stream_nice);
   }
 
   CpuOptions options_with(const driver::Config& config) const {

@@ -4,6 +4,10 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <semaphore>
 
@@ -31,6 +35,15 @@ void pin_to_cores(int first, int count) {
   if (CPU_COUNT(&mine) > 0) pthread_setaffinity_np(pthread_self(), sizeof mine, &mine);
 }
 
+// Makes the calling thread and its OpenMP team `nice` nicer than `base` (the
+// process's niceness when the stream started): each team member sets its own,
+// Linux's niceness being per thread. Nicer only, so no privilege is needed.
+void renice_team(int base, int nice, int threads) {
+  const int target = std::min(19, base + nice);
+#pragma omp parallel num_threads(threads)
+  setpriority(PRIO_PROCESS, 0, target);
+}
+
 }  // namespace
 
 Scheduler::~Scheduler() {
@@ -39,16 +52,19 @@ Scheduler::~Scheduler() {
     stopping_ = true;
   }
   work_cv_.notify_all();
+  lane_cv_.notify_all();
   for (std::thread& t : threads_of_stream_)
     if (t.joinable()) t.join();
+  if (lane_.joinable()) lane_.join();
 }
 
-void Scheduler::configure(int streams, int threads, bool pin) {
+void Scheduler::configure(int streams, int threads, bool pin, int stream_nice) {
   {
     std::lock_guard lock(mutex_);
     streams_ = std::max(1, streams);
     threads_ = std::max(1, threads);
     pin_ = pin;
+    stream_nice_ = stream_nice;
     if (!threads_of_stream_.empty()) ensure_started_locked();
   }
   work_cv_.notify_all();  // streams past the new count leave
@@ -84,10 +100,17 @@ void Scheduler::submit(core::Priority priority, std::function<void()> fn) {
   {
     std::lock_guard lock(mutex_);
     ensure_started_locked();
+    if (priority == core::Priority::Realtime && !lane_.joinable()) {
+      lane_ = std::thread([this] { lane_loop(); });
+      streams_ceiling_.store(static_cast<int>(core::Priority::Normal), std::memory_order_relaxed);
+    }
     queues_[level].push_back(std::move(fn));
     queued_[level].fetch_add(1, std::memory_order_relaxed);
   }
-  work_cv_.notify_one();
+  if (priority == core::Priority::Realtime)
+    lane_cv_.notify_one();
+  else
+    work_cv_.notify_one();
 }
 
 void Scheduler::run(core::Priority priority, const std::function<void()>& fn) {
@@ -108,8 +131,8 @@ void Scheduler::run(core::Priority priority, const std::function<void()>& fn) {
   if (error) std::rethrow_exception(error);
 }
 
-std::function<void()> Scheduler::pop_above_locked(int floor) {
-  for (int level = core::kPriorityLevels - 1; level > floor; --level) {
+std::function<void()> Scheduler::pop_above_locked(int floor, int ceiling) {
+  for (int level = ceiling; level > floor; --level) {
     if (queues_[level].empty()) continue;
     std::function<void()> fn = std::move(queues_[level].front());
     queues_[level].pop_front();
@@ -122,14 +145,15 @@ std::function<void()> Scheduler::pop_above_locked(int floor) {
 void Scheduler::yield(core::Priority current) {
   const int floor = static_cast<int>(current);
   for (;;) {
+    const int ceiling = streams_ceiling_.load(std::memory_order_relaxed);
     bool waiting = false;
-    for (int level = floor + 1; level < core::kPriorityLevels; ++level)
+    for (int level = floor + 1; level <= ceiling; ++level)
       waiting = waiting || queued_[level].load(std::memory_order_relaxed) > 0;
     if (!waiting) return;
     std::function<void()> fn;
     {
       std::lock_guard lock(mutex_);
-      fn = pop_above_locked(floor);
+      fn = pop_above_locked(floor, ceiling);
     }
     if (!fn) return;
     // The job sets its own OpenMP thread count; the paused one's comes back.
@@ -139,19 +163,65 @@ void Scheduler::yield(core::Priority current) {
   }
 }
 
+bool Scheduler::any_queued() const {
+  for (const auto& q : queued_)
+    if (q.load(std::memory_order_relaxed) > 0) return true;
+  return false;
+}
+
+// A stream that just finished looks for work a little before it sleeps: a
+// caller's next synchronous inference usually follows within microseconds,
+// and waking a sleeping thread costs more than that on a virtual machine.
+void Scheduler::spin_for_work() const {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+  while (!any_queued() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+}
+
+void Scheduler::lane_loop() {
+  tls_stream_of = this;
+  constexpr int kRealtime = static_cast<int>(core::Priority::Realtime);
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    std::function<void()> fn;
+    lane_cv_.wait(lock, [&] {
+      fn = pop_above_locked(kRealtime - 1, kRealtime);
+      return fn || stopping_;
+    });
+    if (!fn) return;
+    lock.unlock();
+    fn();
+    fn = nullptr;
+    lock.lock();
+  }
+}
+
 void Scheduler::stream_loop(int index) {
   tls_stream_of = this;
+  const int base_nice = getpriority(PRIO_PROCESS, 0);
+  int applied_nice = 0;
   std::unique_lock lock(mutex_);
   if (pin_) pin_to_cores(index * threads_, threads_);
   for (;;) {
     std::function<void()> fn;
+    if (!any_queued()) {
+      lock.unlock();
+      spin_for_work();
+      lock.lock();
+    }
     work_cv_.wait(lock, [&] {
       if (index >= streams_ && !stopping_) return true;  // no longer wanted
-      fn = pop_above_locked(-1);
+      fn = pop_above_locked(-1, streams_ceiling_.load(std::memory_order_relaxed));
       return fn || stopping_;
     });
     if (!fn) break;  // not wanted, or stopping with the queue drained
+    // Once there is a realtime lane, the stream and its team step back.
+    const int nice = lane_.joinable() ? stream_nice_ : 0;
+    const int threads = threads_;
     lock.unlock();
+    if (nice > applied_nice) {
+      renice_team(base_nice, nice, threads);
+      applied_nice = nice;
+    }
     fn();
     fn = nullptr;  // the job's captures go before the next wait
     lock.lock();

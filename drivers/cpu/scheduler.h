@@ -23,6 +23,19 @@
 // waiting with a higher priority than the running one runs then, on the same
 // thread and OpenMP team, before the inference goes on. A realtime request so
 // waits for about one node of a lower-priority model, not a whole inference.
+//
+// Why a realtime lane. One node of a big model (a convolution of PP-OCR det)
+// takes milliseconds, longer than a whole wake-word inference. So realtime
+// work has a thread of its own besides the streams, started when the first
+// realtime job comes: it takes realtime jobs as soon as they are queued,
+// while the streams go on with theirs, and the system's scheduler shares the
+// cores between them for the millisecond it takes (stream_nice lets it hand
+// the lane a core at once). Realtime models are compiled for one thread
+// (CpuDriver::threads), so the lane owns no OpenMP team and the cores are
+// oversubscribed by at most that one thread, only while realtime work runs.
+// Once the lane is there, realtime jobs are its alone: a stream that ran one
+// at a node boundary would run it at the stream's niceness, with the
+// stream's idle OpenMP team around it.
 #pragma once
 
 #include <atomic>
@@ -48,7 +61,9 @@ class Scheduler {
   // is bound to its own `threads` cores of those the process may use. Stream
   // threads start on first use and follow a later change: extra ones end
   // after their current job, missing ones start.
-  void configure(int streams, int threads, bool pin);
+  // Once realtime work has come, the streams' threads run `stream_nice`
+  // nicer than the process, so that the system hands the lane a core at once.
+  void configure(int streams, int threads, bool pin, int stream_nice);
   int streams() const;
   int threads_per_stream() const;
 
@@ -65,18 +80,28 @@ class Scheduler {
  private:
   void ensure_started_locked();
   void stream_loop(int index);
-  // The first queued job of priority above `floor`; empty when none.
-  std::function<void()> pop_above_locked(int floor);
+  void lane_loop();
+  bool any_queued() const;
+  void spin_for_work() const;
+  // The first queued job of the highest priority above `floor`, up to
+  // `ceiling`; empty when none.
+  std::function<void()> pop_above_locked(int floor, int ceiling);
 
   mutable std::mutex mutex_;
-  std::condition_variable work_cv_;
+  std::condition_variable work_cv_;  // the streams wait here
+  std::condition_variable lane_cv_;  // the realtime lane, here
   std::deque<std::function<void()>> queues_[core::kPriorityLevels];
   // Queued jobs per priority, read without the lock between nodes.
   std::atomic<int> queued_[core::kPriorityLevels] = {};
   int streams_ = 1, threads_ = 1;
   bool pin_ = false;
+  int stream_nice_ = 0;
   std::vector<std::thread> threads_of_stream_;
   std::vector<bool> running_;  // whether stream i's thread is still in its loop
+  std::thread lane_;           // realtime jobs only; started by the first
+  // The highest priority the streams take: realtime until the lane starts,
+  // then normal (realtime jobs are the lane's alone).
+  std::atomic<int> streams_ceiling_{static_cast<int>(core::Priority::Realtime)};
   bool stopping_ = false;
 };
 

@@ -34,6 +34,7 @@ SERVED = {
     "lstm_step": (MODELS / "lstm_step.onnx", None),
     "lstm_sequence": (MODELS / "lstm_sequence.onnx", None),
     "slow": (DAEMON_MODELS / "slow.onnx", None),
+    "spin": (DAEMON_MODELS / "spin.onnx", None),
 }
 
 

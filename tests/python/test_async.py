@@ -59,8 +59,8 @@ def test_busy_request_and_cancellation(target: Target) -> None:
             assert e.value.status == heterod.Status.BUSY
             expected = (await first)["y"]
             assert not request.busy
-            # A cancelled await leaves the inference running; the request is
-            # busy until it has finished, then usable again.
+            # A cancelled await cancels the inference (test_cancel.py); the
+            # request is busy until it has ended, then usable again.
             task = asyncio.ensure_future(request.infer_async(x))
             await asyncio.sleep(0)
             task.cancel()

@@ -205,3 +205,19 @@ TEST(CpuScheduling, HintsPickStreamsAndBadPrioritiesAreRefused) {
     EXPECT_NE(std::string(e.what()).find("priority"), std::string::npos) << e.what();
   }
 }
+
+// Realtime work has a lane of its own beside the streams; work of every
+// priority, started together again and again, always gets a thread (a wake-up
+// meant for a stream must never go to the lane alone).
+TEST(CpuScheduling, EveryPriorityGetsAThreadWithTheRealtimeLane) {
+  Runtime rt;
+  for (int round = 0; round < 200; ++round) {
+    Started realtime(tiny_request(rt, "realtime"));
+    Started normal(tiny_request(rt, "normal"));
+    Started background(tiny_request(rt, "background"));
+    for (Started* s : {&realtime, &normal, &background}) {
+      ASSERT_TRUE(s->ends_within(std::chrono::seconds(30))) << "round " << round << ": a job was never run";
+      EXPECT_EQ(status_of(s->ended.get()), HETERO_OK);
+    }
+  }
+}
