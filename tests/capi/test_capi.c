@@ -16,21 +16,7 @@
 #include <string.h>
 
 #include "hetero/hetero.h"
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                                      \
-  do {                                                                                                   \
-    if (cond) {                                                                                          \
-      ++passed;                                                                                          \
-    } else {                                                                                             \
-      ++failed;                                                                                          \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n  last error: %s\n", __FILE__, __LINE__, #cond,          \
-              hetero_last_error());                                                                      \
-    }                                                                                                    \
-  } while (0)
-#define CHECK_OK(call) CHECK((call) == HETERO_OK)
-#define CHECK_STATUS(call, status) CHECK((call) == (status))
+#include "check.h"
 
 /* A value no successful call would write, to see that out-params stay put. */
 #define SENTINEL ((void*)0x5e17)

@@ -16,20 +16,7 @@
 #include <string.h>
 
 #include "hetero/hetero.h"
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                                      \
-  do {                                                                                                   \
-    if (cond) {                                                                                          \
-      ++passed;                                                                                          \
-    } else {                                                                                             \
-      ++failed;                                                                                          \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n  last error: %s\n", __FILE__, __LINE__, #cond,          \
-              hetero_last_error());                                                                      \
-    }                                                                                                    \
-  } while (0)
-#define CHECK_OK(call) CHECK((call) == HETERO_OK)
+#include "check.h"
 
 /* Every report, in order. Calls for one compile never overlap (the header's
  * promise), so no lock. */

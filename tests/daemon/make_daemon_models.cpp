@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/onnx_scalars.h"
+
 namespace {
 
 const char* const kScale = R"ONNX(
@@ -52,18 +54,6 @@ spin (int64[] m, float[1, 4] x) => (float[1, 4] y) {
 }
 )ONNX";
 
-// ONNX 1.12's parser gives `int64[] m` no shape, which the checker refuses:
-// the spin model's shapeless ports are scalars.
-void give_scalars_their_shape(onnx::GraphProto& graph) {
-  for (auto* list : {graph.mutable_input(), graph.mutable_output()})
-    for (onnx::ValueInfoProto& v : *list)
-      if (v.type().has_tensor_type() && !v.type().tensor_type().has_shape())
-        v.mutable_type()->mutable_tensor_type()->mutable_shape();
-  for (onnx::NodeProto& node : *graph.mutable_node())
-    for (onnx::AttributeProto& a : *node.mutable_attribute())
-      if (a.has_g()) give_scalars_their_shape(*a.mutable_g());
-}
-
 bool write_model(const std::string& path, const char* text, bool with_weight) {
   onnx::ModelProto model;
   const auto status = onnx::OnnxParser::Parse(model, text);
@@ -71,7 +61,7 @@ bool write_model(const std::string& path, const char* text, bool with_weight) {
     std::fprintf(stderr, "make_daemon_models: %s: %s\n", path.c_str(), status.ErrorMessage().c_str());
     return false;
   }
-  give_scalars_their_shape(*model.mutable_graph());
+  hetero::test::give_scalars_their_shape(*model.mutable_graph());  // the spin model's m
   if (with_weight) {
     // A scaled permutation-like matrix: values stay in range through 8 products.
     std::vector<float> w(256 * 256, 0.0f);

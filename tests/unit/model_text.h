@@ -11,22 +11,11 @@
 #include <vector>
 
 #include "core/onnx_import.h"
+#include "tests/unit/onnx_scalars.h"
 
 namespace hetero::test {
 
-// ONNX 1.12's parser gives `int64[] m` no shape at all, as it does `int64 m`
-// (shape unknown), and the checker refuses graph inputs without one: for a
-// model whose shapeless ports are scalars, this says so, in bodies too.
-inline void give_scalars_their_shape(onnx::GraphProto& graph) {
-  for (auto* list : {graph.mutable_input(), graph.mutable_output()})
-    for (onnx::ValueInfoProto& v : *list)
-      if (v.type().has_tensor_type() && !v.type().tensor_type().has_shape())
-        v.mutable_type()->mutable_tensor_type()->mutable_shape();
-  for (onnx::NodeProto& node : *graph.mutable_node())
-    for (onnx::AttributeProto& a : *node.mutable_attribute())
-      if (a.has_g()) give_scalars_their_shape(*a.mutable_g());
-}
-
+// `shapeless_are_scalars`: see give_scalars_their_shape().
 inline std::vector<uint8_t> onnx_bytes(const char* text, bool shapeless_are_scalars = false) {
   onnx::ModelProto proto;
   const auto status = onnx::OnnxParser::Parse(proto, text);
