@@ -148,7 +148,6 @@ class StepInferRequest final : public driver::InferRequest {
       error = std::make_exception_ptr(
           Error(HETERO_DRIVER_ERROR, "the driver returned " + count_of(outputs.size(), "output") +
                                          " for a model with " + count_of(step_->outputs().size(), "output")));
-    // A cancel that came too late to stop the inference does not undo it.
     std::function<void(std::exception_ptr)> done;
     {
       std::lock_guard lock(mutex_);

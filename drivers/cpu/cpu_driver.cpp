@@ -220,9 +220,8 @@ class CpuDriver final : public driver::Driver {
   // realtime model takes one unless num_threads says otherwise: it runs on
   // the realtime lane beside the streams (drivers/cpu/scheduler.h).
   int threads(const CpuOptions& options) const {
-    const int share = std::min(options.threads_per_stream(cores()), scheduler_->threads_per_stream());
     if (options.priority == core::Priority::Realtime && options.num_threads == 0) return 1;
-    return share;
+    return std::min(options.threads_per_stream(cores()), scheduler_->threads_per_stream());
   }
   // The scheduler follows the driver's options (mutex_ held).
   void configure_streams() {

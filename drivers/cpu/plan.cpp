@@ -225,11 +225,11 @@ std::vector<core::Tensor> Frame::run(const std::vector<core::Tensor>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) slots_[in_slots[i]] = inputs[i];
 
   const auto& steps = plan_.steps();
-  // Before every node, and once per run even with none: a Loop whose body
-  // is empty still stops when cancelled.
-  for (size_t i = 0; i < steps.size() || i == 0; ++i) {
+  // Checked before every node; a graph with none (an empty Loop body) is
+  // checked once per run, so that an endless Loop over it still stops.
+  if (control_ && steps.empty()) control_->at_node_boundary();
+  for (size_t i = 0; i < steps.size(); ++i) {
     if (control_) control_->at_node_boundary();
-    if (i == steps.size()) break;
     StepRun run(*this, steps[i]);
     steps[i].kernel->run(run);
     for (int s : plan_.last_use_[i]) slots_[s] = core::Tensor();
