@@ -41,11 +41,21 @@ bool Connection::start(uv_loop_t* loop) {
   return !closed_;
 }
 
+bool Connection::nothing_queued() const {
+  std::lock_guard<std::mutex> lock(out_mutex_);
+  return out_.empty();
+}
+
+bool Connection::idle() const { return closed_ || (nothing_queued() && in_flight == 0); }
+
 void Connection::update_poll() {
   if (closed_ || !poll_) return;
   int events = 0;
-  if (reading_ && !closing_ && out_bytes_ < max_out_bytes_) events |= UV_READABLE;
-  if (!out_.empty()) events |= UV_WRITABLE;
+  {
+    std::lock_guard<std::mutex> lock(out_mutex_);
+    if (reading_ && !closing_ && out_bytes_ < max_out_bytes_) events |= UV_READABLE;
+    if (!out_.empty()) events |= UV_WRITABLE;
+  }
   const int rc = events ? uv_poll_start(poll_, events, &Connection::on_poll) : uv_poll_stop(poll_);
   // A connection the loop cannot watch would hang its client: end it.
   if (rc < 0) drop(uv_failure(events ? "uv_poll_start" : "uv_poll_stop", rc));
@@ -98,9 +108,14 @@ void Connection::on_readable() {
 
 void Connection::send(wire::EncodedFrame frame) {
   if (closed_) return;
-  out_bytes_ += frame.bytes.size();
-  out_.push_back(std::move(frame));
-  if (out_.size() == 1) flush();
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(out_mutex_);
+    out_bytes_ += frame.bytes.size();
+    out_.push_back(std::move(frame));
+    first = out_.size() == 1;
+  }
+  if (first) flush();
   update_poll();
 }
 
@@ -110,33 +125,70 @@ void Connection::reply_infer(wire::EncodedFrame frame) {
   server_.connection_progress();
 }
 
+bool Connection::try_reply_now(wire::EncodedFrame& frame) {
+  std::lock_guard<std::mutex> lock(out_mutex_);
+  if (closed_ || !out_.empty()) return false;
+  std::vector<int> fds;
+  for (const wire::UniqueFd& fd : frame.fds) fds.push_back(fd.get());
+  // Nothing written (a full socket) or a failing socket: the loop's send()
+  // queues the frame, or finds the client gone.
+  const ssize_t n = wire::send(fd_.get(), frame.bytes, fds);
+  if (n <= 0) return false;
+  if (static_cast<size_t>(n) < frame.bytes.size()) {
+    // The rest goes from the loop when the socket has room (reply_sent()
+    // starts polling for it); the descriptors have gone with the first byte.
+    out_offset_ = static_cast<size_t>(n);
+    out_bytes_ += frame.bytes.size();
+    out_.push_back(std::move(frame));
+  }
+  --in_flight;
+  return true;
+}
+
+void Connection::reply_sent() {
+  update_poll();
+  server_.connection_progress();
+}
+
 void Connection::send_fatal(uint64_t id, hetero_status status, const std::string& message) {
   core::log(core::LogLevel::Warning, "client " + peer_.describe() + ": " + message + "; disconnecting it");
   send(error_frame(id, status, message));
   closing_ = true;
-  if (out_.empty()) close();
+  if (nothing_queued()) close();
   update_poll();
 }
 
-void Connection::flush() {
-  while (!out_.empty() && !closed_) {
+bool Connection::write_queued() {
+  while (!out_.empty()) {
     wire::EncodedFrame& front = out_.front();
     std::vector<int> fds;
     if (out_offset_ == 0)
       for (const wire::UniqueFd& fd : front.fds) fds.push_back(fd.get());
     const ssize_t n = wire::send(fd_.get(), std::span<const uint8_t>(front.bytes).subspan(out_offset_), fds);
     if (n == -EAGAIN || n == -EWOULDBLOCK) break;
-    if (n < 0) {
-      close();
-      return;
-    }
+    if (n < 0) return false;
     out_offset_ += static_cast<size_t>(n);
     if (out_offset_ < front.bytes.size()) continue;
     out_bytes_ -= front.bytes.size();
     out_.pop_front();
     out_offset_ = 0;
   }
-  if (closing_ && out_.empty()) {
+  return true;
+}
+
+void Connection::flush() {
+  if (closed_) return;
+  bool ok = false, sent_all = false;
+  {
+    std::lock_guard<std::mutex> lock(out_mutex_);
+    ok = write_queued();
+    sent_all = out_.empty();
+  }
+  if (!ok) {
+    close();
+    return;
+  }
+  if (closing_ && sent_all) {
     close();
     return;
   }
@@ -151,9 +203,12 @@ void Connection::stop_reading() {
 
 void Connection::close() {
   if (closed_) return;
-  closed_ = true;
-  out_.clear();
-  out_bytes_ = 0;
+  {
+    std::lock_guard<std::mutex> lock(out_mutex_);
+    closed_ = true;  // from here on no driver thread writes to fd_
+    out_.clear();
+    out_bytes_ = 0;
+  }
   if (poll_) {
     uv_ok(uv_poll_stop(poll_), "uv_poll_stop for client " + peer_.describe());
     // The handle keeps this connection alive until its close callback, on a

@@ -1,13 +1,18 @@
 // One client on the socket: reads frames as they arrive (recvmsg, so memfds
 // can come with them), hands each to the server, and writes replies in the
-// order they are ready. Loop thread only.
+// order they are ready. Loop thread only, except try_reply_now(): a driver
+// thread writes an infer reply itself when nothing is queued before it, so
+// the reply does not wait for the loop to wake (out_mutex_ guards what the
+// two share: the socket's write side and the queue of replies).
 #pragma once
 
 #include <uv.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 
 #include "daemon/peer_credentials.h"
 #include "daemon/served_model.h"
@@ -35,17 +40,23 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
 
   bool open() const override { return !closed_; }
   void reply_infer(wire::EncodedFrame frame) override;
+  bool try_reply_now(wire::EncodedFrame& frame) override;
+  void reply_sent() override;
 
   const PeerCredentials& peer() const noexcept { return peer_; }
   bool greeted = false;       // the Hello exchange has happened
-  uint32_t in_flight = 0;     // infer requests not answered yet
+  std::atomic<uint32_t> in_flight = 0;  // infer requests not answered yet
   // Nothing left to send, nothing being read into.
-  bool idle() const noexcept { return closed_ || (out_.empty() && in_flight == 0); }
+  bool idle() const;
 
  private:
   static void on_poll(uv_poll_t* handle, int status, int events);
   void on_readable();
   void flush();
+  bool nothing_queued() const;
+  // out_mutex_ held: writes queued replies until the socket is full. False
+  // when the socket failed (the client has gone).
+  bool write_queued();
   void update_poll();
   // Logs why (a libuv failure) and closes.
   void drop(const std::string& why);
@@ -55,13 +66,14 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   PeerCredentials peer_;
   uv_poll_t* poll_ = nullptr;  // freed by its close callback
   wire::FrameDecoder decoder_;
+  mutable std::mutex out_mutex_;
   std::deque<wire::EncodedFrame> out_;
   size_t out_offset_ = 0;  // bytes of out_.front() already sent
   size_t out_bytes_ = 0;   // bytes queued in all
   size_t max_out_bytes_;   // above this, reading pauses until the client reads
   bool reading_ = true;
   bool closing_ = false;   // close once out_ is sent
-  bool closed_ = false;
+  std::atomic<bool> closed_ = false;  // set with out_mutex_ held
 };
 
 }  // namespace hetero::daemon

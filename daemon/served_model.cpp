@@ -217,14 +217,20 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
     m.start(slot, std::move(job));
     return;
   }
-  if (m.queue_.size() >= m.spec_.queue) {
+  // A client may send its next request as soon as a reply sent from a
+  // driver thread reaches it, before finish() has freed that slot: such a
+  // slot counts as free here, so that a queue of 0 does not answer "busy".
+  const size_t finishing = static_cast<size_t>(
+      std::count_if(m.slots_.begin(), m.slots_.end(), [](const auto& slot) { return slot->replied.load(); }));
+  const size_t room = m.spec_.queue + finishing;
+  if (m.queue_.size() >= room) {
     // Jobs of clients that have gone hold places they will never use.
     std::erase_if(m.queue_, [](const std::unique_ptr<InferJob>& queued) {
       auto replier = queued->replier.lock();
       return !replier || !replier->open();
     });
   }
-  if (m.queue_.size() >= m.spec_.queue) {
+  if (m.queue_.size() >= room) {
     ++m.requests_;
     ++m.errors_;
     ++m.busy_;
@@ -406,6 +412,14 @@ wire::EncodedFrame InferJob::encode_outputs(hetero_infer_request_t* request,
   return frame;
 }
 
+void InferJob::release_inputs() {
+  inputs.clear();
+  realigned.clear();
+  mappings = {};
+  fds.clear();
+  request.reset();
+}
+
 void ServedModel::on_done(void* user_data, hetero_status status) {
   Slot& slot = *static_cast<Slot*>(user_data);
   ServedModel& model = *slot.model;
@@ -425,8 +439,16 @@ void ServedModel::on_done(void* user_data, hetero_status status) {
     }
   }
   slot.done = Clock::now();
+  slot.job->release_inputs();
+  // The reply goes now if it can: the loop thread's wake-up is then off the
+  // client's path. The replier is released on the loop thread, its own.
+  std::shared_ptr<Replier> replier = slot.job->replier.lock();
+  if (outcome->status == HETERO_OK && replier && replier->try_reply_now(outcome->frame)) {
+    outcome->sent = true;
+    slot.replied = true;
+  }
   // The slot's keep_alive holds the model until finish() has run.
-  model.post_->post([&slot, outcome] { slot.model->finish(slot, std::move(*outcome)); });
+  model.post_->post([&slot, outcome, replier = std::move(replier)] { slot.model->finish(slot, std::move(*outcome)); });
 }
 
 void ServedModel::finish(Slot& slot, Outcome outcome) {
@@ -440,7 +462,11 @@ void ServedModel::finish(Slot& slot, Outcome outcome) {
   compute_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(slot.done - job->started).count());
   // A cancel that came too late to stop the inference leaves its answer be.
   const hetero_status cancelled_as = std::exchange(slot.cancelled_as, HETERO_OK);
-  if (outcome.status == HETERO_OK)
+  slot.replied = false;
+  if (outcome.sent) {
+    record(*job, true);
+    if (auto replier = job->replier.lock()) replier->reply_sent();
+  } else if (outcome.status == HETERO_OK)
     answer(*job, std::move(outcome.frame));
   else if (outcome.status == HETERO_CANCELLED && cancelled_as == HETERO_TIMEOUT)
     time_out(*job);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -41,6 +42,12 @@ class Replier {
   // One of its infer requests failed or was refused: busy, timed out, a bad
   // input (loop thread). The native protocol's error frame by default.
   virtual void reply_infer_error(uint64_t id, hetero_status status, const std::string& message);
+  // Any thread (the driver's, as the inference completes): sends the reply
+  // at once if it can without the loop thread, taking the frame. A reply
+  // then skips a thread hop; reply_sent() follows on the loop thread. False
+  // (the default) leaves it to reply_infer().
+  virtual bool try_reply_now(wire::EncodedFrame& /*frame*/) { return false; }
+  virtual void reply_sent() {}
 };
 
 // One Infer request, from receipt to reply. It owns what its inputs point into.
@@ -52,6 +59,12 @@ struct InferJob {
   // another protocol encodes its own (daemon/kserve/). Throws Error.
   virtual wire::EncodedFrame encode_outputs(hetero_infer_request_t* request,
                                             std::span<const std::string> output_names) const;
+
+  // Driver thread, once the inference has run: drops the inputs (unmaps and
+  // closes the frame's memfds, frees its inline data). Done there rather than
+  // on the loop thread, where unmapping a large tensor would delay every
+  // other client's requests.
+  void release_inputs();
 
   std::weak_ptr<Replier> replier;
   uint64_t id = 0;
@@ -127,12 +140,15 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
     // CANCELLED with `cancel_message`; OK while it was not.
     hetero_status cancelled_as = HETERO_OK;
     std::string cancel_message;
+    // Its reply has gone from the driver thread; finish() has not run yet.
+    std::atomic<bool> replied = false;
   };
   // How a job that ran ended: its encoded reply, or why it failed.
   struct Outcome {
     hetero_status status = HETERO_OK;
     std::string message;
     wire::EncodedFrame frame;
+    bool sent = false;  // by the driver thread (Replier::try_reply_now)
   };
 
   ServedModel(const ModelSpec& spec, CompiledPtr compiled, std::shared_ptr<LoopPost> post);

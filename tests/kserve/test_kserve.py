@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -30,7 +31,7 @@ models:
   - {{name: dtypes, path: {MODELS / "dtypes.onnx"}}}
   - {{name: passthrough, path: {MODELS / "passthrough.onnx"}}}
   - {{name: slow, path: {DAEMON_MODELS / "slow.onnx"}, parallel: 1, queue: 1}}
-  - {{name: slow-queue, path: {DAEMON_MODELS / "slow.onnx"}, parallel: 1, queue: 64}}
+  - {{name: spin, path: {DAEMON_MODELS / "spin.onnx"}, parallel: 1}}
 """
 
 # numpy dtype -> v2 datatype
@@ -283,7 +284,7 @@ def test_sixteen_concurrent_streams(daemon: Daemon, stub: Any, v2: Stubs, native
             assert list(pool.map(lambda k: infer(stubs[k], k), range(16))) == expected
 
 
-def test_busy_and_deadlines(stub: Any, v2: Stubs) -> None:
+def test_busy_and_deadlines(stub: Any, v2: Stubs, native: Any) -> None:
     # slow: one infer request and a queue of one; 8 at once overflow it.
     x = np.zeros((1, 256, 256), np.float32)
     slow = request(v2.pb, "slow", {"x": ("FP32", x)})
@@ -294,12 +295,18 @@ def test_busy_and_deadlines(stub: Any, v2: Stubs) -> None:
     assert any(e is None for e in errors)
     assert busy and all(e.code() == grpc.StatusCode.UNAVAILABLE and "is busy" in e.details() for e in busy)
     # The v2 "timeout" parameter (us): a request that waits in the queue past it
-    # (behind four others) is answered DEADLINE_EXCEEDED without running.
-    ahead = [stub.ModelInfer.future(request(v2.pb, "slow-queue", {"x": ("FP32", x)})) for _ in range(4)]
-    hurried = stub.ModelInfer.future(request(v2.pb, "slow-queue", {"x": ("FP32", x)},
+    # (behind a long Loop) is answered DEADLINE_EXCEEDED without running.
+    m = np.array(200_000, np.int64)
+    ahead = stub.ModelInfer.future(request(v2.pb, "spin", {"m": ("INT64", m), "x": ("FP32", np.zeros((1, 4), np.float32))}))
+    # gRPC does not keep separate calls in order: wait until that one runs.
+    def running() -> int:
+        return next(m["in_flight"] for m in json.loads(native.stats("json"))["models"] if m["name"] == "spin")
+    deadline = time.monotonic() + 10
+    while running() < 1 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    hurried = stub.ModelInfer.future(request(v2.pb, "spin", {"m": ("INT64", np.array(1, np.int64)), "x": ("FP32", np.zeros((1, 4), np.float32))},
                                              parameters={"timeout": v2.pb.InferParameter(int64_param=1)}))
-    for f in ahead:
-        f.result()
+    ahead.result()
     e = hurried.exception()
     assert e is not None and e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and "deadline" in e.details()
 
@@ -334,7 +341,7 @@ def test_statistics(stub: Any, v2: Stubs, native: Any) -> None:
     stats = {m["name"]: m for m in json.loads(native.stats("json"))["models"]}
     assert stats["demo"]["requests"] == s1.success.count + s1.fail.count
     every = stub.ModelStatistics(pb.ModelStatisticsRequest())
-    assert {m.name for m in every.model_stats} >= {"demo", "typed", "dtypes", "passthrough", "slow", "slow-queue"}
+    assert {m.name for m in every.model_stats} >= {"demo", "typed", "dtypes", "passthrough", "slow", "spin"}
     e = error_of(stub.ModelStatistics, pb.ModelStatisticsRequest(name="nope"))
     assert e.code() == grpc.StatusCode.NOT_FOUND
 
