@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <future>
 
 #include "core/error.h"
 #include "protocol/socket_io.h"
@@ -46,7 +45,8 @@ void throw_reply_error(const wire::Response& response) {
   fail(reply_status(response), response.message().empty() ? "the daemon refused the request" : response.message());
 }
 
-RemoteConnection::RemoteConnection(const std::string& socket_path) : path_(socket_path) {
+RemoteConnection::RemoteConnection(const std::string& socket_path)
+    : path_(socket_path), decoder_(kMaxReplyBytes), buffer_(64 * 1024) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (socket_path.empty() || socket_path.size() >= sizeof addr.sun_path)
@@ -60,33 +60,42 @@ RemoteConnection::RemoteConnection(const std::string& socket_path) : path_(socke
          "cannot connect to heterod at " + socket_path + ": " + std::strerror(e));
   }
   completions_ = std::make_unique<core::WorkerThread>();
-  reader_ = std::thread([this] { read_replies(); });
+  // A daemon that accepts but never answers (stopped, or something else on
+  // the socket) must not hang the caller.
+  const timeval timeout{kHelloTimeoutSeconds, 0};
+  ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   try {
     wire::Request request;
     wire::Hello* hello = request.mutable_hello();
     hello->set_min_version(wire::kProtocolVersion);
     hello->set_max_version(wire::kProtocolVersion);
     hello->set_client("libhetero");
-    // A daemon that accepts but never answers (stopped, or something else on
-    // the socket) must not hang the caller.
-    const timeval timeout{kHelloTimeoutSeconds, 0};
-    ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     hello_ = call(request).response.hello();
-    greeted_ = true;  // from now on the reader waits as long as it takes
   } catch (...) {
     // The daemon may have refused this client (an error frame, then close)
-    // before the Hello was even written: wait for the reader to see it.
+    // before the Hello was even written: read on until it closes to see it.
     ::shutdown(fd_.get(), SHUT_WR);
-    reader_.join();
+    while (refusal_status_ == HETERO_OK && read_once()) {
+    }
     if (refusal_status_ != HETERO_OK) fail(refusal_status_, refusal_);
     throw;
   }
+  // From now on a read waits as long as it takes.
+  greeted_ = true;
+  const timeval forever{0, 0};
+  ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
 }
 
 RemoteConnection::~RemoteConnection() {
-  // Wakes the reader with end-of-stream; it fails whatever is still pending.
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    stopping_ = true;
+  }
+  read_cv_.notify_all();
+  // Wakes a reader in recv() with end-of-stream; whatever is still pending fails.
   ::shutdown(fd_.get(), SHUT_RDWR);
-  reader_.join();
+  if (reader_.joinable()) reader_.join();
+  fail_pending(HETERO_CONNECTION_ERROR, "the connection to heterod at " + path_ + " was closed");
   completions_.reset();
 }
 
@@ -95,13 +104,14 @@ uint64_t RemoteConnection::new_id() {
   return next_id_++;
 }
 
-void RemoteConnection::send(wire::Request& request, std::span<const int> fds, Deliver deliver) {
+void RemoteConnection::send(wire::Request& request, std::span<const int> fds, Pending pending) {
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     if (!broken_.empty()) fail(HETERO_CONNECTION_ERROR, broken_);
     id = request.id() ? request.id() : next_id_++;
-    pending_[id] = std::move(deliver);
+    if (pending.async) ++async_pending_;
+    pending_[id] = std::move(pending);
   }
   request.set_id(id);
   try {
@@ -110,95 +120,140 @@ void RemoteConnection::send(wire::Request& request, std::span<const int> fds, De
     write_all(fd_.get(), frame, fds, path_);
   } catch (...) {
     std::lock_guard<std::mutex> lock(pending_mutex_);
-    pending_.erase(id);
+    if (auto it = pending_.find(id); it != pending_.end()) {
+      if (it->second.async) --async_pending_;
+      pending_.erase(it);
+    }
     throw;
   }
 }
 
 Reply RemoteConnection::call(wire::Request& request, std::span<const int> fds) {
-  std::promise<std::unique_ptr<Reply>> promise;
-  std::future<std::unique_ptr<Reply>> future = promise.get_future();
-  send(request, fds, [&promise](std::unique_ptr<Reply> reply, std::exception_ptr error) {
-    if (error)
-      promise.set_exception(error);
-    else
-      promise.set_value(std::move(reply));
-  });
-  std::unique_ptr<Reply> reply = future.get();
+  std::unique_ptr<Reply> reply;
+  std::exception_ptr error;
+  bool done = false;
+  send(request, fds, {[&](std::unique_ptr<Reply> r, std::exception_ptr e) {
+                        std::lock_guard<std::mutex> lock(pending_mutex_);
+                        reply = std::move(r);
+                        error = e;
+                        done = true;
+                        read_cv_.notify_all();
+                      },
+                      false});
+  std::unique_lock<std::mutex> lock(pending_mutex_);
+  while (!done) {
+    if (reading_) {
+      read_cv_.wait(lock);
+      continue;
+    }
+    // No one reads: this caller does, and so hears its own reply first hand.
+    reading_ = true;
+    lock.unlock();
+    read_once();
+    lock.lock();
+    reading_ = false;
+    read_cv_.notify_all();  // someone else may be waiting for the role
+  }
+  lock.unlock();
+  if (error) std::rethrow_exception(error);
   if (reply->response.status() != HETERO_OK) throw_reply_error(reply->response);
   return std::move(*reply);
 }
 
 void RemoteConnection::call_async(wire::Request& request, std::span<const int> fds, Done done) {
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    if (!reader_.joinable() && !stopping_) reader_ = std::thread([this] { reader_loop(); });
+  }
   auto shared_done = std::make_shared<Done>(std::move(done));
-  send(request, fds, [this, shared_done](std::unique_ptr<Reply> reply, std::exception_ptr error) {
-    std::shared_ptr<Reply> shared_reply(std::move(reply));
-    completions_->post([shared_done, shared_reply, error] { (*shared_done)(shared_reply.get(), error); });
-  });
+  send(request, fds,
+       {[this, shared_done](std::unique_ptr<Reply> reply, std::exception_ptr error) {
+          std::shared_ptr<Reply> shared_reply(std::move(reply));
+          completions_->post([shared_done, shared_reply, error] { (*shared_done)(shared_reply.get(), error); });
+        },
+        true});
+  read_cv_.notify_all();  // the reader thread takes the role if no one holds it
+}
+
+void RemoteConnection::reader_loop() {
+  std::unique_lock<std::mutex> lock(pending_mutex_);
+  for (;;) {
+    read_cv_.wait(lock, [this] { return stopping_ || (async_pending_ > 0 && !reading_); });
+    if (stopping_) return;
+    reading_ = true;
+    lock.unlock();
+    read_once();
+    lock.lock();
+    reading_ = false;
+    read_cv_.notify_all();
+  }
 }
 
 void RemoteConnection::fail_pending(hetero_status status, const std::string& why) {
-  std::map<uint64_t, Deliver> pending;
+  std::map<uint64_t, Pending> pending;
   {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     if (broken_.empty()) broken_ = why;
     pending.swap(pending_);
+    async_pending_ = 0;
   }
   const auto error = std::make_exception_ptr(Error(status, why));
-  for (auto& [id, deliver] : pending) deliver(nullptr, error);
+  for (auto& [id, p] : pending) p.deliver(nullptr, error);
 }
 
-void RemoteConnection::read_replies() {
-  wire::FrameDecoder decoder(kMaxReplyBytes);
-  std::vector<uint8_t> buffer(64 * 1024);
-  for (;;) {
-    std::vector<wire::UniqueFd> fds;
-    const ssize_t n = wire::receive(fd_.get(), buffer, fds);
-    if (n == -EINTR) continue;
-    if (n == -EAGAIN || n == -EWOULDBLOCK) {  // the receive timeout
-      if (greeted_) continue;
-      fail_pending(HETERO_CONNECTION_ERROR, "heterod at " + path_ + " did not answer within " +
-                                                std::to_string(kHelloTimeoutSeconds) + " s");
-      return;
-    }
-    if (n <= 0) {
-      if (refusal_status_ != HETERO_OK)
-        fail_pending(refusal_status_, refusal_);
-      else
-        fail_pending(HETERO_CONNECTION_ERROR, n == 0 ? "heterod closed the connection (" + path_ + ")"
-                                                     : "reading from " + path_ + ": " + std::strerror(static_cast<int>(-n)));
-      return;
-    }
-    try {
-      decoder.add_fds(std::move(fds));
-      decoder.feed({buffer.data(), static_cast<size_t>(n)});
-      while (std::optional<wire::Frame> frame = decoder.next()) {
-        auto reply = std::make_unique<Reply>();
-        if (!reply->response.ParseFromArray(frame->payload.data(), static_cast<int>(frame->payload.size())))
-          fail(HETERO_PROTOCOL_ERROR, "heterod sent a frame that is not a Response");
-        reply->fds = std::move(frame->fds);
-        Deliver deliver;
-        {
-          std::lock_guard<std::mutex> lock(pending_mutex_);
-          auto it = pending_.find(reply->response.id());
-          if (it != pending_.end()) {
-            deliver = std::move(it->second);
-            pending_.erase(it);
-          }
-        }
-        if (deliver)
-          deliver(std::move(reply), nullptr);
-        else if (reply->response.status() != HETERO_OK) {  // id 0: about the connection itself
-          refusal_status_ = reply_status(reply->response);
-          refusal_ = reply->response.message();
+bool RemoteConnection::read_once() {
+  if (ended_) return false;
+  std::vector<wire::UniqueFd> fds;
+  ssize_t n;
+  do n = wire::receive(fd_.get(), buffer_, fds);
+  while (n == -EINTR || ((n == -EAGAIN || n == -EWOULDBLOCK) && greeted_));
+  if (n == -EAGAIN || n == -EWOULDBLOCK) {  // the receive timeout, before the Hello's reply
+    ended_ = true;
+    fail_pending(HETERO_CONNECTION_ERROR,
+                 "heterod at " + path_ + " did not answer within " + std::to_string(kHelloTimeoutSeconds) + " s");
+    return false;
+  }
+  if (n <= 0) {
+    ended_ = true;
+    if (refusal_status_ != HETERO_OK)
+      fail_pending(refusal_status_, refusal_);
+    else
+      fail_pending(HETERO_CONNECTION_ERROR, n == 0 ? "heterod closed the connection (" + path_ + ")"
+                                                   : "reading from " + path_ + ": " + std::strerror(static_cast<int>(-n)));
+    return false;
+  }
+  try {
+    decoder_.add_fds(std::move(fds));
+    decoder_.feed({buffer_.data(), static_cast<size_t>(n)});
+    while (std::optional<wire::Frame> frame = decoder_.next()) {
+      auto reply = std::make_unique<Reply>();
+      if (!reply->response.ParseFromArray(frame->payload.data(), static_cast<int>(frame->payload.size())))
+        fail(HETERO_PROTOCOL_ERROR, "heterod sent a frame that is not a Response");
+      reply->fds = std::move(frame->fds);
+      Deliver deliver;
+      {
+        std::lock_guard<std::mutex> lock(pending_mutex_);
+        auto it = pending_.find(reply->response.id());
+        if (it != pending_.end()) {
+          if (it->second.async) --async_pending_;
+          deliver = std::move(it->second.deliver);
+          pending_.erase(it);
         }
       }
-    } catch (const Error& e) {
-      fail_pending(e.status(), e.what());
-      ::shutdown(fd_.get(), SHUT_RDWR);
-      return;
+      if (deliver)
+        deliver(std::move(reply), nullptr);
+      else if (reply->response.status() != HETERO_OK) {  // id 0: about the connection itself
+        refusal_status_ = reply_status(reply->response);
+        refusal_ = reply->response.message();
+      }
     }
+  } catch (const Error& e) {
+    ended_ = true;
+    fail_pending(e.status(), e.what());
+    ::shutdown(fd_.get(), SHUT_RDWR);
+    return false;
   }
+  return true;
 }
 
 }  // namespace hetero::capi

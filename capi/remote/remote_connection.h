@@ -1,10 +1,16 @@
-// libhetero's end of a daemon connection: a blocking Unix socket, a reader
-// thread that matches responses to requests by id (the daemon answers out of
-// order), and a completion thread that runs async callbacks so that a slow
-// callback never stalls the replies other requests wait for.
+// libhetero's end of a daemon connection: a blocking Unix socket whose
+// responses are matched to requests by id (the daemon answers out of order),
+// and a completion thread that runs async callbacks so that a slow callback
+// never stalls the replies other requests wait for.
+//
+// Who reads the socket: one thread at a time holds the reading role and
+// delivers every reply it reads, its own or another's. A thread waiting in
+// call() takes the role when no one holds it, so a synchronous call reads
+// its own reply: no thread has to be woken to hand it over. A reader thread,
+// started with the first call_async(), takes the role while asynchronous
+// calls wait and no caller holds it.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -57,8 +63,16 @@ class RemoteConnection {
   // How a reply reaches its caller: in place for call(), posted to the
   // completion thread for call_async().
   using Deliver = std::function<void(std::unique_ptr<Reply>, std::exception_ptr)>;
-  void send(wire::Request& request, std::span<const int> fds, Deliver deliver);
-  void read_replies();
+  struct Pending {
+    Deliver deliver;
+    bool async = false;
+  };
+  void send(wire::Request& request, std::span<const int> fds, Pending pending);
+  // The reading role's work: one read from the socket, and every reply it
+  // completes delivered. False once the connection has ended (every pending
+  // call then failed).
+  bool read_once();
+  void reader_loop();
   void fail_pending(hetero_status status, const std::string& why);
 
   std::string path_;
@@ -66,18 +80,28 @@ class RemoteConnection {
   wire::HelloReply hello_;
 
   std::mutex write_mutex_;
-  std::mutex pending_mutex_;
-  std::map<uint64_t, Deliver> pending_;
+  std::mutex pending_mutex_;  // guards what follows, down to read_cv_
+  std::map<uint64_t, Pending> pending_;
+  size_t async_pending_ = 0;  // of pending_, the call_async() ones
   uint64_t next_id_ = 1;
   std::string broken_;  // why the connection is unusable; empty while it works
+  bool reading_ = false;   // a thread holds the reading role
+  bool stopping_ = false;  // the destructor has begun
+  // A reply was delivered, or the reading role was let go.
+  std::condition_variable read_cv_;
+
+  // The reading role's own state, touched only by the thread that holds it.
+  wire::FrameDecoder decoder_;
+  std::vector<uint8_t> buffer_;
   // An error the daemon sent about the connection itself (id 0) before
-  // closing it: the reason every pending call then fails with. Reader only.
+  // closing it: the reason every pending call then fails with.
   hetero_status refusal_status_ = HETERO_OK;
   std::string refusal_;
+  bool greeted_ = false;  // a receive timeout before this is the daemon not answering
+  bool ended_ = false;    // end of stream, or a broken stream, was read
 
-  std::atomic<bool> greeted_{false};
   std::unique_ptr<core::WorkerThread> completions_;
-  std::thread reader_;
+  std::thread reader_;  // started by the first call_async()
 };
 
 // The status of a reply; an unknown value is INTERNAL.

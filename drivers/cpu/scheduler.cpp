@@ -170,10 +170,13 @@ bool Scheduler::any_queued() const {
 }
 
 // A stream that just finished looks for work a little before it sleeps: a
-// caller's next synchronous inference usually follows within microseconds,
-// and waking a sleeping thread costs more than that on a virtual machine.
+// caller's next synchronous inference usually follows within tens of
+// microseconds (heterod's round trip to its client is about 40), and waking
+// a sleeping thread costs about as much on a virtual machine. It yields as it
+// looks, so a thread with work on its core runs; the cost is bounded at
+// 100 us of one core per inference, when no next one comes.
 void Scheduler::spin_for_work() const {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
   while (!any_queued() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
 }
 
