@@ -1,7 +1,6 @@
 #include "capi/file_io.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,6 +9,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace hetero::capi {
 
@@ -33,24 +33,13 @@ struct Fd {
 }  // namespace
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
-  Fd f;
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (f.fd < 0) fail_errno(path, errno);
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) fail_errno(path, errno);
-  if (S_ISDIR(st.st_mode)) fail(HETERO_IO_ERROR, path + ": is a directory");
-  if (!S_ISREG(st.st_mode)) fail(HETERO_IO_ERROR, path + ": not a regular file");
-  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::read(f.fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail_errno(path, errno);
-    }
-    if (n == 0) fail(HETERO_IO_ERROR, path + ": file shrank while being read");
-    done += static_cast<size_t>(n);
-  }
+  // A regular file or an error naming what it is: a FIFO would block the
+  // caller, a device would be read without end (core/regular_file.h). As
+  // large as the file was when it was opened, so that one that grows while
+  // it is read cannot outgrow the buffer.
+  const core::RegularFile file(path);
+  std::vector<uint8_t> bytes(static_cast<size_t>(file.size()));
+  file.read_into(bytes.data(), bytes.size());
   return bytes;
 }
 

@@ -9,7 +9,8 @@
 
 namespace hetero::capi {
 
-// The bytes of `path`. NOT_FOUND, PERMISSION_DENIED or IO_ERROR naming it.
+// The bytes of `path`. NOT_FOUND, PERMISSION_DENIED or IO_ERROR naming it; a
+// FIFO, a device or a directory is refused unread (core/regular_file.h).
 std::vector<uint8_t> read_file_bytes(const std::string& path);
 
 // Writes `bytes` to a temporary file next to `path` and renames it over

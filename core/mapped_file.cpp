@@ -1,15 +1,13 @@
 #include "core/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace hetero::core {
 
@@ -29,44 +27,20 @@ std::shared_ptr<const void> aligned_block(size_t size) {
 // Maps a whole file read-only. Read-only on purpose: initializers view these
 // pages, and a kernel writing into a weight should fault, not corrupt it.
 MappedBytes map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail_errno(errno, path);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail_errno(err, path);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(HETERO_IO_ERROR, path + ": not a regular file");
-  }
+  // Opened as a regular file or refused (a FIFO would block, a device or a
+  // directory cannot be mapped as a model): core/regular_file.h.
+  const RegularFile file(path);
   MappedBytes b;
-  b.size = static_cast<size_t>(st.st_size);
-  if (b.size == 0) {
-    ::close(fd);
-    return b;
-  }
-  void* base = ::mmap(nullptr, b.size, PROT_READ, MAP_PRIVATE, fd, 0);
+  b.size = static_cast<size_t>(file.size());
+  if (b.size == 0) return b;
+  void* base = ::mmap(nullptr, b.size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
   if (base != MAP_FAILED) {
-    ::close(fd);
     const size_t size = b.size;
     b.owner = std::shared_ptr<const void>(base, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
   } else {
     // Some file systems cannot map; read into memory instead.
     auto block = aligned_block(b.size);
-    auto* dst = static_cast<uint8_t*>(const_cast<void*>(block.get()));
-    for (size_t done = 0; done < b.size;) {
-      const ssize_t n = ::read(fd, dst + done, b.size - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const int err = n < 0 ? errno : EIO;
-        ::close(fd);
-        fail_errno(err, path);
-      }
-      done += static_cast<size_t>(n);
-    }
-    ::close(fd);
+    file.read_into(const_cast<void*>(block.get()), b.size);
     b.owner = std::move(block);
   }
   b.data = static_cast<const uint8_t*>(b.owner.get());

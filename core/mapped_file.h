@@ -18,7 +18,9 @@ struct MappedBytes {
 };
 
 // Maps a regular file read-only (reads it into memory where mapping is not
-// possible). Fails with NOT_FOUND, PERMISSION_DENIED or IO_ERROR naming `path`.
+// possible). Fails with NOT_FOUND, PERMISSION_DENIED or IO_ERROR naming `path`;
+// a FIFO, a device or a directory is refused at once, unread
+// (core/regular_file.h).
 MappedBytes map_file(const std::string& path);
 
 // A 64-byte aligned heap block of at least `size` bytes; OUT_OF_MEMORY if not.

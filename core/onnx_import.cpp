@@ -63,7 +63,15 @@ class ExternalData {
       fail(HETERO_INVALID_MODEL, what + ": external data path '" + location + "' escapes the model's directory (it resolves to " + resolved + ")");
 
     auto it = files_.find(resolved);
-    if (it == files_.end()) it = files_.emplace(resolved, map_file(resolved)).first;
+    if (it == files_.end()) {
+      MappedBytes mapped;
+      try {
+        mapped = map_file(resolved);  // a FIFO or a device here is refused, never read
+      } catch (const Error& e) {
+        fail(e.status(), what + ": external data: " + e.what());
+      }
+      it = files_.emplace(resolved, std::move(mapped)).first;
+    }
     const MappedBytes& file = it->second;
     const uint64_t offset = parse_number(offset_text, "offset", what);
     if (offset > file.size)
@@ -206,6 +214,52 @@ void check_function_recursion(const LocalFunctions& functions) {
   for (const auto& [key, f] : functions) visit(f);
 }
 
+// What model-local functions may cost. A chain of functions each calling the
+// next twice doubles at every link: a model of a few KB could ask for 2^60
+// nodes, and ONNX's own checks would walk them all before inlining began.
+constexpr int kMaxLocalFunctions = 4096;             // keeps the walks below shallow
+constexpr uint64_t kMaxInlinedNodes = 1'000'000;     // the graph once they are inlined
+
+void check_function_budget(const onnx::ModelProto& proto, const LocalFunctions& functions) {
+  if (proto.functions_size() > kMaxLocalFunctions)
+    fail(HETERO_INVALID_MODEL, "the model defines " + std::to_string(proto.functions_size()) +
+                                   " local functions; at most " + std::to_string(kMaxLocalFunctions) + " are taken");
+  constexpr uint64_t kOver = kMaxInlinedNodes + 1;  // sizes saturate here
+  std::map<const onnx::FunctionProto*, uint64_t> size;  // nodes once inlined (recursion is ruled out)
+  const auto callee = [&](const onnx::NodeProto& n) -> const onnx::FunctionProto* {
+    auto it = functions.find({normal_domain(n.domain()), n.op_type()});
+    return it == functions.end() ? nullptr : it->second;
+  };
+  std::function<uint64_t(const onnx::FunctionProto*)> expanded = [&](const onnx::FunctionProto* f) {
+    if (auto it = size.find(f); it != size.end()) return it->second;
+    uint64_t total = 0;
+    for (const auto& n : f->node()) {
+      const onnx::FunctionProto* g = callee(n);
+      total = std::min(kOver, total + (g ? expanded(g) : 1));
+    }
+    return size[f] = total;
+  };
+  uint64_t total = 0;
+  std::function<void(const onnx::GraphProto&)> walk = [&](const onnx::GraphProto& graph) {
+    for (const auto& n : graph.node()) {
+      const onnx::FunctionProto* f = callee(n);
+      total = std::min(kOver, total + (f ? expanded(f) : 1));
+      if (total >= kOver)
+        fail(HETERO_INVALID_MODEL,
+             "inlining the model's local functions would make the graph larger than " +
+                 std::to_string(kMaxInlinedNodes) + " nodes" +
+                 (f ? " (a call of '" + f->name() + "' alone expands to " +
+                          (expanded(f) >= kOver ? "more than that" : std::to_string(expanded(f)) + " nodes") + ")"
+                    : std::string()));
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) walk(a.g());
+        for (const auto& g : a.graphs()) walk(g);
+      }
+    }
+  };
+  walk(proto.graph());
+}
+
 // Inlines the nodes that call functions the model defines (ModelProto.functions),
 // including calls that inlining brings in. `budget` bounds the nodes added, as
 // nested calls can multiply them.
@@ -248,7 +302,9 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
   if (wire.size() > static_cast<size_t>(INT_MAX))
     fail(HETERO_INVALID_MODEL, "the model is larger than 2 GiB without its weights; store weights as external data");
   if (!proto.ParseFromArray(wire.data(), static_cast<int>(wire.size())))
-    fail(HETERO_INVALID_MODEL, "not a valid ONNX model (protobuf parsing failed)");
+    fail(HETERO_INVALID_MODEL,
+         "not a valid ONNX model (protobuf parsing failed: a broken file, or graphs and messages nested more "
+         "than protobuf's 100 levels deep)");
   if (!proto.has_graph()) fail(HETERO_INVALID_MODEL, "not an ONNX model (it has no graph)");
   if (static_cast<size_t>(proto.graph().initializer_size()) != scan.initializers.size())
     fail(HETERO_INVALID_MODEL, "initializers could not be located in the file");
@@ -294,6 +350,12 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
   detach_initializers(*proto.mutable_graph(), detached);
   report_progress(kStage, 2, 4);
 
+  LocalFunctions functions;
+  if (proto.functions_size() > 0) {
+    for (const auto& f : proto.functions()) functions[{normal_domain(f.domain()), f.name()}] = &f;
+    check_function_recursion(functions);
+    check_function_budget(proto, functions);
+  }
   if (options.check) check_known_operators(model->graph);
   try {
     if (options.check) onnx::checker::check_model(proto);
@@ -304,11 +366,8 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
   }
   report_progress(kStage, 3, 4);
   builder.apply_types();
-  if (proto.functions_size() > 0) {
-    LocalFunctions functions;
-    for (const auto& f : proto.functions()) functions[{normal_domain(f.domain()), f.name()}] = &f;
-    check_function_recursion(functions);
-    size_t budget = size_t{1} << 22;
+  if (!functions.empty()) {
+    size_t budget = kMaxInlinedNodes;
     inline_local_functions(model->graph, *model, functions, budget);
   }
 

@@ -1,22 +1,30 @@
 #include "daemon/config.h"
 
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
 #include "core/error.h"
+#include "core/regular_file.h"
+#include "partition/policy.h"
 
 namespace hetero::daemon {
 
 namespace {
 
 namespace fs = std::filesystem;
+
+// A config is a page or two; a larger file at its path is not one.
+constexpr uint64_t kMaxConfigBytes = uint64_t{16} << 20;
 
 // The file being read and the helpers that report against it.
 struct Reader {
@@ -122,13 +130,16 @@ void read_socket(const Reader& r, const YAML::Node& node, Config& c) {
   });
 }
 
-// A PEM file the daemon will read at start: there and readable now, so that
-// --check catches a wrong path.
+// A PEM file the daemon will read at start: a regular file it can open now,
+// so that --check catches a wrong path (opened as the daemon will read it,
+// core/regular_file.h: a FIFO there is refused, not waited on).
 std::string pem_file(const Reader& r, const YAML::Node& node, const std::string& field) {
   const std::string p = r.path(node, field);
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec) || ::access(p.c_str(), R_OK) != 0)
-    r.fail_at(node, "'" + field + "': " + p + " is not a readable file");
+  try {
+    core::RegularFile file(p);
+  } catch (const Error& e) {
+    r.fail_at(node, "'" + field + "' is not a readable file: " + e.what());
+  }
   return p;
 }
 
@@ -193,8 +204,10 @@ void read_access(const Reader& r, const YAML::Node& node, Config& c) {
 }
 
 void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
-  const std::set<std::string> keys = {"max_frame_bytes",    "max_connections",   "max_in_flight_per_client",
-                                      "request_timeout_ms", "max_model_bytes",   "shutdown_grace_ms"};
+  const std::set<std::string> keys = {"max_frame_bytes",      "max_connections",  "max_in_flight_per_client",
+                                      "request_timeout_ms",   "max_model_bytes",  "shutdown_grace_ms",
+                                      "handshake_timeout_ms", "frame_timeout_ms", "idle_timeout_ms",
+                                      "max_models_per_client"};
   r.each(node, "limits", keys, [&](const std::string& key, const YAML::Node& v) {
     const std::string field = "limits." + key;
     if (key == "max_frame_bytes")
@@ -207,6 +220,14 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
       l.request_timeout_ms = static_cast<uint32_t>(r.number(v, field, 1, 24u * 3600 * 1000));
     else if (key == "max_model_bytes")
       l.max_model_bytes = r.number(v, field, 1, 1ull << 40);
+    else if (key == "handshake_timeout_ms")
+      l.handshake_timeout_ms = static_cast<uint32_t>(r.number(v, field, 10, 3600u * 1000));
+    else if (key == "frame_timeout_ms")
+      l.frame_timeout_ms = static_cast<uint32_t>(r.number(v, field, 10, 3600u * 1000));
+    else if (key == "max_models_per_client")
+      l.max_models_per_client = static_cast<uint32_t>(r.number(v, field, 0, 4096));
+    else if (key == "idle_timeout_ms")
+      l.idle_timeout_ms = static_cast<uint32_t>(r.number(v, field, 0, 7u * 24 * 3600 * 1000));
     else
       l.shutdown_grace_ms = static_cast<uint32_t>(r.number(v, field, 0, 3600u * 1000));
   });
@@ -214,8 +235,9 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
 
 ModelSpec read_model(const Reader& r, const YAML::Node& node) {
   ModelSpec m;
-  const std::set<std::string> keys = {"name",   "path",     "device", "policy",  "config",
-                                      "shapes", "parallel", "queue",  "priority"};
+  m.line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
+  const std::set<std::string> keys = {"name",   "path",     "device", "policy",   "config",
+                                      "shapes", "parallel", "queue",  "priority", "max_inference_ms"};
   r.each(node, "a model", keys, [&](const std::string& key, const YAML::Node& v) {
     if (key == "name") {
       m.name = r.text(v, "name");
@@ -243,6 +265,8 @@ ModelSpec read_model(const Reader& r, const YAML::Node& node) {
       m.priority = r.text(v, "priority");
       if (m.priority != "realtime" && m.priority != "normal" && m.priority != "background")
         r.fail_at(v, "priority '" + m.priority + "' must be realtime, normal or background");
+    } else if (key == "max_inference_ms") {
+      m.max_inference_ms = static_cast<uint32_t>(r.number(v, "max_inference_ms", 0, 24u * 3600 * 1000));
     } else {
       m.queue = static_cast<uint32_t>(r.number(v, "queue", 0, 1u << 16));
     }
@@ -254,11 +278,73 @@ ModelSpec read_model(const Reader& r, const YAML::Node& node) {
   return m;
 }
 
+// Why the core could not keep its blob cache in `dir`, or "" when it can.
+// core/blob_cache.cpp creates the directory (not its parents) and writes
+// entries into it; this says beforehand what would go wrong, creating
+// nothing, so that --check can ask it too.
+std::string cache_dir_problem(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) return dir + " is " + core::file_type_name(st.st_mode) + ", not a directory";
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) return dir + " is not writable: " + std::strerror(errno);
+    return {};
+  }
+  if (errno != ENOENT) return dir + ": " + std::strerror(errno);
+  fs::path p(dir);
+  if (!p.has_filename()) p = p.parent_path();  // "cache/"
+  const std::string parent = p.parent_path().empty() ? "." : p.parent_path().string();
+  if (::stat(parent.c_str(), &st) != 0)
+    return dir + " does not exist and cannot be created: " + parent + ": " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode))
+    return dir + " does not exist and cannot be created: " + parent + " is " + core::file_type_name(st.st_mode) +
+           ", not a directory";
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    return dir + " does not exist and cannot be created in " + parent + ": " + std::strerror(errno);
+  return {};
+}
+
+// "heterod.yaml:12: " for a line, "heterod.yaml: " without one.
+std::string where(const Config& c, int line) {
+  // (Appended piece by piece: GCC 12 warns, wrongly, on ":" + std::string.)
+  std::string out = c.file;
+  if (line > 0) out.append(1, ':').append(std::to_string(line));
+  return out.append(": ");
+}
+
 }  // namespace
+
+std::vector<FileProblem> check_files(const Config& c) {
+  std::vector<FileProblem> problems;
+  if (!c.cache_dir.empty()) {
+    const std::string why = cache_dir_problem(c.cache_dir);
+    if (!why.empty())
+      problems.push_back({where(c, c.cache_dir_line) + "cache_dir" +
+                              (c.cache_dir_line > 0 ? std::string() : " ($CACHE_DIRECTORY)") + ": " + why,
+                          true});
+  }
+  for (const ModelSpec& m : c.models) {
+    const std::string model = where(c, m.line) + "model '" + m.name + "': ";
+    // Opened as the loader will open it, so a FIFO is named, not waited on.
+    try {
+      core::RegularFile file(m.path);
+    } catch (const Error& e) {
+      problems.push_back({model + e.what(), false});
+    }
+    if (!m.policy.empty()) {
+      try {
+        partition::load_policy(m.policy);
+      } catch (const Error& e) {
+        problems.push_back({model + "policy " + e.what(), false});
+      }
+    }
+  }
+  return problems;
+}
 
 bool ModelSpec::same_model(const ModelSpec& o) const {
   return name == o.name && path == o.path && device == o.device && policy == o.policy && config == o.config &&
-         shapes == o.shapes && parallel == o.parallel && queue == o.queue && priority == o.priority;
+         shapes == o.shapes && parallel == o.parallel && queue == o.queue && priority == o.priority &&
+         max_inference_ms == o.max_inference_ms;
 }
 
 bool valid_model_name(const std::string& name) {
@@ -270,17 +356,23 @@ bool valid_model_name(const std::string& name) {
 
 Config read_config(const std::string& path) {
   Reader r{path, fs::absolute(path).parent_path()};
+  // Read as a regular file of bounded size, then parsed: a FIFO, a device or
+  // a directory at the config's path (a SIGHUP after a botched deploy) fails
+  // at once naming it, where YAML::LoadFile would block or read without end.
+  const std::string text = core::read_regular_file(path, kMaxConfigBytes, "a config file");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    fail(HETERO_NOT_FOUND, path + ": cannot open the config file");
-  } catch (const YAML::ParserException& e) {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
     fail(HETERO_INVALID_ARGUMENT, path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
+  // Nothing but comments, or "null": almost surely a file truncated by a
+  // failed copy. Read as "all defaults" it would make a reload drop every
+  // model and open the access lists; "{}" says that on purpose.
+  if (root.IsNull())
+    fail(HETERO_INVALID_ARGUMENT, path + ": the file is empty (it sets nothing; write {} for every default)");
   Config c;
   c.file = path;
-  if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   const std::set<std::string> keys = {"socket",     "access", "driver_path", "driver_config", "cache_dir",
                                       "cache_max_mb", "model_dirs", "limits", "models",        "kserve"};
   r.each(root, "the config", keys, [&](const std::string& key, const YAML::Node& v) {
@@ -297,6 +389,7 @@ Config read_config(const std::string& path) {
       c.driver_config = r.string_map(v, "driver_config");
     } else if (key == "cache_dir") {
       c.cache_dir = r.path(v, "cache_dir");
+      c.cache_dir_line = v.Mark().line + 1;
     } else if (key == "cache_max_mb") {
       c.cache_max_mb = r.number(v, "cache_max_mb", 1, 1ull << 30);
     } else if (key == "model_dirs") {

@@ -19,7 +19,11 @@ struct Limits {
   uint32_t max_in_flight_per_client = 64;       // infer requests answered or queued
   uint32_t request_timeout_ms = 30000;          // in a model's queue
   uint64_t max_model_bytes = 256ull << 20;      // LoadModel uploads
+  uint32_t max_models_per_client = 16;          // loaded through LoadModel by one uid, at once
   uint32_t shutdown_grace_ms = 10000;           // SIGTERM: in-flight requests finish
+  uint32_t handshake_timeout_ms = 5000;         // from connect to a complete Hello
+  uint32_t frame_timeout_ms = 30000;            // from a frame's first byte to its last
+  uint32_t idle_timeout_ms = 0;                 // nothing asked or pending this long: closed (0: never)
 };
 
 // One model to serve.
@@ -33,6 +37,9 @@ struct ModelSpec {
   uint32_t parallel = 1;  // infer requests
   uint32_t queue = 64;    // requests waiting for one of them; more get "busy"
   std::string priority;   // realtime, normal or background; empty: the device's default
+  int line = 0;           // of its entry in the config file, for messages; 0: not from the file
+  uint32_t max_inference_ms = 0;  // a running inference longer is cancelled: TIMEOUT (0: no limit)
+  int64_t client_uid = -1;        // the uid that loaded it through LoadModel; -1: the config's
 
   // Equal for specs that compile to the same model (a reload keeps it).
   bool same_model(const ModelSpec& other) const;
@@ -67,6 +74,7 @@ struct Config {
   std::string driver_path;  // colon-separated, searched before the defaults
   std::map<std::string, std::string> driver_config;  // "CPU.num_threads" = "2"
   std::string cache_dir;    // empty: no cache
+  int cache_dir_line = 0;   // in the file; 0: from $CACHE_DIRECTORY or unset
   uint64_t cache_max_mb = 1024;
 
   std::vector<std::string> model_dirs;  // where LoadModel may read paths from
@@ -78,8 +86,27 @@ struct Config {
 // Reads and checks `path`. Relative paths in it are relative to the file's
 // directory. Unset socket and cache paths fall back to systemd's
 // $RUNTIME_DIRECTORY and $CACHE_DIRECTORY. Fails with INVALID_ARGUMENT
-// ("heterod.yaml:12: ...") or NOT_FOUND / IO_ERROR for the file.
+// ("heterod.yaml:12: ...", "heterod.yaml: the file is empty", a file over
+// 16 MiB) or NOT_FOUND / PERMISSION_DENIED / IO_ERROR for the file (a
+// directory or a FIFO at `path` is refused at once: core/regular_file.h).
+// The kserve PEM files are opened here already, so a wrong one is an error
+// with its line.
 Config read_config(const std::string& path);
+
+// A problem with a file or directory the config names.
+struct FileProblem {
+  std::string message;  // "heterod.yaml:12: model 'a': /m/a.onnx: No such file or directory"
+  // The daemon refuses to start over it (the cache directory). A model's
+  // file or policy is not: that model fails to load, the others serve.
+  bool fatal = false;
+};
+
+// The files and directories `c` names, checked as the daemon will use them
+// and without changing any: the cache directory (there or creatable, a
+// directory, writable), each model's file (a regular file) and policy (read
+// and parsed). `heterod --check` reports every problem; the daemon refuses
+// to start on a fatal one.
+std::vector<FileProblem> check_files(const Config& c);
 
 // A model name the protocol accepts: 1-128 of [A-Za-z0-9._-].
 bool valid_model_name(const std::string& name);

@@ -1,7 +1,10 @@
 #include "daemon/connection.h"
 
+#include <malloc.h>
+
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -16,6 +19,8 @@ namespace {
 constexpr size_t kReadChunk = 64 * 1024;
 // Reads per wake-up before other clients get their turn.
 constexpr int kReadsPerWake = 8;
+// A connection closing with this much buffered returns it to the system.
+constexpr size_t kTrimAfterBytes = 1u << 20;
 
 }  // namespace
 
@@ -23,8 +28,33 @@ Connection::Connection(Server& server, wire::UniqueFd fd, PeerCredentials peer, 
     : server_(server),
       fd_(std::move(fd)),
       peer_(std::move(peer)),
-      decoder_(max_frame_bytes),
-      max_out_bytes_(std::max<size_t>(8u << 20, 2 * max_frame_bytes)) {}
+      decoder_(std::min(max_frame_bytes, kHelloFrameBytes)),
+      max_out_bytes_(std::max<size_t>(8u << 20, 2 * max_frame_bytes)),
+      max_frame_bytes_(max_frame_bytes) {}
+
+void Connection::greet() {
+  greeted_ = true;
+  decoder_.set_max_payload(max_frame_bytes_);
+}
+
+void Connection::check_timeouts(Clock::time_point now, const Limits& limits) {
+  if (closed_ || closing_) return;
+  using std::chrono::milliseconds;
+  std::string why;
+  if (!greeted_ && now - accepted_ > milliseconds(limits.handshake_timeout_ms))
+    why = "no Hello within limits.handshake_timeout_ms (" + std::to_string(limits.handshake_timeout_ms) + " ms)";
+  else if (decoder_.partial_bytes() > 0 && now - frame_started_ > milliseconds(limits.frame_timeout_ms))
+    why = "a frame took longer than limits.frame_timeout_ms (" + std::to_string(limits.frame_timeout_ms) +
+          " ms) to arrive";
+  else if (limits.idle_timeout_ms && idle() && decoder_.partial_bytes() == 0 &&
+           now - last_active_ > milliseconds(limits.idle_timeout_ms))
+    why = "idle for limits.idle_timeout_ms (" + std::to_string(limits.idle_timeout_ms) + " ms)";
+  if (why.empty()) return;
+  // Said if the socket takes it now; a client that does not read is not
+  // waited for.
+  send_fatal(0, HETERO_TIMEOUT, why);
+  close();
+}
 
 Connection::~Connection() = default;
 
@@ -90,8 +120,11 @@ void Connection::on_readable() {
     }
     try {
       if (n == -EPROTO) fail(HETERO_PROTOCOL_ERROR, "descriptors were dropped: more than the per-frame limit");
+      const bool between_frames = decoder_.partial_bytes() == 0;
       decoder_.add_fds(std::move(fds));
       decoder_.feed({buffer, static_cast<size_t>(n)});
+      last_active_ = Clock::now();
+      if (between_frames) frame_started_ = last_active_;
     } catch (const Error& e) {
       send_fatal(0, e.status(), e.what());
       return;
@@ -99,7 +132,15 @@ void Connection::on_readable() {
     while (!closing_ && !closed_) {
       std::optional<wire::Frame> frame = decoder_.next();
       if (!frame) break;
-      server_.handle_frame(*this, std::move(*frame));
+      // Memory running out while handling one client's request costs that
+      // client its connection, not the daemon its life.
+      try {
+        server_.handle_frame(*this, std::move(*frame));
+      } catch (const std::bad_alloc&) {
+        send_fatal(0, HETERO_OUT_OF_MEMORY, "out of memory handling this client's request");
+      } catch (const std::exception& e) {
+        send_fatal(0, HETERO_INTERNAL, std::string("handling this client's request: ") + e.what());
+      }
     }
     if (static_cast<size_t>(n) < sizeof buffer) break;  // drained
   }
@@ -108,6 +149,7 @@ void Connection::on_readable() {
 
 void Connection::send(wire::EncodedFrame frame) {
   if (closed_) return;
+  last_active_ = Clock::now();
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(out_mutex_);
@@ -130,10 +172,16 @@ bool Connection::try_reply_now(wire::EncodedFrame& frame) {
   if (closed_ || !out_.empty()) return false;
   std::vector<int> fds;
   for (const wire::UniqueFd& fd : frame.fds) fds.push_back(fd.get());
+  // Counted as answered before the client can read the answer: it may send
+  // its next request at once, and must not find itself over its limit.
+  --in_flight;
   // Nothing written (a full socket) or a failing socket: the loop's send()
   // queues the frame, or finds the client gone.
   const ssize_t n = wire::send(fd_.get(), frame.bytes, fds);
-  if (n <= 0) return false;
+  if (n <= 0) {
+    ++in_flight;
+    return false;
+  }
   if (static_cast<size_t>(n) < frame.bytes.size()) {
     // The rest goes from the loop when the socket has room (reply_sent()
     // starts polling for it); the descriptors have gone with the first byte.
@@ -141,11 +189,11 @@ bool Connection::try_reply_now(wire::EncodedFrame& frame) {
     out_bytes_ += frame.bytes.size();
     out_.push_back(std::move(frame));
   }
-  --in_flight;
   return true;
 }
 
 void Connection::reply_sent() {
+  last_active_ = Clock::now();
   update_poll();
   server_.connection_progress();
 }
@@ -203,9 +251,11 @@ void Connection::stop_reading() {
 
 void Connection::close() {
   if (closed_) return;
+  size_t held = 0;
   {
     std::lock_guard<std::mutex> lock(out_mutex_);
     closed_ = true;  // from here on no driver thread writes to fd_
+    held = out_bytes_ + decoder_.partial_bytes();
     out_.clear();
     out_bytes_ = 0;
   }
@@ -221,6 +271,9 @@ void Connection::close() {
     poll_ = nullptr;
   }
   fd_.reset();
+  // Replies a client never read and frames it never finished were large
+  // allocations: give their memory back to the system, not to the heap.
+  if (held >= kTrimAfterBytes) ::malloc_trim(0);
   server_.connection_closed(*this);
 }
 

@@ -25,6 +25,10 @@ class Server;
 class Connection final : public Replier, public std::enable_shared_from_this<Connection> {
  public:
   Connection(Server& server, wire::UniqueFd fd, PeerCredentials peer, size_t max_frame_bytes);
+
+  // Until Hello, a frame may be at most this large: a client that has not
+  // said who it is gets no large buffer.
+  static constexpr size_t kHelloFrameBytes = 64 * 1024;
   ~Connection() override;
 
   // Starts polling the socket. False when libuv cannot: the connection has
@@ -44,7 +48,14 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   void reply_sent() override;
 
   const PeerCredentials& peer() const noexcept { return peer_; }
-  bool greeted = false;       // the Hello exchange has happened
+  // The Hello exchange has happened: frames up to max_frame_bytes from now on.
+  void greet();
+  bool greeted() const noexcept { return greeted_; }
+  // Loop thread, from the server's sweep: closes a connection that has not
+  // said Hello within handshake_timeout_ms, whose frame has been arriving for
+  // longer than frame_timeout_ms, or that has been idle (nothing asked,
+  // nothing pending) for idle_timeout_ms.
+  void check_timeouts(Clock::time_point now, const Limits& limits);
   std::atomic<uint32_t> in_flight = 0;  // infer requests not answered yet
   // Nothing left to send, nothing being read into.
   bool idle() const;
@@ -71,6 +82,11 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   size_t out_offset_ = 0;  // bytes of out_.front() already sent
   size_t out_bytes_ = 0;   // bytes queued in all
   size_t max_out_bytes_;   // above this, reading pauses until the client reads
+  size_t max_frame_bytes_;
+  bool greeted_ = false;
+  Clock::time_point accepted_ = Clock::now();
+  Clock::time_point last_active_ = accepted_;  // a frame received or a reply sent
+  Clock::time_point frame_started_{};          // of the frame partly received, if any
   bool reading_ = true;
   bool closing_ = false;   // close once out_ is sent
   std::atomic<bool> closed_ = false;  // set with out_mutex_ held

@@ -1,6 +1,7 @@
 #include "daemon/loop_post.h"
 
 #include "core/error.h"
+#include "core/log.h"
 #include "daemon/uv_status.h"
 
 namespace hetero::daemon {
@@ -35,7 +36,14 @@ void LoopPost::on_wake(uv_async_t* handle) {
     std::lock_guard<std::mutex> lock(self->mutex_);
     batch.swap(self->tasks_);
   }
-  for (auto& task : batch) task();
+  // A task that fails (memory running out) is logged; the loop goes on.
+  for (auto& task : batch) {
+    try {
+      task();
+    } catch (const std::exception& e) {
+      core::log(core::LogLevel::Error, std::string("a task on the loop thread failed: ") + e.what());
+    }
+  }
 }
 
 }  // namespace hetero::daemon

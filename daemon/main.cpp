@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -24,7 +25,8 @@ const char kUsage[] =
     "usage: heterod [--config FILE] [--check] [--version] [--help]\n"
     "\n"
     "  --config FILE  the daemon's config (default " HETEROD_DEFAULT_CONFIG ")\n"
-    "  --check        read and check the config, then exit\n";
+    "  --check        check the config and the files it names (cache directory,\n"
+    "                 models, policies, TLS files), then exit: 0 when all is well\n";
 
 // Under systemd, stderr goes to the journal, which reads a "<N>" syslog
 // priority at the start of each line.
@@ -81,10 +83,18 @@ int main(int argc, char** argv) {
 
   try {
     hetero::daemon::Config config = hetero::daemon::read_config(config_path);
+    // The files the config names, checked once for both: --check reports
+    // every problem; a start refuses only those the daemon cannot run with
+    // (a model whose file is wrong fails alone, and its load says why).
+    const std::vector<hetero::daemon::FileProblem> problems = hetero::daemon::check_files(config);
     if (check_only) {
+      for (const auto& p : problems) hetero::core::log(hetero::core::LogLevel::Error, p.message);
+      if (!problems.empty()) return 1;
       std::printf("%s: ok (%zu models)\n", config_path.c_str(), config.models.size());
       return 0;
     }
+    for (const auto& p : problems)
+      if (p.fatal) hetero::fail(HETERO_INVALID_ARGUMENT, p.message);
     hetero::daemon::Server server(std::move(config));
     return server.run();
   } catch (const hetero::Error& e) {

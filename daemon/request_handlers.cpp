@@ -42,7 +42,7 @@ void Server::handle_frame(Connection& connection, wire::Frame frame) {
   }
   frame.payload = {};  // parsed: the message owns copies now
   const uint64_t id = request->id();
-  if (!connection.greeted && request->body_case() != wire::Request::kHello) {
+  if (!connection.greeted() && request->body_case() != wire::Request::kHello) {
     connection.send_fatal(id, HETERO_PROTOCOL_ERROR, "the first request must be Hello");
     return;
   }
@@ -80,7 +80,7 @@ void Server::handle_frame(Connection& connection, wire::Frame frame) {
 
 void Server::handle_hello(Connection& connection, const wire::Request& request) {
   const wire::Hello& hello = request.hello();
-  if (connection.greeted) {
+  if (connection.greeted()) {
     connection.send_fatal(request.id(), HETERO_PROTOCOL_ERROR, "Hello sent twice");
     return;
   }
@@ -91,7 +91,7 @@ void Server::handle_hello(Connection& connection, const wire::Request& request) 
                               std::to_string(wire::kProtocolVersion));
     return;
   }
-  connection.greeted = true;
+  connection.greet();
   wire::Response response;
   response.set_id(request.id());
   wire::HelloReply* r = response.mutable_hello();
@@ -134,8 +134,18 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
   if (models_.count(message.name()))
     return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
                        "model '" + message.name() + "' is already loaded; unload it first");
+  // What one client may make the daemon hold: a number of models at once
+  // (each is also bounded by limits.max_model_bytes).
+  const uid_t uid = connection.peer().uid;
+  const auto held = std::count_if(models_.begin(), models_.end(),
+                                  [&](const auto& m) { return m.second.spec.client_uid == static_cast<int64_t>(uid); });
+  if (static_cast<uint64_t>(held) >= config_.limits.max_models_per_client)
+    return reply_error(connection, id, HETERO_BUSY,
+                       "uid " + std::to_string(uid) + " has " + std::to_string(held) +
+                           " models loaded (limits.max_models_per_client); unload one first");
   ModelSpec spec;
   spec.name = message.name();
+  spec.client_uid = uid;
   spec.device = message.device().empty() ? "CPU" : message.device();
   spec.config.insert(message.config().begin(), message.config().end());
   spec.parallel = message.parallel() == 0 ? 1 : std::min<uint32_t>(message.parallel(), 64);

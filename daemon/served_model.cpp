@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "protocol/utf8.h"
 
 namespace hetero::daemon {
 
@@ -57,7 +58,7 @@ wire::EncodedFrame error_frame(uint64_t id, hetero_status status, const std::str
   wire::Response response;
   response.set_id(id);
   response.set_status(status);
-  response.set_message(message);
+  response.set_message(wire::escape_invalid_utf8(message));
   return {wire::encode_frame(response), {}};
 }
 
@@ -80,6 +81,13 @@ ServedModel::ServedModel(const ModelSpec& spec, CompiledPtr compiled, std::share
     check(hetero_compiled_model_get_output_name(compiled_.get(), &name, k), "output name");
     output_names_.emplace_back(name);
   }
+  // Every reply that names a port (a listing, metadata, an error) would be
+  // unreadable for every client: refuse the model instead.
+  for (const auto* names : {&input_names_, &output_names_})
+    for (const std::string& name : *names)
+      if (!wire::is_valid_utf8(name))
+        hetero::fail(HETERO_INVALID_MODEL, "model '" + spec_.name + "': the port name '" +
+                                               wire::escape_invalid_utf8(name) + "' is not valid UTF-8");
   for (uint32_t k = 0; k < spec_.parallel; ++k) {
     auto slot = std::make_unique<Slot>();
     slot->model = this;
@@ -243,9 +251,11 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
   m.queue_.push_back(std::move(job));
 }
 
-void ServedModel::time_out(InferJob& job) {
+void ServedModel::time_out(InferJob& job, const std::string& why) {
   ++timeouts_;
-  fail(job, HETERO_TIMEOUT, "model '" + spec_.name + "': the request passed its deadline (limits.request_timeout_ms, or the client's)");
+  fail(job, HETERO_TIMEOUT,
+       why.empty() ? "model '" + spec_.name + "': the request passed its deadline (limits.request_timeout_ms, or the client's)"
+                   : why);
 }
 
 void ServedModel::expire() {
@@ -262,9 +272,16 @@ void ServedModel::expire() {
     }
   }
   for (auto& job : expired) time_out(*job);
-  for (auto& slot : slots_)
-    if (slot->job && slot->cancelled_as == HETERO_OK && slot->job->deadline < now)
+  const auto longest_run = std::chrono::milliseconds(spec_.max_inference_ms);
+  for (auto& slot : slots_) {
+    if (!slot->job || slot->cancelled_as != HETERO_OK) continue;
+    if (slot->job->deadline < now)
       cancel_running(*slot, HETERO_TIMEOUT, {});
+    else if (spec_.max_inference_ms && now - slot->job->started > longest_run)
+      cancel_running(*slot, HETERO_TIMEOUT,
+                     "model '" + spec_.name + "': the inference ran longer than its max_inference_ms (" +
+                         std::to_string(spec_.max_inference_ms) + " ms)");
+  }
 }
 
 void ServedModel::cancel_running(Slot& slot, hetero_status as, std::string message) {
@@ -469,7 +486,7 @@ void ServedModel::finish(Slot& slot, Outcome outcome) {
   } else if (outcome.status == HETERO_OK)
     answer(*job, std::move(outcome.frame));
   else if (outcome.status == HETERO_CANCELLED && cancelled_as == HETERO_TIMEOUT)
-    time_out(*job);
+    time_out(*job, slot.cancel_message);
   else if (outcome.status == HETERO_CANCELLED && cancelled_as == HETERO_CANCELLED)
     fail(*job, HETERO_CANCELLED, slot.cancel_message);
   else

@@ -111,7 +111,8 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   // model, kept alive while it has jobs even after it is unloaded.
   static void submit(const std::shared_ptr<ServedModel>& self, std::unique_ptr<InferJob> job);
   // Loop thread: answers queued jobs past their deadline with TIMEOUT, and
-  // cancels running ones (they answer TIMEOUT at their next node boundary).
+  // cancels running ones past it or past the model's max_inference_ms (they
+  // answer TIMEOUT at their next node boundary).
   void expire();
   // Loop thread: cancels the running jobs of clients that have gone, so that
   // their slots free at the next node boundary instead of after a whole
@@ -158,7 +159,8 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   void finish(Slot& slot, Outcome outcome);
   void answer(InferJob& job, wire::EncodedFrame frame);
   void fail(InferJob& job, hetero_status status, const std::string& message);
-  void time_out(InferJob& job);
+  // Answers TIMEOUT saying `why`, or that the deadline passed.
+  void time_out(InferJob& job, const std::string& why = {});
   void cancel_running(Slot& slot, hetero_status as, std::string message);
   void record(const InferJob& job, bool ok);
 

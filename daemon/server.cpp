@@ -4,10 +4,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "core/log.h"
 #include "daemon/peer_credentials.h"
@@ -17,6 +21,10 @@
 namespace hetero::daemon {
 
 namespace {
+
+// How long the teardown after the loop may take (models' running inferences
+// cancelled, the loader's compile finished) before the process exits anyway.
+constexpr std::chrono::seconds kTeardownLimit{5};
 
 void info(const std::string& message) { core::log(core::LogLevel::Info, message); }
 void warn(const std::string& message) { core::log(core::LogLevel::Warning, message); }
@@ -162,8 +170,7 @@ void Server::start_loop_handles() {
   // without accepting clients, answering signals or expiring requests.
   uv_check(uv_poll_init(&loop_, &listen_poll_, listener_->fd()), "uv_poll_init on " + listener_->path());
   listen_poll_.data = this;
-  uv_check(uv_poll_start(&listen_poll_, UV_READABLE, [](uv_poll_t* h, int, int) { server_of(h)->accept_clients(); }),
-           "uv_poll_start on " + listener_->path());
+  uv_check(poll_listener(), "uv_poll_start on " + listener_->path());
 
   auto on_signal = [](uv_signal_t* h, int signum) {
     Server* self = server_of(h);
@@ -190,31 +197,45 @@ void Server::start_loop_handles() {
                             std::max<uint64_t>(1, us / 2000)),
              "uv_timer_start (watchdog)");
   }
-  uv_check(uv_timer_init(&loop_, &sweep_timer_), "uv_timer_init (request timeouts)");
+  uv_check(uv_timer_init(&loop_, &sweep_timer_), "uv_timer_init (timeouts)");
   sweep_timer_.data = this;
   // Deadlines are kept to within a sweep: clients may ask for shorter ones
   // than the config's (Infer.timeout_ms, a gRPC deadline).
   const uint64_t sweep_ms = std::clamp<uint64_t>(config_.limits.request_timeout_ms / 4, 10, 100);
-  uv_check(uv_timer_start(
-               &sweep_timer_,
-               [](uv_timer_t* h) {
-                 for (auto& [name, entry] : server_of(h)->models_)
-                   if (entry.model) entry.model->expire();
-               },
-               sweep_ms, sweep_ms),
-           "uv_timer_start (request timeouts)");
+  uv_check(uv_timer_start(&sweep_timer_, [](uv_timer_t* h) { server_of(h)->sweep(); }, sweep_ms, sweep_ms),
+           "uv_timer_start (timeouts)");
+  uv_check(uv_timer_init(&loop_, &accept_timer_), "uv_timer_init (accept back-off)");
+  accept_timer_.data = this;
   uv_check(uv_timer_init(&loop_, &grace_timer_), "uv_timer_init (shutdown grace period)");
   grace_timer_.data = this;
+}
+
+int Server::poll_listener() {
+  return uv_poll_start(&listen_poll_, UV_READABLE, [](uv_poll_t* h, int, int) { server_of(h)->accept_clients(); });
+}
+
+void Server::sweep() {
+  for (auto& [name, entry] : models_)
+    if (entry.model) entry.model->expire();
+  const Clock::time_point now = Clock::now();
+  std::vector<std::shared_ptr<Connection>> all;  // a timed-out one leaves connections_
+  all.reserve(connections_.size());
+  for (const auto& [ptr, connection] : connections_) all.push_back(connection);
+  for (const auto& connection : all) connection->check_timeouts(now, config_.limits);
 }
 
 void Server::accept_clients() {
   for (;;) {
     const int fd = ::accept4(listener_->fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-        warn(std::string("accept: ") + std::strerror(errno));
+      const int e = errno;
+      if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) return back_off_accepting(e);
+      if (e != EAGAIN && e != EWOULDBLOCK && e != EINTR && e != ECONNABORTED)
+        warn(std::string("accept: ") + std::strerror(e));
+      if (e == EINTR || e == ECONNABORTED) continue;
       return;
     }
+    accept_delay_ms_ = 0;
     wire::UniqueFd owned(fd);
     PeerCredentials peer;
     try {
@@ -236,6 +257,31 @@ void Server::accept_clients() {
                                                  std::to_string(config_.limits.max_connections) + ")");
     }
   }
+}
+
+// Out of descriptors or memory, accept() fails at once while the client waits
+// in the backlog, and the listening socket stays readable: polling it would
+// spin. Stop polling and try again later, each time twice as late up to a
+// second; say so at most once a minute.
+void Server::back_off_accepting(int error) {
+  accept_delay_ms_ = std::clamp<uint64_t>(accept_delay_ms_ * 2, 10, 1000);
+  ++accept_failures_;
+  const Clock::time_point now = Clock::now();
+  if (now - last_accept_warning_ > std::chrono::minutes(1)) {
+    warn(std::string("accept: ") + std::strerror(error) + " (" + std::to_string(accept_failures_) +
+         " times since the last warning); accepting again in " + std::to_string(accept_delay_ms_) + " ms");
+    last_accept_warning_ = now;
+    accept_failures_ = 0;
+  }
+  uv_ok(uv_poll_stop(&listen_poll_), "uv_poll_stop on " + listener_->path());
+  const int rc = uv_timer_start(
+      &accept_timer_,
+      [](uv_timer_t* h) {
+        Server* self = server_of(h);
+        if (!self->stopping_) uv_ok(self->poll_listener(), "uv_poll_start on " + self->listener_->path());
+      },
+      accept_delay_ms_, 0);
+  uv_ok(rc, "uv_timer_start (accept back-off)");
 }
 
 void Server::connection_closed(Connection& connection) {
@@ -301,10 +347,15 @@ void Server::start_reload(const Waiter* waiter) {
   Config next;
   try {
     next = read_config(config_.file);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
+    // Whatever went wrong (an empty file, a directory or a FIFO at its path,
+    // bad YAML, a filesystem error), the daemon serves on as it was: an
+    // exception out of this signal callback would end it.
+    const auto* error = dynamic_cast<const Error*>(&e);
+    const hetero_status status = error ? error->status() : HETERO_INTERNAL;
     core::log(core::LogLevel::Error, std::string("reload: ") + e.what() + "; keeping the running config");
     for (const Waiter& w : reload_waiters_)
-      if (auto c = w.connection.lock()) reply_error(*c, w.id, e.status(), e.what());
+      if (auto c = w.connection.lock()) reply_error(*c, w.id, status, e.what());
     reload_waiters_.clear();
     reloading_ = false;
     systemd::notify_ready(status_line());
@@ -421,20 +472,49 @@ int Server::run() {
   uv_run(&loop_, UV_RUN_DEFAULT);
 
   // Teardown: connections, then every handle, then the models once their
-  // running inferences are done.
+  // running inferences have stopped. An inference or a compile that does not
+  // stop (a kernel that never reaches a node boundary, a compile that never
+  // ends) must not keep the process alive: past kTeardownLimit it exits as
+  // it is.
+  struct Teardown {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+  };
+  auto teardown = std::make_shared<Teardown>();
+  std::thread([teardown] {
+    std::unique_lock lock(teardown->mutex);
+    if (teardown->done_cv.wait_for(lock, kTeardownLimit, [&] { return teardown->done; })) return;
+    core::log(core::LogLevel::Error, "an inference or a compile did not stop within " +
+                                         std::to_string(kTeardownLimit.count()) + " s of the end: exiting without it");
+    std::_Exit(EXIT_FAILURE);
+  }).detach();
   std::vector<std::shared_ptr<Connection>> open;
   for (auto& [ptr, connection] : connections_) open.push_back(connection);
   for (auto& connection : open) connection->close();
   close_handles();
+  for (auto& [name, entry] : models_)
+    if (entry.model) entry.model->cancel_all("heterod is stopping");
   loader_.reset();
   for (auto& [name, entry] : models_)
     if (entry.model) entry.model->wait_idle();
   // Calls of other protocols still unanswered (the grace period ran out)
   // are answered now, while the models their jobs point into still exist.
   for (auto& front_end : front_ends_) front_end->shutdown();
+  // Shut down, the front ends hold nothing a client can see. Destroying one
+  // would end gRPC, which then waits up to 10 s for the connections of v2
+  // clients still connected; the process is about to exit, so they are left
+  // to it (kept reachable: not a leak).
+  static auto* const left_to_exit = new std::vector<std::unique_ptr<FrontEnd>>();
+  for (auto& front_end : front_ends_) left_to_exit->push_back(std::move(front_end));
   front_ends_.clear();
   models_.clear();
   listener_.reset();
+  {
+    std::lock_guard lock(teardown->mutex);
+    teardown->done = true;
+  }
+  teardown->done_cv.notify_one();
   info("stopped");
   return 0;
 }

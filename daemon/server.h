@@ -95,6 +95,10 @@ class Server {
   // have run (teardown, and a start-up that failed half-way).
   void close_handles();
   void accept_clients();
+  int poll_listener();  // a libuv status
+  void back_off_accepting(int error);
+  // Every sweep interval: request deadlines and connection timeouts.
+  void sweep();
   void begin_shutdown(const char* why);
   void start_reload(const Waiter* waiter);
   void apply_reload(Config next, std::vector<LoadResult> results, std::vector<std::string> removed);
@@ -121,7 +125,10 @@ class Server {
   std::unique_ptr<Listener> listener_;
   uv_poll_t listen_poll_{};
   uv_signal_t sighup_{}, sigterm_{}, sigint_{};
-  uv_timer_t watchdog_timer_{}, sweep_timer_{}, grace_timer_{};
+  uv_timer_t watchdog_timer_{}, sweep_timer_{}, grace_timer_{}, accept_timer_{};
+  uint64_t accept_delay_ms_ = 0;  // while accept() fails for want of descriptors or memory
+  uint64_t accept_failures_ = 0;  // since the last warning
+  std::chrono::steady_clock::time_point last_accept_warning_{};
   std::shared_ptr<LoopPost> post_;
   CorePtr core_;
   wire::ListDevicesReply devices_;

@@ -3,11 +3,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "core/device_string.h"
 #include "core/error.h"
+#include "core/regular_file.h"
 
 namespace hetero::partition {
 
@@ -129,16 +128,11 @@ Policy parse_policy(const std::string& text, const std::string& source) {
 }
 
 Policy load_policy(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail(HETERO_NOT_FOUND, path + ": cannot open the policy file");
-  // A policy is a few rules; anything this large is a wrong path, not a policy.
-  constexpr std::streamoff kMaxPolicyBytes = 1 << 20;
-  in.seekg(0, std::ios::end);
-  if (in.tellg() > kMaxPolicyBytes) fail(HETERO_INVALID_ARGUMENT, path + ": policy file is larger than 1 MiB");
-  in.seekg(0);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_policy(text.str(), path);
+  // A policy is a few rules (tens of thousands of node names at most);
+  // anything larger is a wrong path, not a policy. Read as a regular file
+  // only: a FIFO would block the loader, /dev/zero would never end.
+  constexpr uint64_t kMaxPolicyBytes = uint64_t{1} << 20;
+  return parse_policy(core::read_regular_file(path, kMaxPolicyBytes, "a policy file"), path);
 }
 
 Policy policy_for_devices(const std::vector<std::string>& devices) {

@@ -43,6 +43,9 @@ struct Policy {
 // (malformed YAML, an unknown key, a wrong type, a rule's device not among
 // `devices`, a rule with neither nodes nor ops). Status INVALID_ARGUMENT.
 Policy parse_policy(const std::string& text, const std::string& source);
+// Reads and parses the policy file `path`: NOT_FOUND / PERMISSION_DENIED /
+// IO_ERROR naming it when it cannot be read (a FIFO, a device or a directory
+// is refused unread), INVALID_ARGUMENT when it is larger than 1 MiB.
 Policy load_policy(const std::string& path);
 
 // The policy a plain device list stands for ("HETERO:OPENCL,CPU"): those

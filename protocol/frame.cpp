@@ -12,6 +12,9 @@ namespace hetero::wire {
 
 namespace {
 
+// What a frame's buffer starts with; it doubles as bytes arrive.
+constexpr size_t kInitialPayloadReserve = 64 * 1024;
+
 uint32_t read_u32le(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
@@ -56,7 +59,10 @@ void FrameDecoder::start_payload() {
     fail(HETERO_PROTOCOL_ERROR, "frame header: announces " + std::to_string(fd_count) + " descriptors, " +
                                     std::to_string(unclaimed_fds_.size()) + " came with it");
   current_ = Frame{};
-  current_.payload.resize(length);
+  // The buffer grows with the bytes that arrive, not with what the header
+  // announces: a header alone costs the daemon nothing.
+  payload_length_ = length;
+  current_.payload.reserve(std::min<size_t>(length, kInitialPayloadReserve));
   for (size_t k = 0; k < fd_count; ++k) {
     current_.fds.push_back(std::move(unclaimed_fds_.front()));
     unclaimed_fds_.pop_front();
@@ -66,7 +72,7 @@ void FrameDecoder::start_payload() {
 }
 
 void FrameDecoder::feed(std::span<const uint8_t> bytes) {
-  while (!bytes.empty() || (in_payload_ && payload_fill_ == current_.payload.size())) {
+  while (!bytes.empty() || (in_payload_ && payload_fill_ == payload_length_)) {
     if (!in_payload_) {
       const size_t n = std::min(bytes.size(), kFrameHeaderSize - header_fill_);
       std::memcpy(header_ + header_fill_, bytes.data(), n);
@@ -75,11 +81,11 @@ void FrameDecoder::feed(std::span<const uint8_t> bytes) {
       if (header_fill_ < kFrameHeaderSize) break;
       start_payload();
     }
-    const size_t n = std::min(bytes.size(), current_.payload.size() - payload_fill_);
-    if (n > 0) std::memcpy(current_.payload.data() + payload_fill_, bytes.data(), n);
+    const size_t n = std::min(bytes.size(), payload_length_ - payload_fill_);
+    current_.payload.insert(current_.payload.end(), bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
     payload_fill_ += n;
     bytes = bytes.subspan(n);
-    if (payload_fill_ < current_.payload.size()) break;
+    if (payload_fill_ < payload_length_) break;
     ready_.push_back(std::move(current_));
     in_payload_ = false;
     header_fill_ = 0;

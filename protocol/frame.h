@@ -44,6 +44,10 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_payload_bytes);
 
+  // A new limit for frames whose header has not arrived yet: the daemon lets
+  // a client send large frames only once it has said Hello.
+  void set_max_payload(size_t bytes) noexcept { max_payload_bytes_ = bytes; }
+
   // Descriptors received together with the bytes passed to the next feed().
   // Fails with PROTOCOL_ERROR past kMaxFdsPerFrame unclaimed descriptors.
   void add_fds(std::vector<UniqueFd> fds);
@@ -66,6 +70,7 @@ class FrameDecoder {
   size_t header_fill_ = 0;
   bool in_payload_ = false;
   Frame current_;
+  size_t payload_length_ = 0;  // announced by current_'s header
   size_t payload_fill_ = 0;
   std::deque<UniqueFd> unclaimed_fds_;
   std::deque<Frame> ready_;

@@ -117,11 +117,23 @@ int cmd_blob(int argc, char** argv) {
   if (!path) return cli_usage_error("blob", "expected: hetero blob info [--json] BLOB");
   /* Mapped, not read: the blob's checksums cover all of it, and a mapping
    * costs no memory for a large one. */
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK and the S_ISREG check: a FIFO given here is refused at once
+   * rather than waited on (as core/regular_file.h does for the library). */
+  const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
     cli_error("cannot open %s: %s", path, strerror(errno));
     if (fd >= 0) close(fd);
+    return CLI_FAILED;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                                              : "a socket";
+    cli_error("%s is %s, not a regular file", path, kind);
+    close(fd);
     return CLI_FAILED;
   }
   const size_t size = (size_t)st.st_size;

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "protocol/utf8.h"
+
 namespace hetero::daemon::kserve {
 
 grpc::Status to_grpc(hetero_status status, const std::string& message) {
@@ -26,7 +28,7 @@ grpc::Status to_grpc(hetero_status status, const std::string& message) {
     case HETERO_INTERNAL: code = StatusCode::INTERNAL; break;
     case HETERO_CANCELLED: code = StatusCode::CANCELLED; break;
   }
-  return grpc::Status(code, message);
+  return grpc::Status(code, wire::escape_invalid_utf8(message));
 }
 
 Call::Call(std::shared_ptr<CallRegister> calls) : calls_(std::move(calls)) {}

@@ -10,13 +10,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/regular_file.h"
 #include "daemon/kserve/call.h"
 #include "daemon/kserve/service.h"
 #include "daemon/listener.h"
@@ -35,12 +34,12 @@ void grpc_log(gpr_log_func_args* args) {
   core::log(core::LogLevel::Warning, std::string("v2: gRPC: ") + args->message);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) fail(HETERO_IO_ERROR, "cannot read " + path);
-  return text.str();
+// A PEM file of the config (a certificate chain, a key, a CA bundle): a
+// regular file of at most 16 MiB, or an error naming it (a FIFO put there
+// would block the start-up, a device would be read without end).
+std::string read_pem(const std::string& path) {
+  constexpr uint64_t kMaxPemBytes = uint64_t{16} << 20;
+  return core::read_regular_file(path, kMaxPemBytes, "a PEM file");
 }
 
 // A call on a connection whose peer the access lists refuse.
@@ -154,8 +153,8 @@ void KServeFrontEnd::build_servers() {
       grpc::SslServerCredentialsOptions tls(config_.tls_client_ca.empty()
                                                 ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
                                                 : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-      if (!config_.tls_client_ca.empty()) tls.pem_root_certs = read_file(config_.tls_client_ca);
-      tls.pem_key_cert_pairs.push_back({read_file(config_.tls_key), read_file(config_.tls_cert)});
+      if (!config_.tls_client_ca.empty()) tls.pem_root_certs = read_pem(config_.tls_client_ca);
+      tls.pem_key_cert_pairs.push_back({read_pem(config_.tls_key), read_pem(config_.tls_cert)});
       credentials = grpc::SslServerCredentials(tls);
     }
     builder.AddListeningPort(config_.tcp_address, credentials, &tcp_port);

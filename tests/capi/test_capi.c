@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "hetero/hetero.h"
 #include "check.h"
@@ -228,6 +230,21 @@ static void test_tensors(void) {
   /* A model is neither .npy nor a TensorProto with a valid type. */
   CHECK(hetero_tensor_read_file(&missing, fixture("tiny.onnx")) != HETERO_OK);
   CHECK(missing == SENTINEL && last_error_mentions("tiny.onnx"));
+  /* Paths that name no file are refused at once, unread: a FIFO (reading it
+   * would wait for a writer), a device (/dev/zero never ends), a directory. */
+  const char* fifo = fixture("capi_fifo.npy");
+  unlink(fifo);
+  CHECK(mkfifo(fifo, 0600) == 0);
+  CHECK_STATUS(hetero_tensor_read_file(&missing, fifo), HETERO_IO_ERROR);
+  CHECK(missing == SENTINEL && last_error_mentions("capi_fifo.npy is a FIFO, not a regular file"));
+  hetero_model_format format = HETERO_MODEL_FORMAT_ONNX;
+  CHECK_STATUS(hetero_model_file_format(&format, fixture("capi_fifo.npy")), HETERO_IO_ERROR);
+  CHECK(last_error_mentions("is a FIFO, not a regular file"));
+  unlink(fixture("capi_fifo.npy"));
+  CHECK_STATUS(hetero_tensor_read_file(&missing, "/dev/zero"), HETERO_IO_ERROR);
+  CHECK(missing == SENTINEL && last_error_mentions("/dev/zero is a character device, not a regular file"));
+  CHECK_STATUS(hetero_tensor_read_file(&missing, fixture_dir), HETERO_IO_ERROR);
+  CHECK(missing == SENTINEL && last_error_mentions("is a directory, not a regular file"));
 }
 
 static hetero_model_t* read_model(hetero_core_t* core, const char* name) {

@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -14,7 +15,9 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "protocol/socket_io.h"
@@ -811,6 +814,197 @@ TEST_F(Daemon, LocalCoreHasNoServedModels) {
   hetero_core_release(core);
   EXPECT_EQ(hetero_core_connect(&core, (dir_.path() + "/nobody.sock").c_str()), HETERO_CONNECTION_ERROR);
   EXPECT_NE(std::string(hetero_last_error()).find("nobody.sock"), std::string::npos);
+}
+
+
+// ---- Hostile clients -----------------------------------------------------------
+
+// Resident memory of process `pid`, in KiB.
+long rss_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+// CPU time process `pid` has used (user and system), in clock ticks.
+long cpu_ticks(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int k = 3; fields >> field; ++k) {
+    if (k == 14) utime = std::stol(field);
+    if (k == 15) {
+      stime = std::stol(field);
+      break;
+    }
+  }
+  return utime + stime;
+}
+
+// A frame header announcing `length` payload bytes.
+std::vector<uint8_t> header_of(uint32_t length) {
+  return {static_cast<uint8_t>(length), static_cast<uint8_t>(length >> 8), static_cast<uint8_t>(length >> 16),
+          static_cast<uint8_t>(length >> 24), 0, 0, 0, 0};
+}
+
+// Connections that never finish their Hello, or a frame, are closed: they
+// cannot hold the daemon's connection slots.
+TEST_F(Daemon, SilentAndSlowClientsAreDisconnected) {
+  start({.limits = "  handshake_timeout_ms: 300\n  frame_timeout_ms: 300\n"});
+  RawClient silent(socket_);
+  RawClient half_hello(socket_);
+  const std::vector<uint8_t> hello = wire::encode_frame(wire::Request{});
+  half_hello.send_bytes(std::span<const uint8_t>(header_of(100)).first(5));
+  RawClient slow(socket_);
+  ASSERT_TRUE(slow.hello());
+  slow.send_bytes(header_of(1000));
+  slow.send_bytes(std::vector<uint8_t>(10, 0));
+  for (RawClient* client : {&silent, &half_hello, &slow}) {
+    auto reply = client->receive(std::chrono::seconds(5));
+    ASSERT_TRUE(reply) << "not told why";
+    EXPECT_EQ(reply->status(), HETERO_TIMEOUT);
+    EXPECT_NE(reply->message().find(client == &slow ? "frame_timeout_ms" : "handshake_timeout_ms"), std::string::npos)
+        << reply->message();
+    EXPECT_TRUE(client->closed_by_peer(std::chrono::seconds(5)));
+  }
+  EXPECT_TRUE(demo_works());
+}
+
+TEST_F(Daemon, IdleConnectionsCloseWhenConfigured) {
+  start({.limits = "  idle_timeout_ms: 200\n"});
+  RawClient idle(socket_);
+  ASSERT_TRUE(idle.hello());
+  auto reply = idle.receive(std::chrono::seconds(5));
+  ASSERT_TRUE(reply);
+  EXPECT_NE(reply->message().find("idle_timeout_ms"), std::string::npos) << reply->message();
+  EXPECT_TRUE(idle.closed_by_peer(std::chrono::seconds(5)));
+}
+
+// Before Hello a client may send 64 KiB at most; after it, a header alone
+// costs the daemon nothing: 64 clients announcing 16 MiB frames and sending a
+// byte of each leave its memory where it was.
+TEST_F(Daemon, AnnouncedFramesCostNothingUntilTheyArrive) {
+  start();
+  {
+    RawClient stranger(socket_);
+    stranger.send_bytes(header_of(1 << 20));
+    auto reply = stranger.receive();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status(), HETERO_PROTOCOL_ERROR);
+    EXPECT_NE(reply->message().find("65536"), std::string::npos) << reply->message();
+  }
+  const long before = rss_kib(daemon_->pid());
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int k = 0; k < 64; ++k) {
+    clients.push_back(std::make_unique<RawClient>(socket_));
+    ASSERT_TRUE(clients.back()->hello());
+    clients.back()->send_bytes(header_of((16u << 20) - 1));
+    clients.back()->send_bytes(std::vector<uint8_t>(1, 0));
+  }
+  EXPECT_TRUE(demo_works());  // every header has been read by now
+  const long after = rss_kib(daemon_->pid());
+  EXPECT_LT(after - before, 64 * 1024) << "RSS " << before << " kB -> " << after << " kB";
+}
+
+// Out of descriptors, the daemon stops accepting for a while instead of
+// spinning on accept(), says so once, and accepts again when it can.
+TEST_F(Daemon, AcceptBacksOffWhenOutOfDescriptors) {
+  start();
+  rlimit roomy{};
+  ASSERT_EQ(::prlimit(daemon_->pid(), RLIMIT_NOFILE, nullptr, &roomy), 0) << std::strerror(errno);
+  rlimit tight{daemon_->fd_count() + 4, roomy.rlim_max};
+  ASSERT_EQ(::prlimit(daemon_->pid(), RLIMIT_NOFILE, &tight, nullptr), 0) << std::strerror(errno);
+  std::vector<std::unique_ptr<RawClient>> crowd;
+  for (int k = 0; k < 16; ++k) crowd.push_back(std::make_unique<RawClient>(socket_));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const long ticks = cpu_ticks(daemon_->pid());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const long used = cpu_ticks(daemon_->pid()) - ticks;
+  EXPECT_LT(used, sysconf(_SC_CLK_TCK) / 5) << "the daemon spent " << used << " ticks in a second waiting for descriptors";
+  const std::string log = daemon_->log();
+  size_t warnings = 0;
+  for (size_t at = log.find("accept:"); at != std::string::npos; at = log.find("accept:", at + 1)) ++warnings;
+  EXPECT_EQ(warnings, 1u) << log;
+  crowd.clear();
+  ASSERT_EQ(::prlimit(daemon_->pid(), RLIMIT_NOFILE, &roomy, nullptr), 0);
+  EXPECT_TRUE(demo_works());
+}
+
+TEST_F(Daemon, MaxInferenceMsCancelsALongInference) {
+  start({.extra_models = spin_model() + "    max_inference_ms: 100\n"});
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  const auto t0 = std::chrono::steady_clock::now();
+  client.send(spin_request(1, kEndless));
+  auto reply = client.receive(std::chrono::seconds(10));
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status(), HETERO_TIMEOUT);
+  EXPECT_NE(reply->message().find("max_inference_ms"), std::string::npos) << reply->message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  expect_spin_served(socket_);
+}
+
+// A model whose port name is not UTF-8 would make every listing unreadable to
+// every client: it is refused, naming the bytes, and listings stay readable.
+TEST_F(Daemon, ModelWithANonUtf8NameIsRefused) {
+  start();
+  std::ifstream in(fixture_path("scale.onnx"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Its input "x": a graph input's name and a node's input, both field 1.
+  size_t patched = 0;
+  for (size_t at = bytes.find(std::string("\x0a\x01x", 3)); at != std::string::npos;
+       at = bytes.find(std::string("\x0a\x01x", 3), at + 3), ++patched)
+    bytes[at + 2] = '\xff';
+  ASSERT_GE(patched, 2u);
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  wire::Request load;
+  load.set_id(1);
+  load.mutable_load_model()->set_name("bad-names");
+  load.mutable_load_model()->set_model_bytes(bytes);
+  client.send(load);
+  auto reply = client.receive();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status(), HETERO_INVALID_MODEL) << reply->message();
+  EXPECT_NE(reply->message().find("'\\xFF' is not valid UTF-8"), std::string::npos) << reply->message();
+  wire::Request list;
+  list.set_id(2);
+  list.mutable_list_models();
+  client.send(list);
+  reply = client.receive();
+  ASSERT_TRUE(reply) << "the listing did not parse";
+  EXPECT_EQ(reply->status(), HETERO_OK);
+}
+
+
+// One uid can make the daemon hold only so many models.
+TEST_F(Daemon, ClientsLoadAtMostTheirShareOfModels) {
+  start({.limits = "  max_models_per_client: 2\n"});
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  auto load = [&](uint64_t id, const std::string& name) {
+    wire::Request r;
+    r.set_id(id);
+    r.mutable_load_model()->set_name(name);
+    r.mutable_load_model()->set_path(fixture_path("scale.onnx"));
+    client.send(r);
+    auto reply = client.receive();
+    return reply ? *reply : wire::Response{};
+  };
+  EXPECT_EQ(load(1, "a").status(), HETERO_OK);
+  EXPECT_EQ(load(2, "b").status(), HETERO_OK);
+  const wire::Response third = load(3, "c");
+  EXPECT_EQ(third.status(), HETERO_BUSY);
+  EXPECT_NE(third.message().find("max_models_per_client"), std::string::npos) << third.message();
+  wire::Request unload;
+  unload.set_id(4);
+  unload.mutable_unload_model()->set_name("a");
+  client.send(unload);
+  ASSERT_TRUE(client.receive());
+  EXPECT_EQ(load(5, "c").status(), HETERO_OK);
 }
 
 }  // namespace

@@ -3,16 +3,20 @@
 // ASan+UBSan too.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "core/error.h"
 #include "daemon/config.h"
 #include "protocol/frame.h"
 #include "protocol/socket_io.h"
 #include "protocol/tensor_codec.h"
+#include "protocol/utf8.h"
 #include "tests/daemon/daemon_process.h"
 
 namespace hetero::test {
@@ -89,7 +93,7 @@ models:
 TEST_F(ConfigFile, EmptyConfigTakesSystemdDirectories) {
   setenv("RUNTIME_DIRECTORY", "/run/heterod", 1);
   setenv("CACHE_DIRECTORY", "/var/cache/heterod", 1);
-  const daemon::Config c = read("");
+  const daemon::Config c = read("{}\n");  // every default, on purpose (an empty file is an error)
   unsetenv("RUNTIME_DIRECTORY");
   unsetenv("CACHE_DIRECTORY");
   EXPECT_EQ(c.socket_path, "/run/heterod/heterod.sock");
@@ -127,6 +131,77 @@ TEST_F(ConfigFile, ErrorsNameFileLineAndKey) {
   } catch (const Error& e) {
     EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
   }
+}
+
+// Nothing but comments or "null" is a truncated file, not "every default":
+// read as such at a reload it would drop every model.
+TEST_F(ConfigFile, EmptyFileIsAnError) {
+  for (const char* text : {"", "\n\n", "# socket:\n#   path: x\n", "null\n", "~\n"}) {
+    EXPECT_EQ(error_of(text), path() + ": the file is empty (it sets nothing; write {} for every default)")
+        << "'" << text << "'";
+  }
+}
+
+// Something other than a file at the config's path fails at once, naming
+// it and what it is.
+TEST_F(ConfigFile, NonFilesAreRefusedAtOnce) {
+  auto error_of_path = [](const std::string& p) -> std::pair<hetero_status, std::string> {
+    try {
+      daemon::read_config(p);
+    } catch (const Error& e) {
+      return {e.status(), e.what()};
+    }
+    return {HETERO_OK, "(no error)"};
+  };
+  const std::string dir = dir_.path() + "/conf.d";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  EXPECT_EQ(error_of_path(dir), std::make_pair(HETERO_IO_ERROR, dir + " is a directory, not a regular file"));
+  const std::string fifo = dir_.path() + "/fifo.yaml";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(error_of_path(fifo), std::make_pair(HETERO_IO_ERROR, fifo + " is a FIFO, not a regular file"));
+  EXPECT_EQ(error_of_path("/dev/zero"),
+            std::make_pair(HETERO_IO_ERROR, std::string("/dev/zero is a character device, not a regular file")));
+}
+
+// check_files: what --check reports beyond the YAML, each problem with the
+// file, the line and the path at fault; only the cache directory is fatal.
+TEST_F(ConfigFile, CheckFilesNamesEachProblem) {
+  const std::string d = dir_.path();
+  std::ofstream(d + "/model.onnx") << "not looked into";
+  std::ofstream(d + "/cache-file") << "a file, not a directory";
+  ASSERT_EQ(::mkfifo((d + "/fifo-policy.yaml").c_str(), 0600), 0);
+  std::ofstream(d + "/policy.yaml") << "devices: [CPU]\nrules: 3\n";
+  const daemon::Config ok = read("cache_dir: cache\nmodels:\n  - {name: a, path: model.onnx}\n");
+  EXPECT_TRUE(daemon::check_files(ok).empty());
+  EXPECT_FALSE(std::filesystem::exists(d + "/cache")) << "--check created the cache directory";
+
+  const daemon::Config bad = read(R"(cache_dir: cache-file
+models:
+  - {name: present, path: model.onnx}
+  - {name: missing, path: missing.onnx}
+  - {name: fifo, path: model.onnx, device: "HETERO:CPU", policy: fifo-policy.yaml}
+  - {name: typo, path: model.onnx, device: "HETERO:CPU", policy: policy.yaml}
+)");
+  const std::vector<daemon::FileProblem> problems = daemon::check_files(bad);
+  ASSERT_EQ(problems.size(), 4u);
+  const std::string file = path();
+  EXPECT_EQ(problems[0].message, file + ":1: cache_dir: " + d + "/cache-file is a regular file, not a directory");
+  EXPECT_TRUE(problems[0].fatal);
+  EXPECT_EQ(problems[1].message, file + ":4: model 'missing': " + d + "/missing.onnx: No such file or directory");
+  EXPECT_EQ(problems[2].message,
+            file + ":5: model 'fifo': policy " + d + "/fifo-policy.yaml is a FIFO, not a regular file");
+  EXPECT_NE(problems[3].message.find(file + ":6: model 'typo': policy " + d + "/policy.yaml:2: 'rules' must be a list"),
+            std::string::npos)
+      << problems[3].message;
+  for (size_t k = 1; k < problems.size(); ++k) EXPECT_FALSE(problems[k].fatal) << problems[k].message;
+
+  // A cache directory that can be created is fine; one whose parent is
+  // missing cannot be.
+  EXPECT_TRUE(daemon::check_files(read("cache_dir: new-cache\n")).empty());
+  const auto deep = daemon::check_files(read("cache_dir: no/such/cache\n"));
+  ASSERT_EQ(deep.size(), 1u);
+  EXPECT_EQ(deep[0].message, file + ":1: cache_dir: " + d + "/no/such/cache does not exist and cannot be created: " +
+                                 d + "/no/such: No such file or directory");
 }
 
 TEST_F(ConfigFile, SameModelSpotsChanges) {
@@ -182,6 +257,34 @@ TEST(Frames, HeaderLimitsAreCheckedBeforeAllocating) {
   wire::FrameDecoder fds(1000);
   const uint8_t announces[] = {0, 0, 0, 0, 2, 0, 0, 0};
   EXPECT_THROW(fds.feed(announces), Error);
+}
+
+// A header announces; only bytes that arrive are buffered, and a frame may be
+// as large as the limit in force when its header came.
+TEST(Frames, BuffersGrowWithTheBytesNotTheHeader) {
+  wire::FrameDecoder decoder(64);
+  std::vector<uint8_t> padded(8 + 100000, 0);
+  padded[0] = 0xa0, padded[1] = 0x86, padded[2] = 0x01;  // 100000, little-endian
+  EXPECT_THROW(decoder.feed(std::span<const uint8_t>(padded).first(8)), Error);
+  wire::FrameDecoder raised(64);
+  raised.set_max_payload(1 << 20);
+  raised.feed(std::span<const uint8_t>(padded).first(8 + 10));
+  EXPECT_EQ(raised.partial_bytes(), 18u);
+  raised.feed(std::span<const uint8_t>(padded).subspan(18));
+  auto frame = raised.next();
+  ASSERT_TRUE(frame);
+  EXPECT_EQ(frame->payload.size(), 100000u);
+}
+
+TEST(Utf8, ValidTextPassesAndBadBytesAreEscaped) {
+  EXPECT_TRUE(wire::is_valid_utf8("input_1"));
+  EXPECT_TRUE(wire::is_valid_utf8("\xc3\xa9t\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x99\x82"));  // été 日 🙂
+  for (const char* bad : {"\xff", "a\xc3", "\xc0\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe0\x80\x80"}) {
+    SCOPED_TRACE(wire::escape_invalid_utf8(bad));
+    EXPECT_FALSE(wire::is_valid_utf8(bad));
+    EXPECT_TRUE(wire::is_valid_utf8(wire::escape_invalid_utf8(bad)));
+  }
+  EXPECT_EQ(wire::escape_invalid_utf8("in\xffput \xc3\xa9"), "in\\xFFput \xc3\xa9");
 }
 
 TEST(Frames, DescriptorsGoWithTheirFrame) {

@@ -2,7 +2,8 @@
 # `meson install` into a scratch root, then `systemd-analyze verify` on the
 # installed heterod.service and heterod.socket: it reads them as systemd
 # would, checks that the commands they run exist, and must say nothing at all.
-# The installed default config must pass `heterod --check` too.
+# The installed default config must pass `heterod --check` too (its files
+# included: the demo model as installed).
 #   verify_units.sh BUILD_DIR HETEROD UNIT_DIR CONFIG MODEL_DIR SYSUSERS_DIR
 set -euo pipefail
 build=$1 heterod=$2 unit_dir=$3 config=$4 model_dir=$5 sysusers_dir=$6
@@ -24,6 +25,9 @@ if ! out=$(systemd-analyze verify --root="$root" "$units/heterod.service" "$unit
   exit 1
 fi
 echo "systemd-analyze verify: heterod.service and heterod.socket are clean"
-"$heterod" --check --config "$root$config"
+# --check opens the files the config names: the installed config's model
+# paths are absolute, so they point under the scratch root in its copy.
+sed "s|$model_dir/|$root$model_dir/|g" "$root$config" >"$root$config.check.yaml"
+"$heterod" --check --config "$root$config.check.yaml"
 test -f "$root$model_dir/demo.onnx"
 test -f "$root$sysusers_dir/heterod.conf"

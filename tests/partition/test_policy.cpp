@@ -2,7 +2,9 @@
 // error naming the file and line (and a rule that matches nothing a warning).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
+#include <utility>
 #include <string>
 
 #include "core/error.h"
@@ -117,6 +119,34 @@ TEST(Policy, MissingFileIsNamed) {
     EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/policy.yaml"), std::string::npos);
   }
+}
+
+// A policy path that names no policy: refused at once, naming it, never
+// read (a FIFO would block the loader, /dev/zero would read without end).
+TEST(Policy, NonFilesAndHugeFilesAreRefused) {
+  auto error_of = [](const std::string& path) -> std::pair<hetero_status, std::string> {
+    try {
+      load_policy(path);
+    } catch (const Error& e) {
+      return {e.status(), e.what()};
+    }
+    return {HETERO_OK, "(no error)"};
+  };
+  EXPECT_EQ(error_of("/dev/zero"),
+            std::make_pair(HETERO_IO_ERROR, std::string("/dev/zero is a character device, not a regular file")));
+  const std::string dir = ::testing::TempDir();
+  EXPECT_EQ(error_of(dir).first, HETERO_IO_ERROR);
+  EXPECT_NE(error_of(dir).second.find("is a directory, not a regular file"), std::string::npos);
+  const std::string huge = dir + "/huge-policy.yaml";
+  {
+    std::ofstream out(huge);
+    out << "devices: [CPU]\n" << std::string((1 << 20) + 1, '#');
+  }
+  const auto [status, message] = error_of(huge);
+  EXPECT_EQ(status, HETERO_INVALID_ARGUMENT) << message;
+  EXPECT_NE(message.find(huge + " is "), std::string::npos) << message;
+  EXPECT_NE(message.find("a policy file may be at most 1 MiB"), std::string::npos) << message;
+  std::remove(huge.c_str());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // in test_onnx_import_errors.cpp.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "core/function_expand.h"
@@ -263,6 +264,35 @@ TEST(OnnxImport, ModelLocalFunctionsAreInlined) {
   EXPECT_EQ(m->graph.nodes()[0]->op_type, "Add");
   EXPECT_EQ(m->graph.nodes()[0]->inputs[0], m->graph.inputs[0]);
   EXPECT_EQ(m->graph.nodes()[0]->outputs[0], m->graph.outputs[0]);
+}
+
+// A chain of functions each calling the next twice asks for 2^60 nodes from
+// a model of a few KB: refused at once, before ONNX's checks walk it.
+TEST(OnnxImport, FunctionsThatExpandWithoutBoundAreRefusedQuickly) {
+  std::string text = R"ONNX(
+    <ir_version: 8, opset_import: ["" : 17, "local" : 1]>
+    agraph (float[2] X) => (float[2] Y) {
+      Y = local.f60(X)
+    }
+    <domain: "local", opset_import: ["" : 17]>
+    f0 (x) => (y) {
+      y = Add(x, x)
+    }
+  )ONNX";
+  for (int k = 1; k <= 60; ++k)
+    text += "<domain: \"local\", opset_import: [\"\" : 17, \"local\" : 1]>\nf" + std::to_string(k) +
+            " (x) => (y) {\n  a = local.f" + std::to_string(k - 1) + "(x)\n  y = local.f" + std::to_string(k - 1) +
+            "(a)\n}\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    core::import_onnx_bytes(to_vector(serialize(parse_model(text.c_str()))));
+    ADD_FAILURE() << "a 2^60-node expansion was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_INVALID_MODEL);
+    EXPECT_NE(std::string(e.what()).find("larger than 1000000 nodes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'f60'"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
 // ---- function expansion -------------------------------------------------

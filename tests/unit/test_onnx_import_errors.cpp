@@ -1,6 +1,7 @@
 // ONNX import of bad input: every case is an error with the right status and
 // a message naming the file and the node, tensor or field at fault.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -223,6 +224,13 @@ TEST(OnnxImportErrors, ExternalDataMayNotLeaveTheModelDirectory) {
   std::filesystem::create_symlink(dir.path() / "outside.bin", dir.path() / "model" / "link.bin");
   expect_error([&] { import_with("link.bin"); }, HETERO_INVALID_MODEL, {"initializer 'W'", "'link.bin'", "escapes"});
   expect_error([&] { import_with("absent.bin"); }, HETERO_NOT_FOUND, {"initializer 'W'", "'absent.bin'"});
+  // A FIFO there is refused at once (opening it to read would wait for a
+  // writer), and so is a directory.
+  ASSERT_EQ(::mkfifo((dir.path() / "model" / "fifo.bin").c_str(), 0600), 0);
+  expect_error([&] { import_with("fifo.bin"); }, HETERO_IO_ERROR,
+               {"initializer 'W'", "fifo.bin is a FIFO, not a regular file"});
+  std::filesystem::create_directory(dir.path() / "model" / "dir.bin");
+  expect_error([&] { import_with("dir.bin"); }, HETERO_IO_ERROR, {"initializer 'W'", "dir.bin is a directory"});
   expect_error([&] { import_with("inside.bin", "9"); }, HETERO_INVALID_MODEL, {"initializer 'W'", "offset 9", "past the end"});
   expect_error([&] { import_with("inside.bin", "4"); }, HETERO_INVALID_MODEL, {"initializer 'W'", "need 8 bytes"});
   expect_error([&] { import_with("inside.bin", "-1"); }, HETERO_INVALID_MODEL, {"initializer 'W'", "'-1'"});
