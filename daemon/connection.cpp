@@ -38,8 +38,13 @@ void Connection::greet() {
 }
 
 void Connection::check_timeouts(Clock::time_point now, const Limits& limits) {
-  if (closed_ || closing_) return;
   using std::chrono::milliseconds;
+  if (closed_) return;
+  // Its last words waiting for a client that does not read them.
+  if (closing_) {
+    if (now - closing_since_ > milliseconds(limits.frame_timeout_ms)) close();
+    return;
+  }
   std::string why;
   if (!greeted_ && now - accepted_ > milliseconds(limits.handshake_timeout_ms))
     why = "no Hello within limits.handshake_timeout_ms (" + std::to_string(limits.handshake_timeout_ms) + " ms)";
@@ -202,6 +207,7 @@ void Connection::send_fatal(uint64_t id, hetero_status status, const std::string
   core::log(core::LogLevel::Warning, "client " + peer_.describe() + ": " + message + "; disconnecting it");
   send(error_frame(id, status, message));
   closing_ = true;
+  closing_since_ = Clock::now();
   if (nothing_queued()) close();
   update_poll();
 }

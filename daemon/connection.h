@@ -54,7 +54,8 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   // Loop thread, from the server's sweep: closes a connection that has not
   // said Hello within handshake_timeout_ms, whose frame has been arriving for
   // longer than frame_timeout_ms, or that has been idle (nothing asked,
-  // nothing pending) for idle_timeout_ms.
+  // nothing pending) for idle_timeout_ms; and one whose last error reply
+  // has waited frame_timeout_ms for a client that does not read it.
   void check_timeouts(Clock::time_point now, const Limits& limits);
   std::atomic<uint32_t> in_flight = 0;  // infer requests not answered yet
   // Nothing left to send, nothing being read into.
@@ -88,7 +89,8 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   Clock::time_point last_active_ = accepted_;  // a frame received or a reply sent
   Clock::time_point frame_started_{};          // of the frame partly received, if any
   bool reading_ = true;
-  bool closing_ = false;   // close once out_ is sent
+  bool closing_ = false;   // close once out_ is sent...
+  Clock::time_point closing_since_{};  // ...or after limits.frame_timeout_ms
   std::atomic<bool> closed_ = false;  // set with out_mutex_ held
 };
 
