@@ -3,8 +3,10 @@
 // the statistics the Stats request reports.
 //
 // Threads: load() runs on the loader thread; everything else on the loop
-// thread, except the completion callback, which runs on a driver thread and
-// only encodes the reply before posting the rest back to the loop.
+// thread, except the completion callback, which runs on a driver thread: it
+// encodes the reply, drops the inputs, sends the reply itself when the
+// connection has nothing queued (Replier::try_reply_now), and posts the rest
+// back to the loop.
 #pragma once
 
 #include <sys/stat.h>
