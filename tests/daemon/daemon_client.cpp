@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "tests/daemon/daemon_process.h"
+
 namespace hetero::test {
 
 std::vector<float> seeded_input(size_t count, uint64_t seed) {
@@ -37,6 +39,24 @@ hetero_status infer_once(hetero_infer_request_t* request, const std::vector<int6
   }
   hetero_tensor_release(out);
   if (status != HETERO_OK && error) *error = hetero_last_error();
+  return status;
+}
+
+hetero_status infer_served(const std::string& socket, const std::string& model, const std::vector<int64_t>& dims,
+                           const std::vector<float>& input, std::vector<float>& output) {
+  hetero_core_t* core = connect_or_fail(socket);
+  if (!core) return HETERO_CONNECTION_ERROR;
+  hetero_compiled_model_t* compiled = nullptr;
+  hetero_infer_request_t* request = nullptr;
+  std::string error;
+  hetero_status status = hetero_compiled_model_open(&compiled, core, model.c_str());
+  if (status == HETERO_OK) status = hetero_infer_request_create(&request, compiled);
+  if (status != HETERO_OK) error = hetero_last_error();
+  if (status == HETERO_OK) status = infer_once(request, dims, input, output, &error);
+  if (status != HETERO_OK) ADD_FAILURE() << "inference of '" << model << "' through the daemon: " << error;
+  hetero_infer_request_release(request);
+  hetero_compiled_model_release(compiled);
+  hetero_core_release(core);
   return status;
 }
 

@@ -17,6 +17,12 @@ std::vector<float> seeded_input(size_t count, uint64_t seed);
 hetero_status infer_once(hetero_infer_request_t* request, const std::vector<int64_t>& dims,
                          const std::vector<float>& input, std::vector<float>& output, std::string* error = nullptr);
 
+// One inference of `model`, served by the daemon on `socket`, on a fresh
+// connection: the first output's values, or the failure status (the current
+// test is failed then, with the reason).
+hetero_status infer_served(const std::string& socket, const std::string& model, const std::vector<int64_t>& dims,
+                           const std::vector<float>& input, std::vector<float>& output);
+
 // A compiled model in process (the reference results): demo.onnx with its
 // batch fixed to 1, on CPU.
 class LocalReference {

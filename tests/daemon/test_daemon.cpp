@@ -85,20 +85,9 @@ class Daemon : public ::testing::Test {
 
   // One demo inference on a fresh connection; true when its output is right.
   bool demo_works() {
-    hetero_core_t* core = connect_or_fail(socket_);
-    if (!core) return false;
-    hetero_compiled_model_t* compiled = nullptr;
-    hetero_infer_request_t* request = nullptr;
     std::vector<float> out;
-    bool ok = hetero_compiled_model_open(&compiled, core, "demo") == HETERO_OK &&
-              hetero_infer_request_create(&request, compiled) == HETERO_OK &&
-              infer_once(request, kDemoDims, seeded_input(kDemoInput, 7), out) == HETERO_OK;
-    if (!ok) ADD_FAILURE() << "demo inference through the daemon: " << hetero_last_error();
-    ok = ok && out == reference().run(seeded_input(kDemoInput, 7));
-    hetero_infer_request_release(request);
-    hetero_compiled_model_release(compiled);
-    hetero_core_release(core);
-    return ok;
+    return infer_served(socket_, "demo", kDemoDims, seeded_input(kDemoInput, 7), out) == HETERO_OK &&
+           out == reference().run(seeded_input(kDemoInput, 7));
   }
 
   LocalReference& reference() {

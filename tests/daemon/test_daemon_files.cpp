@@ -150,19 +150,9 @@ class DaemonFiles : public ::testing::Test {
 
   // One demo inference through the daemon, on a fresh connection.
   bool demo_works() {
-    hetero_core_t* core = connect_or_fail(socket_);
-    if (!core) return false;
-    hetero_compiled_model_t* compiled = nullptr;
-    hetero_infer_request_t* request = nullptr;
     std::vector<float> out;
-    const bool ok = hetero_compiled_model_open(&compiled, core, "demo") == HETERO_OK &&
-                    hetero_infer_request_create(&request, compiled) == HETERO_OK &&
-                    infer_once(request, kDemoDims, seeded_input(3 * 32 * 32, 3), out) == HETERO_OK && out.size() == 10;
-    if (!ok) ADD_FAILURE() << "demo inference through the daemon: " << hetero_last_error();
-    hetero_infer_request_release(request);
-    hetero_compiled_model_release(compiled);
-    hetero_core_release(core);
-    return ok;
+    return infer_served(socket_, "demo", kDemoDims, seeded_input(3 * 32 * 32, 3), out) == HETERO_OK &&
+           out.size() == 10;
   }
 
   TempDir dir_;
