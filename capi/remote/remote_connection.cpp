@@ -142,17 +142,10 @@ Reply RemoteConnection::call(wire::Request& request, std::span<const int> fds) {
                       false});
   std::unique_lock<std::mutex> lock(pending_mutex_);
   while (!done) {
-    if (reading_) {
+    if (reading_)
       read_cv_.wait(lock);
-      continue;
-    }
-    // No one reads: this caller does, and so hears its own reply first hand.
-    reading_ = true;
-    lock.unlock();
-    read_once();
-    lock.lock();
-    reading_ = false;
-    read_cv_.notify_all();  // someone else may be waiting for the role
+    else
+      read_in_turn(lock);  // no one reads: this caller does, and hears its own reply first hand
   }
   lock.unlock();
   if (error) std::rethrow_exception(error);
@@ -180,13 +173,17 @@ void RemoteConnection::reader_loop() {
   for (;;) {
     read_cv_.wait(lock, [this] { return stopping_ || (async_pending_ > 0 && !reading_); });
     if (stopping_) return;
-    reading_ = true;
-    lock.unlock();
-    read_once();
-    lock.lock();
-    reading_ = false;
-    read_cv_.notify_all();
+    read_in_turn(lock);
   }
+}
+
+void RemoteConnection::read_in_turn(std::unique_lock<std::mutex>& lock) {
+  reading_ = true;
+  lock.unlock();
+  read_once();
+  lock.lock();
+  reading_ = false;
+  read_cv_.notify_all();  // someone else may be waiting for the role
 }
 
 void RemoteConnection::fail_pending(hetero_status status, const std::string& why) {
@@ -207,20 +204,13 @@ bool RemoteConnection::read_once() {
   ssize_t n;
   do n = wire::receive(fd_.get(), buffer_, fds);
   while (n == -EINTR || ((n == -EAGAIN || n == -EWOULDBLOCK) && greeted_));
-  if (n == -EAGAIN || n == -EWOULDBLOCK) {  // the receive timeout, before the Hello's reply
-    ended_ = true;
-    fail_pending(HETERO_CONNECTION_ERROR,
-                 "heterod at " + path_ + " did not answer within " + std::to_string(kHelloTimeoutSeconds) + " s");
-    return false;
-  }
+  if (n == -EAGAIN || n == -EWOULDBLOCK)  // the receive timeout, before the Hello's reply
+    return end(HETERO_CONNECTION_ERROR,
+               "heterod at " + path_ + " did not answer within " + std::to_string(kHelloTimeoutSeconds) + " s");
   if (n <= 0) {
-    ended_ = true;
-    if (refusal_status_ != HETERO_OK)
-      fail_pending(refusal_status_, refusal_);
-    else
-      fail_pending(HETERO_CONNECTION_ERROR, n == 0 ? "heterod closed the connection (" + path_ + ")"
-                                                   : "reading from " + path_ + ": " + std::strerror(static_cast<int>(-n)));
-    return false;
+    if (refusal_status_ != HETERO_OK) return end(refusal_status_, refusal_);
+    return end(HETERO_CONNECTION_ERROR, n == 0 ? "heterod closed the connection (" + path_ + ")"
+                                               : "reading from " + path_ + ": " + std::strerror(static_cast<int>(-n)));
   }
   try {
     decoder_.add_fds(std::move(fds));
@@ -248,12 +238,16 @@ bool RemoteConnection::read_once() {
       }
     }
   } catch (const Error& e) {
-    ended_ = true;
-    fail_pending(e.status(), e.what());
     ::shutdown(fd_.get(), SHUT_RDWR);
-    return false;
+    return end(e.status(), e.what());
   }
   return true;
+}
+
+bool RemoteConnection::end(hetero_status status, const std::string& why) {
+  ended_ = true;
+  fail_pending(status, why);
+  return false;
 }
 
 }  // namespace hetero::capi

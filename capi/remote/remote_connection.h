@@ -72,6 +72,11 @@ class RemoteConnection {
   // completes delivered. False once the connection has ended (every pending
   // call then failed).
   bool read_once();
+  // pending_mutex_ held by `lock`, the role free: takes it for one
+  // read_once(), then lets it go for whoever waits.
+  void read_in_turn(std::unique_lock<std::mutex>& lock);
+  // The stream has ended (`why`): every pending call fails; false.
+  bool end(hetero_status status, const std::string& why);
   void reader_loop();
   void fail_pending(hetero_status status, const std::string& why);
 
