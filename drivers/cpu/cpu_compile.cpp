@@ -40,6 +40,11 @@ const core::ConfigTable<CpuOptions>& cpu_config() {
                         "how much nicer than the process the streams run once a realtime model is compiled, "
                         "so that the system gives the realtime lane a core at once; 0: as nice as the rest",
                         core::ConfigScope::Driver),
+          core::int_key("lane_nice", &CpuOptions::lane_nice, -10, -20, 0,
+                        "niceness of the realtime lane relative to the process, so that other processes' "
+                        "threads do not take its core mid-inference; applied where the system allows it "
+                        "(root, CAP_SYS_NICE or RLIMIT_NICE), else the lane runs as nice as the process",
+                        core::ConfigScope::Driver),
           core::priority_key(&CpuOptions::priority,
                              "; a running inference lets waiting ones of higher priority run between its nodes"),
       });

@@ -27,6 +27,7 @@ struct CpuOptions {
   int num_streams;
   bool pin_threads;
   int stream_nice;
+  int lane_nice;
   core::Priority priority;
 
   // The streams and threads per stream these options ask for, on `cores`

@@ -226,7 +226,7 @@ class CpuDriver final : public driver::Driver {
   // The scheduler follows the driver's options (mutex_ held).
   void configure_streams() {
     scheduler_->configure(options_.streams(cores()), options_.threads_per_stream(cores()), options_.pin_threads,
-                          options_.stream_nice);
+                          options_.stream_nice, options_.lane_nice);
   }
 
   CpuOptions options_with(const driver::Config& config) const {

@@ -38,6 +38,8 @@
 // stream's idle OpenMP team around it.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -62,8 +64,11 @@ class Scheduler {
   // threads start on first use and follow a later change: extra ones end
   // after their current job, missing ones start.
   // Once realtime work has come, the streams' threads run `stream_nice`
-  // nicer than the process, so that the system hands the lane a core at once.
-  void configure(int streams, int threads, bool pin, int stream_nice);
+  // nicer than the process, so that the system hands the lane a core at once,
+  // and the lane runs `lane_nice` (zero or less) less nice than the process
+  // where the system allows it, so that other processes' threads do not take
+  // its core in the middle of an inference either.
+  void configure(int streams, int threads, bool pin, int stream_nice, int lane_nice);
   int streams() const;
   int threads_per_stream() const;
 
@@ -96,6 +101,11 @@ class Scheduler {
   int streams_ = 1, threads_ = 1;
   bool pin_ = false;
   int stream_nice_ = 0;
+  int lane_nice_ = 0;
+  // The niceness of the thread that made the scheduler, which the streams
+  // and the lane count from: a thread inherits its creator's, and the lane
+  // may be started from a stream that has stepped back.
+  const int base_nice_ = getpriority(PRIO_PROCESS, 0);
   std::vector<std::thread> threads_of_stream_;
   std::vector<bool> running_;  // whether stream i's thread is still in its loop
   std::thread lane_;           // realtime jobs only; started by the first

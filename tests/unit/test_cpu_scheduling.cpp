@@ -4,7 +4,10 @@
 // by side. The long-running inference of these tests is a Loop that would
 // spin for 2^62 iterations: only a cancel ends it.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -56,10 +59,12 @@ struct Started {
   std::promise<std::exception_ptr> promise;
   std::future<std::exception_ptr> ended = promise.get_future();
   Clock::time_point finished;
+  int nice = 0;  // of the thread that ran the inference (its completion runs there)
 
   explicit Started(std::unique_ptr<driver::InferRequest> r) : request(std::move(r)) {
     request->start_async([this](std::exception_ptr error) {
       finished = Clock::now();
+      nice = getpriority(PRIO_PROCESS, 0);
       promise.set_value(error);
     });
   }
@@ -220,4 +225,22 @@ TEST(CpuScheduling, EveryPriorityGetsAThreadWithTheRealtimeLane) {
       EXPECT_EQ(status_of(s->ended.get()), HETERO_OK);
     }
   }
+}
+
+// Once realtime work has come, the realtime lane runs less nice than the
+// process (where the system allows it: root here, or RLIMIT_NICE), and the
+// streams nicer, so that a realtime inference gets a core at once.
+TEST(CpuScheduling, TheRealtimeLaneRunsAheadOfTheStreams) {
+  const int process = getpriority(PRIO_PROCESS, 0);
+  rlimit limit{};
+  getrlimit(RLIMIT_NICE, &limit);
+  if (geteuid() != 0 && 20 - static_cast<int>(limit.rlim_cur) > process - 10)
+    GTEST_SKIP() << "this user may not lower a thread's niceness";
+  Runtime rt;
+  Started realtime(tiny_request(rt, "realtime"));
+  ASSERT_TRUE(realtime.ends_within(std::chrono::seconds(30)));
+  Started normal(tiny_request(rt, "normal"));
+  ASSERT_TRUE(normal.ends_within(std::chrono::seconds(30)));
+  EXPECT_EQ(realtime.nice, std::max(-20, process - 10)) << "lane_nice is -10 by default";
+  EXPECT_EQ(normal.nice, std::min(19, process + 10)) << "stream_nice is 10 by default";
 }
