@@ -207,11 +207,13 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
   const std::set<std::string> keys = {"max_frame_bytes",      "max_connections",  "max_in_flight_per_client",
                                       "request_timeout_ms",   "max_model_bytes",  "shutdown_grace_ms",
                                       "handshake_timeout_ms", "frame_timeout_ms", "idle_timeout_ms",
-                                      "max_models_per_client"};
+                                      "max_models_per_client", "max_frame_bytes_in_flight"};
   r.each(node, "limits", keys, [&](const std::string& key, const YAML::Node& v) {
     const std::string field = "limits." + key;
     if (key == "max_frame_bytes")
       l.max_frame_bytes = static_cast<uint32_t>(r.number(v, field, 4096, 1u << 30));
+    else if (key == "max_frame_bytes_in_flight")
+      l.max_frame_bytes_in_flight = r.number(v, field, 4096, 1ull << 40);
     else if (key == "max_connections")
       l.max_connections = static_cast<uint32_t>(r.number(v, field, 1, 1u << 20));
     else if (key == "max_in_flight_per_client")
@@ -231,6 +233,12 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
     else
       l.shutdown_grace_ms = static_cast<uint32_t>(r.number(v, field, 0, 3600u * 1000));
   });
+  // One frame of the largest size must fit, or a client sending one would
+  // wait for room that never comes.
+  if (l.max_frame_bytes_in_flight < l.max_frame_bytes)
+    r.fail_at(node, "limits.max_frame_bytes_in_flight (" + std::to_string(l.max_frame_bytes_in_flight) +
+                                  ") must be at least limits.max_frame_bytes (" + std::to_string(l.max_frame_bytes) +
+                                  ")");
 }
 
 ModelSpec read_model(const Reader& r, const YAML::Node& node) {

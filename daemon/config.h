@@ -15,6 +15,7 @@ namespace hetero::daemon {
 
 struct Limits {
   uint32_t max_frame_bytes = 16u << 20;         // one protocol frame (large tensors go as memfds)
+  uint64_t max_frame_bytes_in_flight = 256u << 20;  // large frames being received, all clients together
   uint32_t max_connections = 256;
   uint32_t max_in_flight_per_client = 64;       // infer requests answered or queued
   uint32_t request_timeout_ms = 30000;          // in a model's queue

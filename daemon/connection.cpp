@@ -88,7 +88,9 @@ void Connection::update_poll() {
   int events = 0;
   {
     std::lock_guard<std::mutex> lock(out_mutex_);
-    if (reading_ && !closing_ && out_bytes_ < max_out_bytes_) events |= UV_READABLE;
+    // A large frame that does not fit the daemon's frame budget waits;
+    // other connections' small frames go on.
+    if (reading_ && !closing_ && out_bytes_ < max_out_bytes_ && !waiting_for_budget_) events |= UV_READABLE;
     if (!out_.empty()) events |= UV_WRITABLE;
   }
   const int rc = events ? uv_poll_start(poll_, events, &Connection::on_poll) : uv_poll_stop(poll_);
@@ -147,9 +149,22 @@ void Connection::on_readable() {
         send_fatal(0, HETERO_INTERNAL, std::string("handling this client's request: ") + e.what());
       }
     }
+    if (!charge_frame()) break;
     if (static_cast<size_t>(n) < sizeof buffer) break;  // drained
   }
   update_poll();
+}
+
+bool Connection::charge_frame() {
+  if (closed_) return false;  // close() has given back what it held
+  const size_t announced = decoder_.announced_bytes();
+  const size_t wanted = announced > kHelloFrameBytes ? announced : 0;
+  waiting_for_budget_ = wanted != frame_charge_ && !server_.charge_frame_bytes(frame_charge_, wanted);
+  return !waiting_for_budget_;
+}
+
+void Connection::resume_reading() {
+  if (waiting_for_budget_ && !closed_ && charge_frame()) update_poll();
 }
 
 void Connection::send(wire::EncodedFrame frame) {
@@ -265,6 +280,7 @@ void Connection::close() {
     out_.clear();
     out_bytes_ = 0;
   }
+  server_.charge_frame_bytes(frame_charge_, 0);
   if (poll_) {
     uv_ok(uv_poll_stop(poll_), "uv_poll_stop for client " + peer_.describe());
     // The handle keeps this connection alive until its close callback, on a

@@ -39,6 +39,9 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   void send_fatal(uint64_t id, hetero_status status, const std::string& message);
   // Stops reading new requests (shutdown); replies still go out.
   void stop_reading();
+  // Tries again for the frame budget if it waits for it, and reads on once
+  // it has it (Server::charge_frame_bytes).
+  void resume_reading();
   // Closes at once; queued replies are dropped.
   void close();
 
@@ -84,6 +87,16 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   size_t out_bytes_ = 0;   // bytes queued in all
   size_t max_out_bytes_;   // above this, reading pauses until the client reads
   size_t max_frame_bytes_;
+  // Bytes of the daemon's frame budget this connection holds: the whole
+  // announced size of the frame being received when that is over
+  // kHelloFrameBytes (smaller frames are free). Reserving it whole when the
+  // header arrives means a frame let in can always complete; partial
+  // reservations could fill the budget with frames none of which fits.
+  size_t frame_charge_ = 0;
+  bool waiting_for_budget_ = false;  // for the frame whose header is in
+  // Reserves the budget the decoder's frame needs, or releases it once the
+  // frame is complete; false (and waiting_for_budget_) when it does not fit.
+  bool charge_frame();
   bool greeted_ = false;
   Clock::time_point accepted_ = Clock::now();
   Clock::time_point last_active_ = accepted_;  // a frame received or a reply sent

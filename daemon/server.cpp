@@ -292,6 +292,23 @@ void Server::connection_closed(Connection& connection) {
   connection_progress();
 }
 
+bool Server::charge_frame_bytes(size_t& charged, size_t bytes) {
+  const uint64_t before = frame_bytes_in_flight_;
+  const uint64_t others = before - charged;
+  const bool fits = others + bytes <= config_.limits.max_frame_bytes_in_flight;
+  charged = fits ? bytes : 0;
+  frame_bytes_in_flight_ = others + charged;
+  // Large frames are rare (large tensors travel as memfds), so looking at
+  // every connection when one ends costs little.
+  if (frame_bytes_in_flight_ < before) {
+    std::vector<std::shared_ptr<Connection>> all;  // one may close as it resumes
+    all.reserve(connections_.size());
+    for (const auto& [ptr, connection] : connections_) all.push_back(connection);
+    for (const auto& connection : all) connection->resume_reading();
+  }
+  return fits;
+}
+
 void Server::connection_progress() {
   if (!stopping_) return;
   for (const auto& [name, entry] : models_)

@@ -40,6 +40,12 @@ class Server {
   void connection_closed(Connection& connection);
   // A reply went out or a connection went idle: a shutdown may be complete.
   void connection_progress();
+  // The budget for large frames being received, all connections together
+  // (limits.max_frame_bytes_in_flight). A connection that holds `charged`
+  // bytes of it asks for `bytes` instead: true, and charged = bytes, when
+  // they fit beside the others'; false, and charged = 0, when not. Whatever
+  // this frees lets connections waiting for the budget try again.
+  bool charge_frame_bytes(size_t& charged, size_t bytes);
 
   // ---- The model registry, for the native requests and the other
   // protocols' front ends (daemon/kserve/). Loop thread only.
@@ -134,6 +140,7 @@ class Server {
   wire::ListDevicesReply devices_;
   std::map<std::string, ModelEntry> models_;
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
+  uint64_t frame_bytes_in_flight_ = 0;  // charged by connections (charge_frame_bytes)
   std::unique_ptr<core::WorkerThread> loader_;
   std::chrono::steady_clock::time_point started_;
   uint64_t load_tickets_ = 0;

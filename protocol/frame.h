@@ -61,6 +61,9 @@ class FrameDecoder {
 
   // Bytes of a frame received so far but not yet complete (0 between frames).
   size_t partial_bytes() const noexcept { return header_fill_ + payload_fill_; }
+  // The whole size (header and payload) of the frame being received, once
+  // its header is in; 0 between frames and within a header.
+  size_t announced_bytes() const noexcept { return in_payload_ ? kFrameHeaderSize + payload_length_ : 0; }
 
  private:
   void start_payload();

@@ -898,6 +898,58 @@ TEST_F(Daemon, AnnouncedFramesCostNothingUntilTheyArrive) {
   EXPECT_LT(after - before, 64 * 1024) << "RSS " << before << " kB -> " << after << " kB";
 }
 
+// Large frames being received share one budget across clients
+// (limits.max_frame_bytes_in_flight): past it, a client in the middle of a
+// large frame is not read from until another's completes, so twelve clients
+// each sending 3 MiB hold about one budget of the daemon's memory, not 36
+// MiB; small requests go on meanwhile; and frames that complete are all
+// served in turn.
+TEST_F(Daemon, LargeFramesShareOneBudget) {
+  constexpr uint32_t kBudget = 4u << 20;
+  start({.limits = "  max_frame_bytes: " + std::to_string(kBudget) + "\n  max_frame_bytes_in_flight: " +
+                   std::to_string(kBudget) + "\n  frame_timeout_ms: 4000\n"});
+  ASSERT_TRUE(demo_works());
+  const long before = rss_kib(daemon_->pid());
+  {
+    std::atomic<bool> measured = false;
+    std::vector<std::thread> senders;
+    for (int k = 0; k < 12; ++k)
+      senders.emplace_back([this, &measured] {
+        RawClient client(socket_);
+        if (!client.hello()) return;
+        client.send_bytes(header_of(kBudget - 1));
+        // Blocks while the daemon does not read; ends when it gives up on
+        // the frame (frame_timeout_ms).
+        client.send_bytes(std::vector<uint8_t>(3u << 20, 0));
+        while (!measured) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    EXPECT_TRUE(demo_works()) << "a small request waited for the large frames";
+    const long during = rss_kib(daemon_->pid());
+    measured = true;
+    EXPECT_LT(during - before, 20 * 1024) << "RSS " << before << " kB -> " << during << " kB";
+    for (std::thread& t : senders) t.join();
+  }
+  // Complete frames, one budget's worth at a time: every one is answered.
+  // (An Infer whose inline data is 3 MiB, too much for the model: the answer
+  // says how much it holds, which needs the whole frame read.)
+  std::vector<std::thread> clients;
+  std::atomic<int> answered = 0;
+  for (int k = 0; k < 6; ++k)
+    clients.emplace_back([this, &answered] {
+      RawClient client(socket_);
+      if (!client.hello()) return;
+      wire::Request r = infer_request("scale", "x", kScaleDims, std::vector<float>((3u << 20) / sizeof(float), 1));
+      r.set_id(2);
+      client.send(r);
+      auto reply = client.receive(std::chrono::seconds(30));
+      if (reply && reply->id() == 2 && reply->message().find("holds 3145728 bytes") != std::string::npos) ++answered;
+    });
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(answered.load(), 6);
+  EXPECT_TRUE(demo_works());
+}
+
 // Out of descriptors, the daemon stops accepting for a while instead of
 // spinning on accept(), says so once, and accepts again when it can.
 TEST_F(Daemon, AcceptBacksOffWhenOutOfDescriptors) {

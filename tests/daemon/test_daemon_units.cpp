@@ -111,6 +111,8 @@ TEST_F(ConfigFile, ErrorsNameFileLineAndKey) {
       {"socket:\n  mode: rw\n", ":2: 'socket.mode' must be octal"},
       {"limits:\n  max_frame_bytes: 12\n", ":2: 'limits.max_frame_bytes' must be a whole number from 4096"},
       {"limits:\n  request_timeout_ms: -1\n", ":2: 'limits.request_timeout_ms'"},
+      {"limits:\n  max_frame_bytes: 65536\n  max_frame_bytes_in_flight: 4096\n",
+       ":2: limits.max_frame_bytes_in_flight (4096) must be at least limits.max_frame_bytes (65536)"},
       {"models:\n  - path: a.onnx\n", ":2: model has no 'name'"},
       {"models:\n  - name: a\n", ":2: model 'a' has no 'path'"},
       {"models:\n  - name: a b\n    path: x\n", ":2: model name 'a b'"},
@@ -268,12 +270,15 @@ TEST(Frames, BuffersGrowWithTheBytesNotTheHeader) {
   EXPECT_THROW(decoder.feed(std::span<const uint8_t>(padded).first(8)), Error);
   wire::FrameDecoder raised(64);
   raised.set_max_payload(1 << 20);
+  EXPECT_EQ(raised.announced_bytes(), 0u);
   raised.feed(std::span<const uint8_t>(padded).first(8 + 10));
   EXPECT_EQ(raised.partial_bytes(), 18u);
+  EXPECT_EQ(raised.announced_bytes(), 8u + 100000u);
   raised.feed(std::span<const uint8_t>(padded).subspan(18));
   auto frame = raised.next();
   ASSERT_TRUE(frame);
   EXPECT_EQ(frame->payload.size(), 100000u);
+  EXPECT_EQ(raised.announced_bytes(), 0u);
 }
 
 TEST(Utf8, ValidTextPassesAndBadBytesAreEscaped) {
