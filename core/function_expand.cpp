@@ -58,9 +58,21 @@ bool node_to_proto(const Node& node, onnx::NodeProto& proto, std::vector<onnx::T
 
 }  // namespace
 
-void inline_function(Graph& graph, Node& node, const onnx::FunctionProto& body,
-                     const std::map<std::string, int64_t>& model_opsets,
-                     const std::map<std::string, onnx::AttributeProto>& defaults) {
+FunctionInliner::FunctionInliner(Graph& graph) : graph_(graph) {
+  for (const auto& n : graph.nodes()) node_names_.insert(n->name);
+  for (const auto& v : graph.values()) value_names_.insert(v->name);
+}
+
+void FunctionInliner::finish() {
+  graph_.erase_nodes(replaced_);
+  replaced_.clear();
+  sort_with_implicit_inputs(graph_);
+}
+
+void FunctionInliner::inline_call(Node& node, const onnx::FunctionProto& body,
+                                  const std::map<std::string, int64_t>& model_opsets,
+                                  const std::map<std::string, onnx::AttributeProto>& defaults) {
+  Graph& graph = graph_;
   const std::string what = "function body of " + node.describe();
   std::map<std::string, int64_t> opsets;
   for (const auto& o : body.opset_import()) opsets[normal_domain(o.domain())] = o.version();
@@ -122,10 +134,7 @@ void inline_function(Graph& graph, Node& node, const onnx::FunctionProto& body,
   const std::string prefix = node.name + "/";
   const std::vector<Value*> node_inputs = node.inputs;
   const std::vector<Value*> node_outputs = node.outputs;
-  std::unordered_set<std::string> node_names, value_names;
-  for (const auto& n : graph.nodes()) node_names.insert(n->name);
-  for (const auto& v : graph.values()) value_names.insert(v->name);
-  graph.erase_node(&node);
+  replaced_.insert(&node);
 
   std::unordered_map<std::string, Value*> values;  // body name → IR value (null: omitted input)
   for (int i = 0; i < body.input_size(); ++i) {
@@ -144,7 +153,7 @@ void inline_function(Graph& graph, Node& node, const onnx::FunctionProto& body,
     else values[body.output(i)] = out;
   }
   for (PlannedNode& p : plan) {
-    Node* n = graph.add_node(p.op_type, unique_name(node_names, prefix + p.name));
+    Node* n = graph.add_node(p.op_type, unique_name(node_names_, prefix + p.name));
     n->domain = p.domain;
     n->opset = p.opset;
     n->attributes = std::move(p.attributes);
@@ -154,7 +163,7 @@ void inline_function(Graph& graph, Node& node, const onnx::FunctionProto& body,
       Value* v = nullptr;
       if (!p.outputs[i].empty()) {
         auto it = values.find(p.outputs[i]);
-        v = it != values.end() ? it->second : graph.add_value(unique_name(value_names, prefix + p.outputs[i]));
+        v = it != values.end() ? it->second : graph.add_value(unique_name(value_names_, prefix + p.outputs[i]));
         values[p.outputs[i]] = v;
       }
       graph.set_output(n, i, v);
@@ -167,13 +176,12 @@ void inline_function(Graph& graph, Node& node, const onnx::FunctionProto& body,
     }
   }
   for (auto [from, to] : pass_through) {
-    Node* n = graph.add_node("Identity", unique_name(node_names, prefix + "Identity"));
+    Node* n = graph.add_node("Identity", unique_name(node_names_, prefix + "Identity"));
     auto it = model_opsets.find("");
     n->opset = it != model_opsets.end() ? it->second : 1;
     graph.set_input(n, 0, from);
     graph.set_output(n, 0, to);
   }
-  sort_with_implicit_inputs(graph);
 }
 
 bool has_function_body(const Node& node) {
@@ -181,7 +189,10 @@ bool has_function_body(const Node& node) {
   return schema && (schema->HasFunction() || schema->HasContextDependentFunction());
 }
 
-bool expand_function(Graph& graph, Node& node, const Model& model) {
+namespace {
+
+// expand_function's work, the graph left to `inliner` to finish.
+bool expand_into(FunctionInliner& inliner, Node& node, const Model& model) {
   const onnx::OpSchema* schema = schema_of(node);
   if (!schema) return false;
   onnx::FunctionProto built;
@@ -202,12 +213,41 @@ bool expand_function(Graph& graph, Node& node, const Model& model) {
   for (const auto& [name, attr] : schema->attributes())
     if (attr.default_value.type() != onnx::AttributeProto::UNDEFINED) defaults.emplace(name, attr.default_value);
   try {
-    inline_function(graph, node, *body, model.opsets, defaults);
+    inliner.inline_call(node, *body, model.opsets, defaults);
   } catch (const Error& e) {
     if (e.status() == HETERO_NOT_SUPPORTED) return false;  // the graph is untouched then
     throw;
   }
   return true;
+}
+
+}  // namespace
+
+bool expand_function(Graph& graph, Node& node, const Model& model) {
+  FunctionInliner inliner(graph);
+  if (!expand_into(inliner, node, model)) return false;
+  inliner.finish();
+  return true;
+}
+
+size_t expand_functions(Graph& graph, const Model& model, const std::function<bool(const Node&)>& wanted) {
+  size_t expanded = 0;
+  // One round per level of nesting: the nodes a round brings in are looked
+  // at by the next.
+  for (bool changed = true; changed;) {
+    changed = false;
+    FunctionInliner inliner(graph);
+    const size_t count = graph.nodes().size();
+    for (size_t i = 0; i < count; ++i) {
+      Node& node = *graph.nodes()[i];
+      if (wanted(node) && has_function_body(node) && expand_into(inliner, node, model)) {
+        changed = true;
+        ++expanded;
+      }
+    }
+    inliner.finish();
+  }
+  return expanded;
 }
 
 }  // namespace hetero::core

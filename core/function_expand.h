@@ -4,6 +4,9 @@
 // function body from ONNX's schema for the model's opset.
 #pragma once
 
+#include <cstddef>
+#include <functional>
+
 #include "core/graph.h"
 
 namespace hetero::core {
@@ -18,5 +21,11 @@ bool has_function_body(const Node& node);
 // graph. Returns false (graph untouched) when there is no body. Node pointers
 // other than `node` stay valid; `node` is destroyed.
 bool expand_function(Graph& graph, Node& node, const Model& model);
+
+// Replaces every node of `graph` for which `wanted` holds and that has a
+// function body, then the same for the nodes those bodies bring, until none
+// is left; re-sorts the graph once per level of nesting. Returns how many
+// nodes were replaced.
+size_t expand_functions(Graph& graph, const Model& model, const std::function<bool(const Node&)>& wanted);
 
 }  // namespace hetero::core

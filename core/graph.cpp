@@ -113,6 +113,20 @@ void Graph::erase_node(Node* node) {
   for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i]->index = i;
 }
 
+void Graph::erase_nodes(const std::unordered_set<const Node*>& doomed) {
+  if (doomed.empty()) return;
+  for (const Node* node : doomed) {
+    for (Value* in : node->inputs) {
+      if (!in) continue;
+      std::erase_if(in->uses, [&](const Use& u) { return u.node == node; });
+    }
+    for (Value* out : node->outputs)
+      if (out && out->producer == node) out->producer = nullptr;
+  }
+  std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) { return doomed.count(n.get()) > 0; });
+  for (size_t i = 0; i < nodes_.size(); ++i) nodes_[i]->index = i;
+}
+
 Value* Graph::find_value(const std::string& value_name) const {
   for (const auto& v : values_)
     if (v->name == value_name) return v.get();

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/dtype.h"
@@ -120,6 +121,8 @@ class Graph {
   // Removes `node`, unhooking it from its inputs' uses and its outputs'
   // producer field (the values stay). Renumbers Node::index.
   void erase_node(Node* node);
+  // The same for every node in `doomed`, in one pass over the graph.
+  void erase_nodes(const std::unordered_set<const Node*>& doomed);
 
   const std::vector<std::unique_ptr<Node>>& nodes() const noexcept { return nodes_; }
   const std::vector<std::unique_ptr<Value>>& values() const noexcept { return values_; }

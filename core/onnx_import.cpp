@@ -270,19 +270,19 @@ void inline_local_functions(Graph& graph, const Model& model, const LocalFunctio
       for (const auto& g : a.graphs) inline_local_functions(*g, model, functions, budget);
     }
   }
-  for (size_t next = 0; next < graph.nodes().size();) {
+  // The nodes a body brings go at the end of the list, so one pass visits
+  // calls at every depth.
+  FunctionInliner inliner(graph);
+  for (size_t next = 0; next < graph.nodes().size(); ++next) {
     Node& n = *graph.nodes()[next];
     auto it = functions.find({n.domain, n.op_type});
-    if (it == functions.end()) {
-      ++next;
-      continue;
-    }
+    if (it == functions.end()) continue;
     const size_t added = static_cast<size_t>(it->second->node_size());
     if (added > budget) fail(HETERO_INVALID_MODEL, "inlining model-local functions makes the graph too large");
     budget -= added;
-    inline_function(graph, n, *it->second, model.opsets, {});
-    next = 0;  // the graph was re-sorted
+    inliner.inline_call(n, *it->second, model.opsets, {});
   }
+  inliner.finish();
 }
 
 struct Source {

@@ -69,19 +69,6 @@ bool has_kernel(const core::Node& node) {
   return KernelRegistry::builtin().find(node.op_type, node.domain, node.opset) != nullptr;
 }
 
-// Replaces nodes no kernel handles by their ONNX function bodies, until every
-// node has a kernel or no body is left to expand.
-void expand_functions(core::Graph& graph, const core::Model& model) {
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const auto& node : graph.nodes()) {
-      if (!has_kernel(*node) && core::has_function_body(*node) && core::expand_function(graph, *node, model)) {
-        changed = true;
-        break;  // the node list changed under us
-      }
-    }
-  }
-}
 
 }  // namespace
 
@@ -111,7 +98,8 @@ std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuO
     if (!options.allows(*node))
       fail(HETERO_NOT_SUPPORTED, node->describe() + " is left out by the CPU device's 'ops' config");
   auto optimized = model.clone();
-  expand_functions(optimized->graph, *optimized);
+  // Nodes no kernel handles become their ONNX function bodies.
+  core::expand_functions(optimized->graph, *optimized, [](const core::Node& n) { return !has_kernel(n); });
   if (options.optimize) optimize_graph(*optimized);
   // The export is the optimized graph itself: importing it skips ONNX
   // parsing, checking, shape inference and the graph passes.

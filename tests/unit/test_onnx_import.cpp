@@ -295,6 +295,36 @@ TEST(OnnxImport, FunctionsThatExpandWithoutBoundAreRefusedQuickly) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
 }
 
+// Functions that each call the one before twice inline to 2^14 nodes, all
+// of them, wired and in order. (Inlining used to re-read and re-sort the
+// whole graph for every call: at 2^16 nodes a 1 KB model took over ten
+// minutes to load; the suite's time limit guards against that coming back.)
+TEST(OnnxImport, NestedFunctionsInlineEveryCall) {
+  std::string text = R"ONNX(
+    <ir_version: 8, opset_import: ["" : 17, "local" : 1]>
+    agraph (float[2] X) => (float[2] Y) {
+      Y = local.f14(X)
+    }
+    <domain: "local", opset_import: ["" : 17]>
+    f0 (x) => (y) {
+      y = Neg(x)
+    }
+  )ONNX";
+  for (int k = 1; k <= 14; ++k)
+    text += "<domain: \"local\", opset_import: [\"\" : 17, \"local\" : 1]>\nf" + std::to_string(k) +
+            " (x) => (y) {\n  a = local.f" + std::to_string(k - 1) + "(x)\n  y = local.f" + std::to_string(k - 1) +
+            "(a)\n}\n";
+  const auto m = core::import_onnx_bytes(to_vector(serialize(parse_model(text.c_str()))));
+  const core::Graph& g = m->graph;
+  ASSERT_EQ(g.nodes().size(), size_t{1} << 14);
+  for (const auto& n : g.nodes()) ASSERT_EQ(n->op_type, "Neg") << n->describe();
+  // A chain: each node takes the one before's output, the first X, the last gives Y.
+  EXPECT_EQ(g.nodes().front()->inputs[0], g.inputs[0]);
+  EXPECT_EQ(g.nodes().back()->outputs[0], g.outputs[0]);
+  for (size_t i = 1; i < g.nodes().size(); ++i)
+    ASSERT_EQ(g.nodes()[i]->inputs[0], g.nodes()[i - 1]->outputs[0]) << g.nodes()[i]->describe();
+}
+
 // ---- function expansion -------------------------------------------------
 
 // Every input of every node is a graph input, a constant or produced by an
