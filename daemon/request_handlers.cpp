@@ -363,9 +363,21 @@ void Server::start_load(const ModelSpec& spec, bool from_config, std::function<L
   ModelEntry& entry = models_[spec.name];
   if (!entry.model) entry = ModelEntry{spec, from_config, wire::ModelInfo::LOADING, {}, nullptr, 0};
   entry.load_ticket = ticket;
-  loader_->post([this, compile = std::move(compile), done = std::move(done), ticket, from_config]() mutable {
+  core::WorkerThread* loader = loader_.get();
+  const int64_t uid = spec.client_uid;
+  if (uid >= 0) {
+    ClientLoader& mine = client_loaders_[uid];
+    if (!mine.thread) mine.thread = std::make_unique<core::WorkerThread>();
+    ++mine.loads;
+    loader = mine.thread.get();
+  }
+  loader->post([this, compile = std::move(compile), done = std::move(done), ticket, from_config, uid]() mutable {
     auto result = std::make_shared<LoadResult>(compile());
-    post_->post([this, result, done = std::move(done), ticket, from_config] {
+    post_->post([this, result, done = std::move(done), ticket, from_config, uid] {
+      // The client's loader ends with its last load (joining a thread whose
+      // task has only to return).
+      if (auto it = client_loaders_.find(uid); it != client_loaders_.end() && --it->second.loads == 0)
+        client_loaders_.erase(it);
       const std::string& name = result->spec.name;
       auto it = models_.find(name);
       // Unloaded, replaced by a reload or by a later load meanwhile.

@@ -513,6 +513,7 @@ int Server::run() {
   for (auto& [name, entry] : models_)
     if (entry.model) entry.model->cancel_all("heterod is stopping");
   loader_.reset();
+  client_loaders_.clear();
   for (auto& [name, entry] : models_)
     if (entry.model) entry.model->wait_idle();
   // Calls of other protocols still unanswered (the grace period ran out)

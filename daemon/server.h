@@ -123,7 +123,8 @@ class Server {
   void handle_stats(Connection& connection, const wire::Request& request);
   void handle_health(Connection& connection, const wire::Request& request);
   void handle_reload(Connection& connection, const wire::Request& request);
-  // Registers the load of spec.name and runs `compile` on the loader thread.
+  // Registers the load of spec.name and runs `compile` on a loader thread:
+  // the client's own for a client's load (spec.client_uid), else loader_.
   void start_load(const ModelSpec& spec, bool from_config, std::function<LoadResult()> compile, LoadDone done);
 
   Config config_;
@@ -141,7 +142,17 @@ class Server {
   std::map<std::string, ModelEntry> models_;
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
   uint64_t frame_bytes_in_flight_ = 0;  // charged by connections (charge_frame_bytes)
-  std::unique_ptr<core::WorkerThread> loader_;
+  std::unique_ptr<core::WorkerThread> loader_;  // the config's models: start-up, reload, v2 loads
+  // A client's LoadModel runs on a loader thread of its uid's, started with
+  // its first load and ended after its last, so that a slow compile of one
+  // client's upload delays that client's later loads only, not other
+  // clients' nor a reload. (The uids are bounded by max_connections, the
+  // loads of each by max_models_per_client.)
+  struct ClientLoader {
+    std::unique_ptr<core::WorkerThread> thread;
+    uint32_t loads = 0;  // posted and not yet finished
+  };
+  std::map<int64_t, ClientLoader> client_loaders_;
   std::chrono::steady_clock::time_point started_;
   uint64_t load_tickets_ = 0;
   // The protocols served next to the native one (daemon/kserve/).

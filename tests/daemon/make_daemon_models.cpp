@@ -5,7 +5,9 @@
 //               per inference, so that requests are really in flight when a
 //               test signals the daemon;
 //   spin.onnx   a Loop of m iterations (int64 m, float[1, 4] x): with m =
-//               2^62 it runs until it is cancelled.
+//               2^62 it runs until it is cancelled;
+//   heavy.onnx  2^16 nodes once its local functions are inlined: a load
+//               that takes seconds (heavy_text() below).
 #include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
@@ -54,6 +56,27 @@ spin (int64[] m, float[1, 4] x) => (float[1, 4] y) {
 }
 )ONNX";
 
+// heavy.onnx: local functions that each call the one before twice, so the
+// model inlines to 2^16 Neg nodes: a small file whose load (import, checks,
+// compile) takes seconds.
+std::string heavy_text() {
+  std::string text = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17, "local" : 1], producer_name: "heterod-daemon-tests">
+heavy (float[1, 4] x) => (float[1, 4] y) {
+  y = local.f16(x)
+}
+<domain: "local", opset_import: ["" : 17]>
+f0 (x) => (y) {
+  y = Neg(x)
+}
+)ONNX";
+  for (int k = 1; k <= 16; ++k)
+    text += "<domain: \"local\", opset_import: [\"\" : 17, \"local\" : 1]>\nf" + std::to_string(k) +
+            " (x) => (y) {\n  a = local.f" + std::to_string(k - 1) + "(x)\n  y = local.f" + std::to_string(k - 1) +
+            "(a)\n}\n";
+  return text;
+}
+
 bool write_model(const std::string& path, const char* text, bool with_weight) {
   onnx::ModelProto model;
   const auto status = onnx::OnnxParser::Parse(model, text);
@@ -92,6 +115,7 @@ int main(int argc, char** argv) {
   }
   const std::string dir = argv[1];
   const bool ok = write_model(dir + "/scale.onnx", kScale, false) && write_model(dir + "/slow.onnx", kSlow, true) &&
-                  write_model(dir + "/spin.onnx", kSpin, false);
+                  write_model(dir + "/spin.onnx", kSpin, false) &&
+                  write_model(dir + "/heavy.onnx", heavy_text().c_str(), false);
   return ok ? 0 : 1;
 }

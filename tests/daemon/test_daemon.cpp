@@ -1022,6 +1022,59 @@ TEST_F(Daemon, ModelWithANonUtf8NameIsRefused) {
 
 
 // One uid can make the daemon hold only so many models.
+// A client's loads run on a loader of its uid's: while another user's
+// upload takes seconds to load, a model this client loads is ready at once.
+TEST_F(Daemon, OneClientsSlowLoadDelaysNoOtherClient) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to connect as another user";
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);  // let the other user reach the socket
+  start({.socket_mode = "0666"});
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    RawClient other(socket_);
+    if (!other.hello()) ::_exit(4);
+    wire::Request r;
+    r.set_id(2);
+    r.mutable_load_model()->set_name("heavy");
+    r.mutable_load_model()->set_path(fixture_path("heavy.onnx"));
+    other.send(r);
+    auto reply = other.receive(std::chrono::seconds(120));
+    ::_exit(reply && reply->status() == HETERO_OK ? 0 : 5);
+  }
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  uint64_t id = 10;
+  auto state_of_heavy = [&]() -> int {
+    wire::Request r;
+    r.set_id(++id);
+    r.mutable_list_models();
+    client.send(r);
+    auto reply = client.receive();
+    if (!reply) return -2;
+    for (const wire::ModelInfo& m : reply->list_models().models())
+      if (m.name() == "heavy") return m.state();
+    return -1;
+  };
+  int state = -1;
+  for (int k = 0; k < 2000 && state != wire::ModelInfo::LOADING; ++k) {
+    state = state_of_heavy();
+    if (state != wire::ModelInfo::LOADING) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(state, wire::ModelInfo::LOADING) << "the other user's load was not seen under way";
+  wire::Request load;
+  load.set_id(++id);
+  load.mutable_load_model()->set_name("mine");
+  load.mutable_load_model()->set_path(fixture_path("scale.onnx"));
+  client.send(load);
+  auto loaded = client.receive();
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->status(), HETERO_OK) << loaded->message();
+  EXPECT_EQ(state_of_heavy(), wire::ModelInfo::LOADING) << "this load waited for the other user's";
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+}
+
 TEST_F(Daemon, ClientsLoadAtMostTheirShareOfModels) {
   start({.limits = "  max_models_per_client: 2\n"});
   RawClient client(socket_);
