@@ -207,7 +207,8 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
   const std::set<std::string> keys = {"max_frame_bytes",      "max_connections",  "max_in_flight_per_client",
                                       "request_timeout_ms",   "max_model_bytes",  "shutdown_grace_ms",
                                       "handshake_timeout_ms", "frame_timeout_ms", "idle_timeout_ms",
-                                      "max_models_per_client", "max_frame_bytes_in_flight"};
+                                      "max_models_per_client", "max_frame_bytes_in_flight",
+                                      "max_model_bytes_per_client"};
   r.each(node, "limits", keys, [&](const std::string& key, const YAML::Node& v) {
     const std::string field = "limits." + key;
     if (key == "max_frame_bytes")
@@ -226,6 +227,8 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
       l.handshake_timeout_ms = static_cast<uint32_t>(r.number(v, field, 10, 3600u * 1000));
     else if (key == "frame_timeout_ms")
       l.frame_timeout_ms = static_cast<uint32_t>(r.number(v, field, 10, 3600u * 1000));
+    else if (key == "max_model_bytes_per_client")
+      l.max_model_bytes_per_client = r.number(v, field, 1, 1ull << 40);
     else if (key == "max_models_per_client")
       l.max_models_per_client = static_cast<uint32_t>(r.number(v, field, 0, 4096));
     else if (key == "idle_timeout_ms")

@@ -21,6 +21,7 @@ struct Limits {
   uint32_t request_timeout_ms = 30000;          // in a model's queue
   uint64_t max_model_bytes = 256ull << 20;      // LoadModel uploads
   uint32_t max_models_per_client = 16;          // loaded through LoadModel by one uid, at once
+  uint64_t max_model_bytes_per_client = 512ull << 20;  // their model files' bytes together
   uint32_t shutdown_grace_ms = 10000;           // SIGTERM: in-flight requests finish
   uint32_t handshake_timeout_ms = 5000;         // from connect to a complete Hello
   uint32_t frame_timeout_ms = 30000;            // from a frame's first byte to its last
@@ -41,6 +42,7 @@ struct ModelSpec {
   int line = 0;           // of its entry in the config file, for messages; 0: not from the file
   uint32_t max_inference_ms = 0;  // a running inference longer is cancelled: TIMEOUT (0: no limit)
   int64_t client_uid = -1;        // the uid that loaded it through LoadModel; -1: the config's
+  uint64_t client_bytes = 0;      // its model file's size, charged to client_uid
 
   // Equal for specs that compile to the same model (a reload keeps it).
   bool same_model(const ModelSpec& other) const;

@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstring>
 #include <cstdlib>
+#include <filesystem>
 
 #include "core/log.h"
 #include "daemon/server.h"
@@ -135,7 +136,7 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
     return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
                        "model '" + message.name() + "' is already loaded; unload it first");
   // What one client may make the daemon hold: a number of models at once
-  // (each is also bounded by limits.max_model_bytes).
+  // (each is also bounded by limits.max_model_bytes)...
   const uid_t uid = connection.peer().uid;
   const auto held = std::count_if(models_.begin(), models_.end(),
                                   [&](const auto& m) { return m.second.spec.client_uid == static_cast<int64_t>(uid); });
@@ -189,6 +190,24 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
     case wire::LoadModel::SOURCE_NOT_SET:
       return reply_error(connection, id, HETERO_INVALID_ARGUMENT, "model '" + spec.name + "': no path or bytes");
   }
+  // ...and their bytes together: the file's size for a path, as the model's
+  // weights take about that much once compiled.
+  if (!spec.path.empty()) {
+    std::error_code ec;
+    spec.client_bytes = std::filesystem::file_size(spec.path, ec);
+    if (ec) spec.client_bytes = 0;  // the load names what is wrong with the file
+  } else {
+    spec.client_bytes = bytes.size();
+  }
+  uint64_t held_bytes = 0;
+  for (const auto& [name, entry] : models_)
+    if (entry.spec.client_uid == static_cast<int64_t>(uid)) held_bytes += entry.spec.client_bytes;
+  if (held_bytes + spec.client_bytes > config_.limits.max_model_bytes_per_client)
+    return reply_error(connection, id, HETERO_BUSY,
+                       "model '" + spec.name + "' (" + std::to_string(spec.client_bytes) + " bytes) would take uid " +
+                           std::to_string(uid) + " past limits.max_model_bytes_per_client (" +
+                           std::to_string(config_.limits.max_model_bytes_per_client) + " bytes; " +
+                           std::to_string(held_bytes) + " loaded); unload one first");
   owned->first = std::move(request);
   std::weak_ptr<Connection> who = connection.shared_from_this();
   auto compile = [this, spec, owned, bytes] {

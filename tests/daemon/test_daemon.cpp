@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -1099,6 +1100,35 @@ TEST_F(Daemon, ClientsLoadAtMostTheirShareOfModels) {
   client.send(unload);
   ASSERT_TRUE(client.receive());
   EXPECT_EQ(load(5, "c").status(), HETERO_OK);
+}
+
+// ...and their bytes together: room for one scale.onnx, not two.
+TEST_F(Daemon, ClientsLoadAtMostTheirShareOfBytes) {
+  const uint64_t one = std::filesystem::file_size(fixture_path("scale.onnx"));
+  start({.limits = "  max_model_bytes_per_client: " + std::to_string(one + one / 2) + "\n"});
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  uint64_t id = 0;
+  auto send = [&](wire::Request r) {
+    r.set_id(++id);
+    client.send(r);
+    auto reply = client.receive();
+    return reply ? *reply : wire::Response{};
+  };
+  auto load = [&](const std::string& name) {
+    wire::Request r;
+    r.mutable_load_model()->set_name(name);
+    r.mutable_load_model()->set_path(fixture_path("scale.onnx"));
+    return send(r);
+  };
+  EXPECT_EQ(load("a").status(), HETERO_OK);
+  const wire::Response second = load("b");
+  EXPECT_EQ(second.status(), HETERO_BUSY);
+  EXPECT_NE(second.message().find("max_model_bytes_per_client"), std::string::npos) << second.message();
+  wire::Request unload;
+  unload.mutable_unload_model()->set_name("a");
+  EXPECT_EQ(send(unload).status(), HETERO_OK);
+  EXPECT_EQ(load("b").status(), HETERO_OK);
 }
 
 }  // namespace
