@@ -4,14 +4,13 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <exception>
 #include <semaphore>
+
+#include "core/thread_slice.h"
 
 namespace hetero::cpu {
 
@@ -48,38 +47,14 @@ void renice_team(int base, int nice, int threads) {
 
 // Puts the calling thread (the realtime lane) ahead of every other thread
 // on the box that the system lets it pass: niceness `base` + `boost` (zero or
-// less), and, with that weight, a time slice of 100 us.
-//
-// Why both. The lane wakes for each realtime job while the streams (and any
-// other process) hold the cores. Linux's scheduler (EEVDF, since 6.6) lets
-// the thread on a core finish its slice before a thread it woke runs, unless
-// the woken one asks for a shorter slice, and checks slices at the timer
-// tick: a realtime job then waited up to 4 ms to start, whatever its
-// niceness. A short slice makes the wake-up preempt at once. A short slice
-// alone also makes the lane lose its core sooner, which was worse than
-// before; the weight of niceness -10 against the streams' +10 keeps it on
-// the core once there.
-//
-// Going below the process's niceness needs root, CAP_SYS_NICE or an
-// RLIMIT_NICE that allows it (systemd's LimitNICE=); without, the lane keeps
-// the process's niceness and its slice, and is only slower under load.
-// Kernels before 6.12 take no slice from sched_setattr and ignore it.
+// less), and, with that weight, a time slice of 100 us, so that its wake-up
+// preempts a stream at once (core/thread_slice.h says why both). Going below
+// the process's niceness needs root, CAP_SYS_NICE or an RLIMIT_NICE that
+// allows it (systemd's LimitNICE=); without, the lane keeps the process's
+// niceness and its slice, and is only slower under load.
 void boost_lane(int base, int boost) {
   if (boost >= 0 || setpriority(PRIO_PROCESS, 0, std::max(-20, base + boost)) != 0) return;
-  // The kernel's struct sched_attr, first version: glibc 2.36 has no
-  // sched_setattr(), and <linux/sched/types.h> clashes with <sched.h>.
-  struct {
-    uint32_t size, policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime, deadline, period;
-  } attr{};
-  attr.size = sizeof attr;
-  attr.policy = SCHED_OTHER;
-  attr.nice = getpriority(PRIO_PROCESS, 0);
-  attr.runtime = 100'000;  // ns: for SCHED_OTHER, the slice
-  syscall(SYS_sched_setattr, 0, &attr, 0);
+  core::request_time_slice(std::chrono::microseconds(100));
 }
 
 }  // namespace
@@ -240,6 +215,10 @@ void Scheduler::lane_loop() {
 
 void Scheduler::stream_loop(int index) {
   tls_stream_of = this;
+  // A thread starts with its creator's niceness, and the thread that starts
+  // a stream (heterod's loop) may run less nice than the process: the
+  // stream counts from the process's.
+  if (getpriority(PRIO_PROCESS, 0) < base_nice_) setpriority(PRIO_PROCESS, 0, base_nice_);
   int applied_nice = 0;
   std::unique_lock lock(mutex_);
   if (pin_) pin_to_cores(index * threads_, threads_);
