@@ -975,6 +975,29 @@ TEST_F(Daemon, AcceptBacksOffWhenOutOfDescriptors) {
   EXPECT_TRUE(demo_works());
 }
 
+// SIGTERM while an inference would run forever: once the grace period has
+// passed, the inference is cancelled at its next node boundary and the
+// daemon exits with status 0.
+TEST_F(Daemon, SigtermDuringAnEndlessInferenceExitsAfterTheGracePeriod) {
+  start({.limits = "  shutdown_grace_ms: 500\n", .extra_models = spin_model()});
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  client.send(spin_request(1, kEndless));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // running by now
+  const auto t0 = std::chrono::steady_clock::now();
+  daemon_->signal(SIGTERM);
+  EXPECT_TRUE(client.closed_by_peer(std::chrono::seconds(10)));
+  const int status = daemon_->wait_exit(std::chrono::seconds(10));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(status, 0) << daemon_->log();
+  // The target is the grace period and a second (0.5-0.8 s measured, under
+  // ASan too); the bound leaves room for a busy machine, and still tells an
+  // exit after the grace period from one forced by the 5 s teardown limit.
+  EXPECT_LT(took, std::chrono::milliseconds(500 + 3000))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  EXPECT_NE(daemon_->log().find("grace period over"), std::string::npos) << daemon_->log();
+}
+
 TEST_F(Daemon, MaxInferenceMsCancelsALongInference) {
   start({.extra_models = spin_model() + "    max_inference_ms: 100\n"});
   RawClient client(socket_);
