@@ -21,8 +21,7 @@ bool request_time_slice(std::chrono::microseconds slice) {
   } attr{};
   attr.size = sizeof attr;
   attr.policy = SCHED_OTHER;
-  // Threads this one starts later (heterod's loop starts the CPU streams)
-  // keep the default slice.
+  // Threads this one starts later keep the default slice.
   attr.flags = 0x01;  // SCHED_FLAG_RESET_ON_FORK
   attr.nice = getpriority(PRIO_PROCESS, 0);  // this thread's: Linux keeps niceness per thread
   attr.runtime = static_cast<uint64_t>(std::chrono::nanoseconds(slice).count());  // for SCHED_OTHER, the slice

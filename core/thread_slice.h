@@ -1,5 +1,5 @@
 // A short time slice for a thread that must run as soon as it is woken: the
-// CPU driver's realtime lane and heterod's event loop.
+// CPU driver's realtime lane.
 //
 // Why. Linux's scheduler (EEVDF, since 6.6) lets the thread on a core finish
 // its time slice before a thread it woke runs, checking at the timer tick,

@@ -408,7 +408,6 @@ void Server::start_load(const ModelSpec& spec, bool from_config, std::function<L
         return done(HETERO_INVALID_MODEL, result->error);
       }
       it->second = ModelEntry{result->spec, from_config, wire::ModelInfo::READY, {}, result->model, 0};
-      follow_priority(result->spec);
       core::log(core::LogLevel::Info, "model '" + name + "' loaded by a client");
       done(HETERO_OK, {});
     });

@@ -1,10 +1,8 @@
 #include "daemon/server.h"
 
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
@@ -16,7 +14,6 @@
 #include <thread>
 
 #include "core/log.h"
-#include "core/thread_slice.h"
 #include "daemon/peer_credentials.h"
 #include "daemon/systemd_notify.h"
 #include "daemon/uv_status.h"
@@ -153,29 +150,7 @@ void Server::load_configured_models() {
     entry.model = r.model;
     entry.state = r.model ? wire::ModelInfo::READY : wire::ModelInfo::FAILED;
     entry.error = r.error;
-    if (r.model) follow_priority(spec);
   }
-}
-
-// Every request passes through the loop thread: woken by a client, it should
-// not wait for a CPU stream's time slice to end, which a short slice of its
-// own gives (core/thread_slice.h). That pays only with a weight above the
-// streams': at equal weight the loop would lose its core to them at every
-// tick and serve everyone more slowly. So the loop takes a niceness 5 below
-// the process's where the system allows it (root, CAP_SYS_NICE, the unit's
-// LimitNICE=), and the slice with it; otherwise it takes the slice once a
-// realtime model makes the CPU streams step back (their stream_nice).
-void Server::raise_loop_thread() {
-  const int base = getpriority(PRIO_PROCESS, 0);
-  if (setpriority(PRIO_PROCESS, 0, std::max(-20, base - 5)) == 0)
-    loop_slice_ = core::request_time_slice(std::chrono::microseconds(100));
-}
-
-void Server::follow_priority(const ModelSpec& spec) {
-  if (loop_slice_) return;
-  const auto priority = spec.config.find("priority");
-  if (spec.priority == "realtime" || (priority != spec.config.end() && priority->second == "realtime"))
-    loop_slice_ = core::request_time_slice(std::chrono::microseconds(100));
 }
 
 std::string Server::status_line() const {
@@ -434,7 +409,6 @@ void Server::apply_reload(Config next, std::vector<LoadResult> results, std::vec
     if (r.model) {
       // In-flight requests keep the old model alive until they are answered.
       entry = ModelEntry{r.spec, true, wire::ModelInfo::READY, {}, std::move(r.model)};
-      follow_priority(r.spec);
       existed ? counts.set_changed(counts.changed() + 1) : counts.set_added(counts.added() + 1);
     } else if (existed) {
       warn("reload: keeping the running version of model '" + r.spec.name + "'");
@@ -508,7 +482,6 @@ int Server::run() {
     close_handles();  // so that the loop closes cleanly on the way out
     throw;
   }
-  raise_loop_thread();
   const std::string status = status_line();
   info(status + " (ready in " + ms_since(started_) + ")");
   systemd::notify_ready(status);

@@ -123,11 +123,6 @@ class Server {
   void handle_stats(Connection& connection, const wire::Request& request);
   void handle_health(Connection& connection, const wire::Request& request);
   void handle_reload(Connection& connection, const wire::Request& request);
-  // The loop thread ahead of the CPU streams, where allowed, and then with a
-  // short time slice; without, a realtime model ready gives it the slice.
-  void raise_loop_thread();
-  void follow_priority(const ModelSpec& spec);
-  bool loop_slice_ = false;
   // Registers the load of spec.name and runs `compile` on a loader thread:
   // the client's own for a client's load (spec.client_uid), else loader_.
   void start_load(const ModelSpec& spec, bool from_config, std::function<LoadResult()> compile, LoadDone done);

@@ -216,8 +216,8 @@ void Scheduler::lane_loop() {
 void Scheduler::stream_loop(int index) {
   tls_stream_of = this;
   // A thread starts with its creator's niceness, and the thread that starts
-  // a stream (heterod's loop) may run less nice than the process: the
-  // stream counts from the process's.
+  // a stream may run less nice than the process (the caller's own choice):
+  // the stream counts from the process's.
   if (getpriority(PRIO_PROCESS, 0) < base_nice_) setpriority(PRIO_PROCESS, 0, base_nice_);
   int applied_nice = 0;
   std::unique_lock lock(mutex_);
