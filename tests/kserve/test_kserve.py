@@ -285,11 +285,13 @@ def test_sixteen_concurrent_streams(daemon: Daemon, stub: Any, v2: Stubs, native
 
 
 def test_busy_and_deadlines(stub: Any, v2: Stubs, native: Any) -> None:
-    # slow: one infer request and a queue of one; 8 at once overflow it.
+    # slow: one infer request and a queue of one; 16 at once overflow it (they
+    # must arrive faster than one inference runs: 8 did not always, once the
+    # daemon's own timing changed).
     x = np.zeros((1, 256, 256), np.float32)
     slow = request(v2.pb, "slow", {"x": ("FP32", x)})
-    with ThreadPoolExecutor(8) as pool:
-        futures = [pool.submit(stub.ModelInfer.future(slow).exception) for _ in range(8)]
+    with ThreadPoolExecutor(16) as pool:
+        futures = [pool.submit(stub.ModelInfer.future(slow).exception) for _ in range(16)]
         errors = [f.result() for f in futures]
     busy = [e for e in errors if e is not None]
     assert any(e is None for e in errors)
