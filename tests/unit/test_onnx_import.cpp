@@ -266,23 +266,30 @@ TEST(OnnxImport, ModelLocalFunctionsAreInlined) {
   EXPECT_EQ(m->graph.nodes()[0]->outputs[0], m->graph.outputs[0]);
 }
 
-// A chain of functions each calling the next twice asks for 2^60 nodes from
-// a model of a few KB: refused at once, before ONNX's checks walk it.
-TEST(OnnxImport, FunctionsThatExpandWithoutBoundAreRefusedQuickly) {
+// A model whose local function f<depth> calls f<depth-1> twice, down to f0,
+// which computes `leaf` (an op over x): 2^depth leaf nodes once inlined.
+std::string doubling_functions(int depth, const std::string& leaf) {
   std::string text = R"ONNX(
     <ir_version: 8, opset_import: ["" : 17, "local" : 1]>
     agraph (float[2] X) => (float[2] Y) {
-      Y = local.f60(X)
+      Y = local.f)ONNX" + std::to_string(depth) + R"ONNX((X)
     }
     <domain: "local", opset_import: ["" : 17]>
     f0 (x) => (y) {
-      y = Add(x, x)
+      y = )ONNX" + leaf + R"ONNX(
     }
   )ONNX";
-  for (int k = 1; k <= 60; ++k)
+  for (int k = 1; k <= depth; ++k)
     text += "<domain: \"local\", opset_import: [\"\" : 17, \"local\" : 1]>\nf" + std::to_string(k) +
             " (x) => (y) {\n  a = local.f" + std::to_string(k - 1) + "(x)\n  y = local.f" + std::to_string(k - 1) +
             "(a)\n}\n";
+  return text;
+}
+
+// A chain of functions each calling the next twice asks for 2^60 nodes from
+// a model of a few KB: refused at once, before ONNX's checks walk it.
+TEST(OnnxImport, FunctionsThatExpandWithoutBoundAreRefusedQuickly) {
+  const std::string text = doubling_functions(60, "Add(x, x)");
   const auto t0 = std::chrono::steady_clock::now();
   try {
     core::import_onnx_bytes(to_vector(serialize(parse_model(text.c_str()))));
@@ -300,20 +307,7 @@ TEST(OnnxImport, FunctionsThatExpandWithoutBoundAreRefusedQuickly) {
 // whole graph for every call: at 2^16 nodes a 1 KB model took over ten
 // minutes to load; the suite's time limit guards against that coming back.)
 TEST(OnnxImport, NestedFunctionsInlineEveryCall) {
-  std::string text = R"ONNX(
-    <ir_version: 8, opset_import: ["" : 17, "local" : 1]>
-    agraph (float[2] X) => (float[2] Y) {
-      Y = local.f14(X)
-    }
-    <domain: "local", opset_import: ["" : 17]>
-    f0 (x) => (y) {
-      y = Neg(x)
-    }
-  )ONNX";
-  for (int k = 1; k <= 14; ++k)
-    text += "<domain: \"local\", opset_import: [\"\" : 17, \"local\" : 1]>\nf" + std::to_string(k) +
-            " (x) => (y) {\n  a = local.f" + std::to_string(k - 1) + "(x)\n  y = local.f" + std::to_string(k - 1) +
-            "(a)\n}\n";
+  const std::string text = doubling_functions(14, "Neg(x)");
   const auto m = core::import_onnx_bytes(to_vector(serialize(parse_model(text.c_str()))));
   const core::Graph& g = m->graph;
   ASSERT_EQ(g.nodes().size(), size_t{1} << 14);
