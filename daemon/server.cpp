@@ -218,10 +218,7 @@ void Server::sweep() {
   for (auto& [name, entry] : models_)
     if (entry.model) entry.model->expire();
   const Clock::time_point now = Clock::now();
-  std::vector<std::shared_ptr<Connection>> all;  // a timed-out one leaves connections_
-  all.reserve(connections_.size());
-  for (const auto& [ptr, connection] : connections_) all.push_back(connection);
-  for (const auto& connection : all) connection->check_timeouts(now, config_.limits);
+  for (const auto& connection : open_connections()) connection->check_timeouts(now, config_.limits);
 }
 
 void Server::accept_clients() {
@@ -284,6 +281,13 @@ void Server::back_off_accepting(int error) {
   uv_ok(rc, "uv_timer_start (accept back-off)");
 }
 
+std::vector<std::shared_ptr<Connection>> Server::open_connections() const {
+  std::vector<std::shared_ptr<Connection>> all;
+  all.reserve(connections_.size());
+  for (const auto& [ptr, connection] : connections_) all.push_back(connection);
+  return all;
+}
+
 void Server::connection_closed(Connection& connection) {
   connections_.erase(&connection);
   // Its inferences stop at their next node boundary, freeing their slots.
@@ -300,12 +304,8 @@ bool Server::charge_frame_bytes(size_t& charged, size_t bytes) {
   frame_bytes_in_flight_ = others + charged;
   // Large frames are rare (large tensors travel as memfds), so looking at
   // every connection when one ends costs little.
-  if (frame_bytes_in_flight_ < before) {
-    std::vector<std::shared_ptr<Connection>> all;  // one may close as it resumes
-    all.reserve(connections_.size());
-    for (const auto& [ptr, connection] : connections_) all.push_back(connection);
-    for (const auto& connection : all) connection->resume_reading();
-  }
+  if (frame_bytes_in_flight_ < before)
+    for (const auto& connection : open_connections()) connection->resume_reading();
   return fits;
 }
 
@@ -506,9 +506,7 @@ int Server::run() {
                                          std::to_string(kTeardownLimit.count()) + " s of the end: exiting without it");
     std::_Exit(EXIT_FAILURE);
   }).detach();
-  std::vector<std::shared_ptr<Connection>> open;
-  for (auto& [ptr, connection] : connections_) open.push_back(connection);
-  for (auto& connection : open) connection->close();
+  for (const auto& connection : open_connections()) connection->close();
   close_handles();
   for (auto& [name, entry] : models_)
     if (entry.model) entry.model->cancel_all("heterod is stopping");

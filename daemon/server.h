@@ -46,6 +46,9 @@ class Server {
   // they fit beside the others'; false, and charged = 0, when not. Whatever
   // this frees lets connections waiting for the budget try again.
   bool charge_frame_bytes(size_t& charged, size_t bytes);
+  // A copy of the connections, to go through while some of them close (and
+  // leave connections_).
+  std::vector<std::shared_ptr<Connection>> open_connections() const;
 
   // ---- The model registry, for the native requests and the other
   // protocols' front ends (daemon/kserve/). Loop thread only.
