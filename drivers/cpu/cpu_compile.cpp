@@ -69,16 +69,42 @@ bool has_kernel(const core::Node& node) {
   return KernelRegistry::builtin().find(node.op_type, node.domain, node.opset) != nullptr;
 }
 
-
 }  // namespace
 
-namespace {
+PreparedModel prepare_compile(const core::Model& model, const CpuOptions& options) {
+  for (const auto& node : model.graph.nodes())
+    if (!options.allows(*node))
+      fail(HETERO_NOT_SUPPORTED, node->describe() + " is left out by the CPU device's 'ops' config");
+  PreparedModel prepared;
+  prepared.model = model.clone();
+  // Nodes no kernel handles become their ONNX function bodies.
+  core::expand_functions(prepared.model->graph, *prepared.model, [](const core::Node& n) { return !has_kernel(n); });
+  if (options.optimize) optimize_graph(*prepared.model);
+  // The export is the optimized graph itself: importing it skips ONNX
+  // parsing, checking, shape inference and the graph passes.
+  auto exported = std::make_shared<const std::vector<uint8_t>>(core::encode_model(*prepared.model));
+  prepared.exported = *exported;
+  prepared.exported_owner = std::move(exported);
+  return prepared;
+}
 
-// The program of an optimized model: its execution plan and ports.
-std::shared_ptr<CpuProgram> plan_program(std::unique_ptr<core::Model> model, const CpuOptions& options, int threads,
+PreparedModel prepare_import(std::span<const uint8_t> blob) {
+  // The one copy of an import: the caller's bytes live only for this call.
+  std::shared_ptr<const void> block = core::aligned_block(blob.empty() ? 1 : blob.size());
+  std::memcpy(const_cast<void*>(block.get()), blob.data(), blob.size());
+  PreparedModel prepared;
+  prepared.exported = std::span<const uint8_t>(static_cast<const uint8_t*>(block.get()), blob.size());
+  prepared.model = core::decode_model(prepared.exported, block, "CPU blob");
+  prepared.exported_owner = std::move(block);
+  return prepared;
+}
+
+std::shared_ptr<CpuProgram> plan_program(PreparedModel prepared, const CpuOptions& options, int threads,
                                          dnnl::engine& engine) {
   auto program = std::make_shared<CpuProgram>();
-  program->model = std::move(model);
+  program->model = std::move(prepared.model);
+  program->exported = prepared.exported;
+  program->exported_owner = std::move(prepared.exported_owner);
   program->engine = engine;
   program->threads = threads;
   program->priority = options.priority;
@@ -87,26 +113,6 @@ std::shared_ptr<CpuProgram> plan_program(std::unique_ptr<core::Model> model, con
   program->plan = Plan::compile(program->model->graph, *program->model, program->engine);
   for (const core::Value* v : program->model->graph.inputs) program->inputs.push_back(core::port_of(*v));
   for (const core::Value* v : program->model->graph.outputs) program->outputs.push_back(core::port_of(*v));
-  return program;
-}
-
-}  // namespace
-
-std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options, int threads,
-                                            dnnl::engine& engine) {
-  for (const auto& node : model.graph.nodes())
-    if (!options.allows(*node))
-      fail(HETERO_NOT_SUPPORTED, node->describe() + " is left out by the CPU device's 'ops' config");
-  auto optimized = model.clone();
-  // Nodes no kernel handles become their ONNX function bodies.
-  core::expand_functions(optimized->graph, *optimized, [](const core::Node& n) { return !has_kernel(n); });
-  if (options.optimize) optimize_graph(*optimized);
-  // The export is the optimized graph itself: importing it skips ONNX
-  // parsing, checking, shape inference and the graph passes.
-  auto exported = std::make_shared<const std::vector<uint8_t>>(core::encode_model(*optimized));
-  auto program = plan_program(std::move(optimized), options, threads, engine);
-  program->exported = *exported;
-  program->exported_owner = std::move(exported);
   return program;
 }
 
@@ -143,18 +149,6 @@ std::vector<driver::NodeSupport> query_nodes(const core::Model& model, const Cpu
 
 std::vector<uint8_t> export_program(const CpuProgram& program) {
   return {program.exported.begin(), program.exported.end()};
-}
-
-std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options, int threads,
-                                           dnnl::engine& engine) {
-  // The one copy of an import: the caller's bytes live only for this call.
-  std::shared_ptr<const void> block = core::aligned_block(blob.empty() ? 1 : blob.size());
-  std::memcpy(const_cast<void*>(block.get()), blob.data(), blob.size());
-  const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(block.get()), blob.size());
-  auto program = plan_program(core::decode_model(bytes, block, "CPU blob"), options, threads, engine);
-  program->exported = bytes;
-  program->exported_owner = std::move(block);
-  return program;
 }
 
 }  // namespace hetero::cpu

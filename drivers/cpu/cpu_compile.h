@@ -54,14 +54,33 @@ struct CpuProgram {
   std::string device;
 };
 
+// A compile, and an import, in two parts.
+//
+// The graph work (compile: the 'ops' check, function expansion, the graph
+// passes, the export's encoding; import: the copy and decoding of the blob)
+// makes no kernel and runs no OpenMP, so it runs on the caller's thread and
+// holds no stream. For a big model it is most of a compile (a model of 2^16
+// nodes: 430 of 460 ms), and a stream held that long would keep every other
+// model's inferences waiting.
+//
+// The plan (plan_program) makes the kernels and their oneDNN primitives,
+// which are made for the OpenMP thread count they will run with, so it runs
+// on a stream, and lets higher-priority work in between two nodes.
+struct PreparedModel {
+  std::unique_ptr<core::Model> model;
+  // What export_program() gives: the optimized model's bytes; for an import,
+  // the block the model's constants view.
+  std::span<const uint8_t> exported;
+  std::shared_ptr<const void> exported_owner;
+};
+PreparedModel prepare_compile(const core::Model& model, const CpuOptions& options);
+PreparedModel prepare_import(std::span<const uint8_t> blob);
 // `threads`: the OpenMP threads an inference of the program runs with (the
 // stream's), which oneDNN's primitives are made for.
-std::shared_ptr<CpuProgram> compile_program(const core::Model& model, const CpuOptions& options, int threads,
-                                            dnnl::engine& engine);
+std::shared_ptr<CpuProgram> plan_program(PreparedModel prepared, const CpuOptions& options, int threads,
+                                         dnnl::engine& engine);
 std::vector<driver::NodeSupport> query_nodes(const core::Model& model, const CpuOptions& options,
                                              dnnl::engine& engine);
 std::vector<uint8_t> export_program(const CpuProgram& program);
-std::shared_ptr<CpuProgram> import_program(std::span<const uint8_t> blob, const CpuOptions& options, int threads,
-                                           dnnl::engine& engine);
 
 }  // namespace hetero::cpu

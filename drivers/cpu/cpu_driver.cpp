@@ -178,9 +178,10 @@ class CpuDriver final : public driver::Driver {
     std::shared_ptr<CpuProgram> program;
     // The stream reports to the caller's progress sink.
     core::ProgressSink* progress = core::progress_sink();
+    PreparedModel prepared = prepare_compile(model, options);  // on this thread (cpu_compile.h)
     scheduler_->run(options.priority, [&] {
       core::ProgressScope scope(progress);
-      program = compile_program(model, options, threads(options), engine_);
+      program = plan_program(std::move(prepared), options, threads(options), engine_);
     });
     program->device = device_name(device_id);
     return std::make_unique<CpuCompiledModel>(std::move(program), scheduler_);
@@ -192,9 +193,10 @@ class CpuDriver final : public driver::Driver {
     const CpuOptions options = options_with(config);
     std::shared_ptr<CpuProgram> program;
     core::ProgressSink* progress = core::progress_sink();
+    PreparedModel prepared = prepare_import(blob);
     scheduler_->run(options.priority, [&] {
       core::ProgressScope scope(progress);
-      program = import_program(blob, options, threads(options), engine_);
+      program = plan_program(std::move(prepared), options, threads(options), engine_);
     });
     program->device = device_name(device_id);
     return std::make_unique<CpuCompiledModel>(std::move(program), scheduler_);

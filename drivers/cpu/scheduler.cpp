@@ -19,6 +19,10 @@ namespace {
 // The scheduler whose stream this thread is, so that run() from a stream
 // thread runs inline instead of waiting for itself.
 thread_local const Scheduler* tls_stream_of = nullptr;
+// The scheduler and priority of the job run() is running on this thread
+// (yield_in_run).
+thread_local Scheduler* tls_run_by = nullptr;
+thread_local core::Priority tls_run_priority = core::Priority::Normal;
 
 // Binds the calling thread, and so the OpenMP helpers it will start, to the
 // `count` cores from the `first`-th of those the process may use.
@@ -134,11 +138,17 @@ void Scheduler::run(core::Priority priority, const std::function<void()>& fn) {
   std::binary_semaphore done(0);
   std::exception_ptr error;
   submit(priority, [&] {
+    Scheduler* const outer_by = tls_run_by;
+    const core::Priority outer_priority = tls_run_priority;
+    tls_run_by = this;
+    tls_run_priority = priority;
     try {
       fn();
     } catch (...) {
       error = std::current_exception();
     }
+    tls_run_by = outer_by;
+    tls_run_priority = outer_priority;
     done.release();
   });
   done.acquire();
@@ -175,6 +185,10 @@ void Scheduler::yield(core::Priority current) {
     fn();
     omp_set_num_threads(threads);
   }
+}
+
+void Scheduler::yield_in_run() {
+  if (tls_run_by) tls_run_by->yield(tls_run_priority);
 }
 
 bool Scheduler::any_queued() const {

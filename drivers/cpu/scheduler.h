@@ -9,8 +9,10 @@
 // parallel regions per inference, so every region then pays a wake-up:
 // PP-OCR cls went from 0.4 ms to 3 ms when a compile on the caller's thread
 // and an inference on a request's worker each kept a pool. All CPU compute
-// (compile, import, inference) therefore runs on the streams, and
-// streams × threads per stream never exceeds the cores the driver was given.
+// that runs OpenMP (inference, and a compile's or import's plan) therefore
+// runs on the streams, and streams × threads per stream never exceeds the
+// cores the driver was given. (A compile's graph work runs no OpenMP and
+// stays on the caller's thread: drivers/cpu/cpu_compile.h.)
 //
 // Why streams. One stream with every core (the `latency` hint) gives one
 // inference the whole processor; several (the `throughput` hint, or
@@ -81,6 +83,10 @@ class Scheduler {
   // For the job running on this stream thread, at a point where it may
   // pause: runs every queued job of higher priority than `current` first.
   void yield(core::Priority current);
+  // The same for a job that run() is running on this thread, at the priority
+  // run() was given: for work with no RunControl of its own (a compile's
+  // plan, drivers/cpu/plan.cpp). Nothing on any other thread.
+  static void yield_in_run();
 
  private:
   void ensure_started_locked();
