@@ -208,7 +208,7 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
                                       "request_timeout_ms",   "max_model_bytes",  "shutdown_grace_ms",
                                       "handshake_timeout_ms", "frame_timeout_ms", "idle_timeout_ms",
                                       "max_models_per_client", "max_frame_bytes_in_flight",
-                                      "max_model_bytes_per_client"};
+                                      "max_model_bytes_per_client", "max_client_priority"};
   r.each(node, "limits", keys, [&](const std::string& key, const YAML::Node& v) {
     const std::string field = "limits." + key;
     if (key == "max_frame_bytes")
@@ -231,7 +231,10 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
       l.max_model_bytes_per_client = r.number(v, field, 1, 1ull << 40);
     else if (key == "max_models_per_client")
       l.max_models_per_client = static_cast<uint32_t>(r.number(v, field, 0, 4096));
-    else if (key == "idle_timeout_ms")
+    else if (key == "max_client_priority") {
+      if (!core::parse_priority(r.text(v, field), l.max_client_priority))
+        r.fail_at(v, "'" + field + "' must be realtime, normal or background");
+    } else if (key == "idle_timeout_ms")
       l.idle_timeout_ms = static_cast<uint32_t>(r.number(v, field, 0, 7u * 24 * 3600 * 1000));
     else
       l.shutdown_grace_ms = static_cast<uint32_t>(r.number(v, field, 0, 3600u * 1000));

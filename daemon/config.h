@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/priority.h"
+
 namespace hetero::daemon {
 
 struct Limits {
@@ -22,6 +24,9 @@ struct Limits {
   uint64_t max_model_bytes = 256ull << 20;      // LoadModel uploads
   uint32_t max_models_per_client = 16;          // loaded through LoadModel by one uid, at once
   uint64_t max_model_bytes_per_client = 512ull << 20;  // their model files' bytes together
+  // The highest priority a client's LoadModel may give its model: a higher
+  // one asked for (or the default, normal) runs at this.
+  core::Priority max_client_priority = core::Priority::Background;
   uint32_t shutdown_grace_ms = 10000;           // SIGTERM: in-flight requests finish
   uint32_t handshake_timeout_ms = 5000;         // from connect to a complete Hello
   uint32_t frame_timeout_ms = 30000;            // from a frame's first byte to its last

@@ -2,6 +2,9 @@
 // that breaks the protocol ends its connection; one that is merely wrong
 // (an unknown model, a bad shape) gets an error reply and the connection
 // goes on.
+#include <malloc.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -9,6 +12,7 @@
 #include <filesystem>
 
 #include "core/log.h"
+#include "core/priority.h"
 #include "daemon/server.h"
 
 namespace hetero::daemon {
@@ -150,6 +154,22 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
   spec.device = message.device().empty() ? "CPU" : message.device();
   spec.config.insert(message.config().begin(), message.config().end());
   spec.parallel = message.parallel() == 0 ? 1 : std::min<uint32_t>(message.parallel(), 64);
+  // A client's model runs at most at limits.max_client_priority (background
+  // by default), whatever it asks for: the models the box's owner put in the
+  // config then go first at every node boundary, so an upload that computes
+  // forever, or a flood of requests to one, delays them by about one node.
+  const core::Priority cap = config_.limits.max_client_priority;
+  bool bare_priority = false;
+  for (auto& [key, value] : spec.config) {
+    if (!core::is_scheduling_key(key)) continue;
+    core::Priority asked{};
+    if (!core::parse_priority(value, asked))
+      return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
+                         "model '" + spec.name + "': config '" + key + "' must be realtime, normal or background");
+    if (asked > cap) value = core::priority_name(cap);
+    bare_priority = bare_priority || key == "priority";
+  }
+  if (!bare_priority && cap < core::Priority::Normal) spec.priority = core::priority_name(cap);
   if (spec.config.count("policy"))
     return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
                        "model '" + spec.name + "': a policy file can only be named in the daemon's config");
@@ -386,12 +406,21 @@ void Server::start_load(const ModelSpec& spec, bool from_config, std::function<L
   const int64_t uid = spec.client_uid;
   if (uid >= 0) {
     ClientLoader& mine = client_loaders_[uid];
-    if (!mine.thread) mine.thread = std::make_unique<core::WorkerThread>();
+    if (!mine.thread) {
+      mine.thread = std::make_unique<core::WorkerThread>();
+      // A client's import and graph work run at the lowest weight: on a busy
+      // box they take longer, not the served models' cores (niceness is per
+      // thread on Linux; raising it needs no privilege).
+      mine.thread->post([] { ::setpriority(PRIO_PROCESS, 0, 19); });
+    }
     ++mine.loads;
     loader = mine.thread.get();
   }
   loader->post([this, compile = std::move(compile), done = std::move(done), ticket, from_config, uid]() mutable {
     auto result = std::make_shared<LoadResult>(compile());
+    // What a client's import and compile freed (hundreds of MiB for a big
+    // model) goes back to the system, here rather than on the loop thread.
+    if (uid >= 0) ::malloc_trim(0);
     post_->post([this, result, done = std::move(done), ticket, from_config, uid] {
       // The client's loader ends with its last load (joining a thread whose
       // task has only to return).
@@ -431,6 +460,9 @@ bool Server::unload_model(const std::string& name) {
   if (it->second.model) it->second.model->cancel_all("model '" + name + "' was unloaded");
   models_.erase(it);
   core::log(core::LogLevel::Info, "model '" + name + "' unloaded by a client");
+  // Its memory (freed now, or when its last running job ends) goes back to
+  // the system: trimming the heap takes milliseconds, so not on this thread.
+  loader_->post([] { ::malloc_trim(0); });
   return true;
 }
 

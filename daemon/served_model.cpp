@@ -146,6 +146,10 @@ void ServedModel::describe(wire::ModelInfo& info) const {
   info.set_device(device ? device : "");
   info.set_source(spec_.path.empty() ? "upload" : spec_.path);
   info.set_parallel(spec_.parallel);
+  const auto bare = spec_.config.find("priority");
+  info.set_priority(!spec_.priority.empty()       ? spec_.priority
+                    : bare != spec_.config.end() ? bare->second
+                                                 : core::priority_name(core::Priority::Normal));
   for (size_t k = 0; k < input_names_.size(); ++k) {
     hetero_dtype dtype{};
     const int64_t* dims = nullptr;
