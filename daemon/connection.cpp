@@ -1,7 +1,5 @@
 #include "daemon/connection.h"
 
-#include <malloc.h>
-
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -295,7 +293,7 @@ void Connection::close() {
   fd_.reset();
   // Replies a client never read and frames it never finished were large
   // allocations: give their memory back to the system, not to the heap.
-  if (held >= kTrimAfterBytes) ::malloc_trim(0);
+  if (held >= kTrimAfterBytes) server_.trim_heap();
   server_.connection_closed(*this);
 }
 

@@ -2,7 +2,6 @@
 // that breaks the protocol ends its connection; one that is merely wrong
 // (an unknown model, a bad shape) gets an error reply and the connection
 // goes on.
-#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -418,14 +417,16 @@ void Server::start_load(const ModelSpec& spec, bool from_config, std::function<L
   }
   loader->post([this, compile = std::move(compile), done = std::move(done), ticket, from_config, uid]() mutable {
     auto result = std::make_shared<LoadResult>(compile());
-    // What a client's import and compile freed (hundreds of MiB for a big
-    // model) goes back to the system, here rather than on the loop thread.
-    if (uid >= 0) ::malloc_trim(0);
     post_->post([this, result, done = std::move(done), ticket, from_config, uid] {
       // The client's loader ends with its last load (joining a thread whose
       // task has only to return).
       if (auto it = client_loaders_.find(uid); it != client_loaders_.end() && --it->second.loads == 0)
         client_loaders_.erase(it);
+      // What a client's import and compile freed (hundreds of MiB for a big
+      // model) goes back to the system. Not on that client's loader: a trim
+      // locks every arena in turn, and at niceness 19 it could hold one that
+      // the loop thread waits for.
+      if (uid >= 0) trim_heap();
       const std::string& name = result->spec.name;
       auto it = models_.find(name);
       // Unloaded, replaced by a reload or by a later load meanwhile.
@@ -461,8 +462,8 @@ bool Server::unload_model(const std::string& name) {
   models_.erase(it);
   core::log(core::LogLevel::Info, "model '" + name + "' unloaded by a client");
   // Its memory (freed now, or when its last running job ends) goes back to
-  // the system: trimming the heap takes milliseconds, so not on this thread.
-  loader_->post([] { ::malloc_trim(0); });
+  // the system.
+  trim_heap();
   return true;
 }
 

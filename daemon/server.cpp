@@ -1,5 +1,6 @@
 #include "daemon/server.h"
 
+#include <malloc.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -294,6 +295,14 @@ void Server::connection_closed(Connection& connection) {
   for (auto& [name, entry] : models_)
     if (entry.model) entry.model->cancel_orphans();
   connection_progress();
+}
+
+void Server::trim_heap() {
+  if (!loader_ || trim_pending_.exchange(true)) return;
+  loader_->post([this] {
+    trim_pending_ = false;
+    ::malloc_trim(0);
+  });
 }
 
 bool Server::charge_frame_bytes(size_t& charged, size_t bytes) {

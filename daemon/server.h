@@ -6,6 +6,7 @@
 
 #include <uv.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -46,6 +47,11 @@ class Server {
   // they fit beside the others'; false, and charged = 0, when not. Whatever
   // this frees lets connections waiting for the budget try again.
   bool charge_frame_bytes(size_t& charged, size_t bytes);
+  // Gives the heap's free pages back to the system after something large
+  // was freed, on the config loader's thread: a trim of a big heap takes
+  // milliseconds, which the loop thread would take from every client. Calls
+  // while one is pending make one trim.
+  void trim_heap();
   // A copy of the connections, to go through while some of them close (and
   // leave connections_).
   std::vector<std::shared_ptr<Connection>> open_connections() const;
@@ -145,6 +151,7 @@ class Server {
   std::map<std::string, ModelEntry> models_;
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
   uint64_t frame_bytes_in_flight_ = 0;  // charged by connections (charge_frame_bytes)
+  std::atomic<bool> trim_pending_ = false;  // trim_heap
   std::unique_ptr<core::WorkerThread> loader_;  // the config's models: start-up, reload, v2 loads
   // A client's LoadModel runs on a loader thread of its uid's, started with
   // its first load and ended after its last, so that a slow compile of one
