@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -47,6 +48,10 @@ DaemonProcess::DaemonProcess(const std::string& dir, const std::string& config_y
     }
     ::unsetenv("NOTIFY_SOCKET");
     for (const std::string& e : options.env) ::putenv(const_cast<char*>(e.c_str()));
+    for (const auto& [resource, limit] : options.rlimits) {
+      const rlimit both{limit, limit};
+      if (::setrlimit(resource, &both) != 0) ::_exit(126);
+    }
     const std::string exe = heterod_path();
     ::execl(exe.c_str(), exe.c_str(), "--config", config_path_.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
@@ -118,6 +123,30 @@ size_t DaemonProcess::fd_count() const {
     if (e->d_name[0] != '.') ++n;
   ::closedir(dir);
   return n;
+}
+
+long DaemonProcess::rss_kib() const {
+  std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  return -1;
+}
+
+long DaemonProcess::cpu_ticks() const {
+  std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  if (text.empty()) return -1;
+  std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int k = 3; fields >> field; ++k) {
+    if (k == 14) utime = std::stol(field);
+    if (k == 15) {
+      stime = std::stol(field);
+      break;
+    }
+  }
+  return utime + stime;
 }
 
 hetero_core_t* connect_or_fail(const std::string& socket) {

@@ -3,10 +3,12 @@
 // it through the C ABI (hetero_core_connect) or byte by byte.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <chrono>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hetero/hetero.h"
@@ -29,6 +31,8 @@ struct SpawnOptions {
   int activation_fd = -1;
   // Extra environment entries ("NAME=value").
   std::vector<std::string> env;
+  // Resource limits to start it under (setrlimit: resource, soft = hard).
+  std::vector<std::pair<int, rlim_t>> rlimits;
 };
 
 class DaemonProcess {
@@ -52,6 +56,10 @@ class DaemonProcess {
   void write_config(const std::string& config_yaml);
   // Open descriptors of the daemon (/proc/PID/fd).
   size_t fd_count() const;
+  // Its resident memory in KiB (VmRSS), and the CPU time it has used (user
+  // and system) in clock ticks; -1 once it has gone.
+  long rss_kib() const;
+  long cpu_ticks() const;
 
  private:
   std::string config_path_, log_path_;

@@ -26,17 +26,23 @@ void RawClient::close() {
   fd_ = -1;
 }
 
-void RawClient::send_bytes(std::span<const uint8_t> bytes, std::span<const int> fds) {
+bool RawClient::send_bytes(std::span<const uint8_t> bytes, std::span<const int> fds) {
   while (!bytes.empty() && fd_ >= 0) {
     const ssize_t n = wire::send(fd_, bytes, fds);
-    if (n <= 0) return;  // the daemon may already have hung up
+    if (n <= 0) return false;  // the daemon may already have hung up
     bytes = bytes.subspan(static_cast<size_t>(n));
     fds = {};
   }
+  return bytes.empty();
 }
 
-void RawClient::send(const wire::Request& request, std::span<const int> fds) {
-  send_bytes(wire::encode_frame(request, fds.size()), fds);
+bool RawClient::send(const wire::Request& request, std::span<const int> fds) {
+  return send_bytes(wire::encode_frame(request, fds.size()), fds);
+}
+
+void RawClient::set_send_timeout(std::chrono::milliseconds timeout) {
+  const timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 bool RawClient::hello() {

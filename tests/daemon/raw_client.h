@@ -19,8 +19,13 @@ class RawClient {
   ~RawClient();
   bool connected() const { return fd_ >= 0; }
 
-  void send_bytes(std::span<const uint8_t> bytes, std::span<const int> fds = {});
-  void send(const wire::Request& request, std::span<const int> fds = {});
+  // False when not all of it went: the daemon hung up, or (with a send
+  // timeout) stopped reading.
+  bool send_bytes(std::span<const uint8_t> bytes, std::span<const int> fds = {});
+  bool send(const wire::Request& request, std::span<const int> fds = {});
+  // Sends give up after `timeout` without progress (SO_SNDTIMEO), for a
+  // client that writes to a daemon that may have stopped reading it.
+  void set_send_timeout(std::chrono::milliseconds timeout);
   // Hello with version 1; true when the daemon accepts it.
   bool hello();
   // The next response, or nothing when the connection ends or `timeout` passes.

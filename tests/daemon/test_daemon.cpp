@@ -25,6 +25,7 @@
 #include "tests/daemon/daemon_client.h"
 #include "tests/daemon/daemon_process.h"
 #include "tests/daemon/raw_client.h"
+#include "tests/daemon/wire_requests.h"
 
 namespace hetero::test {
 namespace {
@@ -33,19 +34,6 @@ const std::vector<int64_t> kDemoDims = {1, 3, 32, 32};
 constexpr size_t kDemoInput = 3 * 32 * 32;
 const std::vector<int64_t> kScaleDims = {1, 65536};
 const std::vector<int64_t> kSlowDims = {1, 256, 256};
-
-// An Infer request of `model` with one float input inline.
-wire::Request infer_request(const std::string& model, const std::string& input, const std::vector<int64_t>& dims,
-                            const std::vector<float>& values) {
-  wire::Request r;
-  r.mutable_infer()->set_model(model);
-  wire::Tensor* t = r.mutable_infer()->add_inputs();
-  t->set_name(input);
-  t->set_dtype(HETERO_DTYPE_FLOAT32);
-  for (int64_t d : dims) t->add_dims(d);
-  t->set_inline_data(values.data(), values.size() * sizeof(float));
-  return r;
-}
 
 struct ConfigOptions {
   std::string access;                 // YAML under "access:"
@@ -389,28 +377,6 @@ TEST_F(Daemon, ClientsThatVanishMidRequestLeakNothing) {
 
 // ---- Cancellation -------------------------------------------------------------
 
-// An Infer of the spin model: a Loop of `iterations`, endless at 2^62.
-wire::Request spin_request(uint64_t id, int64_t iterations, uint32_t timeout_ms = 0) {
-  wire::Request r;
-  r.set_id(id);
-  wire::Infer* infer = r.mutable_infer();
-  infer->set_model("spin");
-  infer->set_timeout_ms(timeout_ms);
-  wire::Tensor* m = infer->add_inputs();
-  m->set_name("m");
-  m->set_dtype(HETERO_DTYPE_INT64);
-  m->set_inline_data(&iterations, sizeof iterations);
-  const std::vector<float> x = {1, -2, 3, -4};
-  wire::Tensor* t = infer->add_inputs();
-  t->set_name("x");
-  t->set_dtype(HETERO_DTYPE_FLOAT32);
-  t->add_dims(1);
-  t->add_dims(4);
-  t->set_inline_data(x.data(), x.size() * sizeof(float));
-  return r;
-}
-
-constexpr int64_t kEndless = int64_t{1} << 62;
 std::string spin_model() { return "  - name: spin\n    path: " + fixture_path("spin.onnx") + "\n    parallel: 1\n"; }
 
 // The one slot of the spin model serves a short Loop, with the right answer.
@@ -809,37 +775,6 @@ TEST_F(Daemon, LocalCoreHasNoServedModels) {
 
 // ---- Hostile clients -----------------------------------------------------------
 
-// Resident memory of process `pid`, in KiB.
-long rss_kib(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  return -1;
-}
-
-// CPU time process `pid` has used (user and system), in clock ticks.
-long cpu_ticks(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));  // after "pid (comm) "
-  std::string field;
-  long utime = 0, stime = 0;
-  for (int k = 3; fields >> field; ++k) {
-    if (k == 14) utime = std::stol(field);
-    if (k == 15) {
-      stime = std::stol(field);
-      break;
-    }
-  }
-  return utime + stime;
-}
-
-// A frame header announcing `length` payload bytes.
-std::vector<uint8_t> header_of(uint32_t length) {
-  return {static_cast<uint8_t>(length), static_cast<uint8_t>(length >> 8), static_cast<uint8_t>(length >> 16),
-          static_cast<uint8_t>(length >> 24), 0, 0, 0, 0};
-}
-
 // Connections that never finish their Hello, or a frame, are closed: they
 // cannot hold the daemon's connection slots.
 TEST_F(Daemon, SilentAndSlowClientsAreDisconnected) {
@@ -886,7 +821,7 @@ TEST_F(Daemon, AnnouncedFramesCostNothingUntilTheyArrive) {
     EXPECT_EQ(reply->status(), HETERO_PROTOCOL_ERROR);
     EXPECT_NE(reply->message().find("65536"), std::string::npos) << reply->message();
   }
-  const long before = rss_kib(daemon_->pid());
+  const long before = daemon_->rss_kib();
   std::vector<std::unique_ptr<RawClient>> clients;
   for (int k = 0; k < 64; ++k) {
     clients.push_back(std::make_unique<RawClient>(socket_));
@@ -895,7 +830,7 @@ TEST_F(Daemon, AnnouncedFramesCostNothingUntilTheyArrive) {
     clients.back()->send_bytes(std::vector<uint8_t>(1, 0));
   }
   EXPECT_TRUE(demo_works());  // every header has been read by now
-  const long after = rss_kib(daemon_->pid());
+  const long after = daemon_->rss_kib();
   EXPECT_LT(after - before, 64 * 1024) << "RSS " << before << " kB -> " << after << " kB";
 }
 
@@ -910,7 +845,7 @@ TEST_F(Daemon, LargeFramesShareOneBudget) {
   start({.limits = "  max_frame_bytes: " + std::to_string(kBudget) + "\n  max_frame_bytes_in_flight: " +
                    std::to_string(kBudget) + "\n  frame_timeout_ms: 4000\n"});
   ASSERT_TRUE(demo_works());
-  const long before = rss_kib(daemon_->pid());
+  const long before = daemon_->rss_kib();
   {
     std::atomic<bool> measured = false;
     std::vector<std::thread> senders;
@@ -926,7 +861,7 @@ TEST_F(Daemon, LargeFramesShareOneBudget) {
       });
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     EXPECT_TRUE(demo_works()) << "a small request waited for the large frames";
-    const long during = rss_kib(daemon_->pid());
+    const long during = daemon_->rss_kib();
     measured = true;
     EXPECT_LT(during - before, 20 * 1024) << "RSS " << before << " kB -> " << during << " kB";
     for (std::thread& t : senders) t.join();
@@ -962,9 +897,9 @@ TEST_F(Daemon, AcceptBacksOffWhenOutOfDescriptors) {
   std::vector<std::unique_ptr<RawClient>> crowd;
   for (int k = 0; k < 16; ++k) crowd.push_back(std::make_unique<RawClient>(socket_));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const long ticks = cpu_ticks(daemon_->pid());
+  const long ticks = daemon_->cpu_ticks();
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  const long used = cpu_ticks(daemon_->pid()) - ticks;
+  const long used = daemon_->cpu_ticks() - ticks;
   EXPECT_LT(used, sysconf(_SC_CLK_TCK) / 5) << "the daemon spent " << used << " ticks in a second waiting for descriptors";
   const std::string log = daemon_->log();
   size_t warnings = 0;

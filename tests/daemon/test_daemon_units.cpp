@@ -60,6 +60,7 @@ limits:
   max_frame_bytes: 65536
   max_in_flight_per_client: 8
   request_timeout_ms: 500
+  max_client_priority: normal
 models:
   - name: a
     path: models/a.onnx
@@ -79,6 +80,7 @@ models:
   EXPECT_EQ(c.cache_dir, dir_.path() + "/cache");
   EXPECT_EQ(c.limits.max_frame_bytes, 65536u);
   EXPECT_EQ(c.limits.request_timeout_ms, 500u);
+  EXPECT_EQ(c.limits.max_client_priority, core::Priority::Normal);
   ASSERT_EQ(c.models.size(), 1u);
   const daemon::ModelSpec& m = c.models[0];
   EXPECT_EQ(m.path, dir_.path() + "/models/a.onnx");
@@ -111,6 +113,8 @@ TEST_F(ConfigFile, ErrorsNameFileLineAndKey) {
       {"socket:\n  mode: rw\n", ":2: 'socket.mode' must be octal"},
       {"limits:\n  max_frame_bytes: 12\n", ":2: 'limits.max_frame_bytes' must be a whole number from 4096"},
       {"limits:\n  request_timeout_ms: -1\n", ":2: 'limits.request_timeout_ms'"},
+      {"limits:\n  max_client_priority: urgent\n",
+       ":2: 'limits.max_client_priority' must be realtime, normal or background"},
       {"limits:\n  max_frame_bytes: 65536\n  max_frame_bytes_in_flight: 4096\n",
        ":2: limits.max_frame_bytes_in_flight (4096) must be at least limits.max_frame_bytes (65536)"},
       {"models:\n  - path: a.onnx\n", ":2: model has no 'name'"},
