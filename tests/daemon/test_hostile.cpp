@@ -133,6 +133,8 @@ class Bystander {
           window_.latencies_us.push_back(us);
         } else if (status == HETERO_OK) {
           error = "a wrong answer";
+        } else if (error.empty()) {
+          error = hetero_status_name(status);
         }
       }
       if (!error.empty()) {
