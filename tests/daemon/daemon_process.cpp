@@ -29,7 +29,8 @@ TempDir::~TempDir() {
 
 std::string heterod_path() { return HETEROD_PATH; }
 std::string demo_model_path() { return DEMO_MODEL_PATH; }
-std::string fixture_path(const std::string& name) { return std::string(DAEMON_FIXTURE_DIR) + "/" + name; }
+std::string fixture_dir() { return DAEMON_FIXTURE_DIR; }
+std::string fixture_path(const std::string& name) { return fixture_dir() + "/" + name; }
 
 DaemonProcess::DaemonProcess(const std::string& dir, const std::string& config_yaml, SpawnOptions options)
     : config_path_(dir + "/heterod.yaml"), log_path_(dir + "/heterod.log") {

@@ -70,6 +70,7 @@ class DaemonProcess {
 // Paths the build gives the tests.
 std::string heterod_path();
 std::string demo_model_path();
+std::string fixture_dir();                          // where make_daemon_models wrote them
 std::string fixture_path(const std::string& name);  // scale.onnx, slow.onnx
 
 // hetero_core_connect that fails the current test (and returns null) on error.

@@ -174,7 +174,7 @@ class Hostile : public ::testing::Test {
     // The built-in limits: no "limits:" section.
     const std::string config = "socket:\n  path: " + socket_ + "\n  mode: \"0666\"\n" +
                                "cache_dir: " + dir_->path() + "/cache\n" + "model_dirs: [" +
-                               std::string(DAEMON_FIXTURE_DIR) + ", " + models_dir_ + "]\n" +
+                               fixture_dir() + ", " + models_dir_ + "]\n" +
                                "models:\n"
                                "  - name: demo\n    path: " + demo_model_path() +
                                "\n    shapes: {image: [1, 3, 32, 32]}\n    parallel: 2\n    priority: realtime\n"
