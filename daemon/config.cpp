@@ -208,13 +208,16 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
                                       "request_timeout_ms",   "max_model_bytes",  "shutdown_grace_ms",
                                       "handshake_timeout_ms", "frame_timeout_ms", "idle_timeout_ms",
                                       "max_models_per_client", "max_frame_bytes_in_flight",
-                                      "max_model_bytes_per_client", "max_client_priority"};
+                                      "max_model_bytes_per_client", "max_client_priority",
+                                      "max_reply_bytes_queued"};
   r.each(node, "limits", keys, [&](const std::string& key, const YAML::Node& v) {
     const std::string field = "limits." + key;
     if (key == "max_frame_bytes")
       l.max_frame_bytes = static_cast<uint32_t>(r.number(v, field, 4096, 1u << 30));
     else if (key == "max_frame_bytes_in_flight")
       l.max_frame_bytes_in_flight = r.number(v, field, 4096, 1ull << 40);
+    else if (key == "max_reply_bytes_queued")
+      l.max_reply_bytes_queued = r.number(v, field, 4096, 1ull << 40);
     else if (key == "max_connections")
       l.max_connections = static_cast<uint32_t>(r.number(v, field, 1, 1u << 20));
     else if (key == "max_in_flight_per_client")

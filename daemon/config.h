@@ -18,8 +18,11 @@ namespace hetero::daemon {
 struct Limits {
   uint32_t max_frame_bytes = 16u << 20;         // one protocol frame (large tensors go as memfds)
   uint64_t max_frame_bytes_in_flight = 256u << 20;  // large frames being received, all clients together
+  // Replies queued for clients that have not read them yet, all clients
+  // together; one client holds at most max(8 MiB, 2 * max_frame_bytes).
+  uint64_t max_reply_bytes_queued = 64u << 20;
   uint32_t max_connections = 256;
-  uint32_t max_in_flight_per_client = 64;       // infer requests answered or queued
+  uint32_t max_in_flight_per_client = 64;       // infer requests running or queued, or answers unread
   uint32_t request_timeout_ms = 30000;          // in a model's queue
   uint64_t max_model_bytes = 256ull << 20;      // LoadModel uploads
   uint32_t max_models_per_client = 16;          // loaded through LoadModel by one uid, at once
@@ -29,7 +32,7 @@ struct Limits {
   core::Priority max_client_priority = core::Priority::Background;
   uint32_t shutdown_grace_ms = 10000;           // SIGTERM: in-flight requests finish
   uint32_t handshake_timeout_ms = 5000;         // from connect to a complete Hello
-  uint32_t frame_timeout_ms = 30000;            // from a frame's first byte to its last
+  uint32_t frame_timeout_ms = 30000;            // from a frame's first byte to its last, either way
   uint32_t idle_timeout_ms = 0;                 // nothing asked or pending this long: closed (0: never)
 };
 

@@ -43,9 +43,17 @@ void Connection::check_timeouts(Clock::time_point now, const Limits& limits) {
     if (now - closing_since_ > milliseconds(limits.frame_timeout_ms)) close();
     return;
   }
+  bool replies_stalled = false;
+  {
+    std::lock_guard<std::mutex> lock(out_mutex_);
+    replies_stalled = !out_.empty() && now - out_moved_ > milliseconds(limits.frame_timeout_ms);
+  }
   std::string why;
   if (!greeted_ && now - accepted_ > milliseconds(limits.handshake_timeout_ms))
     why = "no Hello within limits.handshake_timeout_ms (" + std::to_string(limits.handshake_timeout_ms) + " ms)";
+  else if (replies_stalled)
+    why = "its replies have waited limits.frame_timeout_ms (" + std::to_string(limits.frame_timeout_ms) +
+          " ms) to be read";
   else if (decoder_.partial_bytes() > 0 && now - frame_started_ > milliseconds(limits.frame_timeout_ms))
     why = "a frame took longer than limits.frame_timeout_ms (" + std::to_string(limits.frame_timeout_ms) +
           " ms) to arrive";
@@ -88,7 +96,20 @@ void Connection::update_poll() {
     std::lock_guard<std::mutex> lock(out_mutex_);
     // A large frame that does not fit the daemon's frame budget waits;
     // other connections' small frames go on.
-    if (reading_ && !closing_ && out_bytes_ < max_out_bytes_ && !waiting_for_budget_) events |= UV_READABLE;
+    // Backpressure: a client's further requests wait in its socket, and
+    // its writes block, which costs the loop nothing.
+    // - At its limit of requests in flight, the answers come first (a
+    //   burst read in one go past it still gets BUSY).
+    // - With answers it has not read yet: while those and its requests
+    //   running add up to that limit, or fill its share of queued bytes.
+    // - While all clients' unread answers fill the daemon's budget, one
+    //   request at a time: none read while one runs or its answer waits.
+    const uint32_t max_in_flight = server_.config().limits.max_in_flight_per_client;
+    const bool behind =
+        in_flight >= max_in_flight ||
+        (!out_.empty() && (in_flight + out_.size() >= max_in_flight || out_bytes_ >= max_out_bytes_)) ||
+        ((in_flight > 0 || !out_.empty()) && server_.reply_budget_spent());
+    if (reading_ && !closing_ && !behind && !waiting_for_budget_) events |= UV_READABLE;
     if (!out_.empty()) events |= UV_WRITABLE;
   }
   const int rc = events ? uv_poll_start(poll_, events, &Connection::on_poll) : uv_poll_stop(poll_);
@@ -162,7 +183,15 @@ bool Connection::charge_frame() {
 }
 
 void Connection::resume_reading() {
-  if (waiting_for_budget_ && !closed_ && charge_frame()) update_poll();
+  if (closed_ || (waiting_for_budget_ && !charge_frame())) return;
+  update_poll();
+}
+
+void Connection::enqueue(wire::EncodedFrame frame) {
+  if (out_.empty()) out_moved_ = Clock::now();
+  out_bytes_ += frame.bytes.size();
+  server_.add_reply_bytes(frame.bytes.size());
+  out_.push_back(std::move(frame));
 }
 
 void Connection::send(wire::EncodedFrame frame) {
@@ -171,8 +200,7 @@ void Connection::send(wire::EncodedFrame frame) {
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(out_mutex_);
-    out_bytes_ += frame.bytes.size();
-    out_.push_back(std::move(frame));
+    enqueue(std::move(frame));
     first = out_.size() == 1;
   }
   if (first) flush();
@@ -203,9 +231,8 @@ bool Connection::try_reply_now(wire::EncodedFrame& frame) {
   if (static_cast<size_t>(n) < frame.bytes.size()) {
     // The rest goes from the loop when the socket has room (reply_sent()
     // starts polling for it); the descriptors have gone with the first byte.
+    enqueue(std::move(frame));
     out_offset_ = static_cast<size_t>(n);
-    out_bytes_ += frame.bytes.size();
-    out_.push_back(std::move(frame));
   }
   return true;
 }
@@ -225,7 +252,7 @@ void Connection::send_fatal(uint64_t id, hetero_status status, const std::string
   update_poll();
 }
 
-bool Connection::write_queued() {
+bool Connection::write_queued(size_t& done) {
   while (!out_.empty()) {
     wire::EncodedFrame& front = out_.front();
     std::vector<int> fds;
@@ -234,9 +261,11 @@ bool Connection::write_queued() {
     const ssize_t n = wire::send(fd_.get(), std::span<const uint8_t>(front.bytes).subspan(out_offset_), fds);
     if (n == -EAGAIN || n == -EWOULDBLOCK) break;
     if (n < 0) return false;
+    out_moved_ = Clock::now();
     out_offset_ += static_cast<size_t>(n);
     if (out_offset_ < front.bytes.size()) continue;
     out_bytes_ -= front.bytes.size();
+    done += front.bytes.size();
     out_.pop_front();
     out_offset_ = 0;
   }
@@ -246,11 +275,13 @@ bool Connection::write_queued() {
 void Connection::flush() {
   if (closed_) return;
   bool ok = false, sent_all = false;
+  size_t sent = 0;
   {
     std::lock_guard<std::mutex> lock(out_mutex_);
-    ok = write_queued();
+    ok = write_queued(sent);
     sent_all = out_.empty();
   }
+  server_.take_reply_bytes(sent);
   if (!ok) {
     close();
     return;
@@ -270,14 +301,16 @@ void Connection::stop_reading() {
 
 void Connection::close() {
   if (closed_) return;
-  size_t held = 0;
+  size_t queued = 0;
   {
     std::lock_guard<std::mutex> lock(out_mutex_);
     closed_ = true;  // from here on no driver thread writes to fd_
-    held = out_bytes_ + decoder_.partial_bytes();
+    queued = out_bytes_;
     out_.clear();
     out_bytes_ = 0;
   }
+  const size_t held = queued + decoder_.partial_bytes();
+  server_.take_reply_bytes(queued);
   server_.charge_frame_bytes(frame_charge_, 0);
   if (poll_) {
     uv_ok(uv_poll_stop(poll_), "uv_poll_stop for client " + peer_.describe());

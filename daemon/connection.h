@@ -39,8 +39,9 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   void send_fatal(uint64_t id, hetero_status status, const std::string& message);
   // Stops reading new requests (shutdown); replies still go out.
   void stop_reading();
-  // Tries again for the frame budget if it waits for it, and reads on once
-  // it has it (Server::charge_frame_bytes).
+  // Looks again at what keeps it from reading: the frame budget it waits
+  // for (Server::charge_frame_bytes), the replies' budget
+  // (Server::reply_budget_spent); reads on when neither does.
   void resume_reading();
   // Closes at once; queued replies are dropped.
   void close();
@@ -56,9 +57,10 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   bool greeted() const noexcept { return greeted_; }
   // Loop thread, from the server's sweep: closes a connection that has not
   // said Hello within handshake_timeout_ms, whose frame has been arriving for
-  // longer than frame_timeout_ms, or that has been idle (nothing asked,
-  // nothing pending) for idle_timeout_ms; and one whose last error reply
-  // has waited frame_timeout_ms for a client that does not read it.
+  // longer than frame_timeout_ms, whose queued replies have not moved for
+  // frame_timeout_ms, or that has been idle (nothing asked, nothing
+  // pending) for idle_timeout_ms; and one whose last error reply has waited
+  // frame_timeout_ms for a client that does not read it.
   void check_timeouts(Clock::time_point now, const Limits& limits);
   std::atomic<uint32_t> in_flight = 0;  // infer requests not answered yet
   // Nothing left to send, nothing being read into.
@@ -69,9 +71,13 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   void on_readable();
   void flush();
   bool nothing_queued() const;
-  // out_mutex_ held: writes queued replies until the socket is full. False
-  // when the socket failed (the client has gone).
-  bool write_queued();
+  // out_mutex_ held: writes queued replies until the socket is full, adding
+  // the bytes of the replies it finished to `done`. False when the socket
+  // failed (the client has gone).
+  bool write_queued(size_t& done);
+  // out_mutex_ held: `frame` joins the queue (the server's reply budget is
+  // charged for it).
+  void enqueue(wire::EncodedFrame frame);
   void update_poll();
   // Logs why (a libuv failure) and closes.
   void drop(const std::string& why);
@@ -86,6 +92,7 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   size_t out_offset_ = 0;  // bytes of out_.front() already sent
   size_t out_bytes_ = 0;   // bytes queued in all
   size_t max_out_bytes_;   // above this, reading pauses until the client reads
+  Clock::time_point out_moved_{};  // the queue's last byte sent, or its first frame queued
   size_t max_frame_bytes_;
   // Bytes of the daemon's frame budget this connection holds: the whole
   // announced size of the frame being received when that is over

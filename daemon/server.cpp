@@ -318,6 +318,13 @@ bool Server::charge_frame_bytes(size_t& charged, size_t bytes) {
   return fits;
 }
 
+void Server::take_reply_bytes(size_t bytes) {
+  const bool was_spent = reply_budget_spent();
+  reply_bytes_queued_ -= bytes;
+  if (was_spent && !reply_budget_spent())
+    for (const auto& connection : open_connections()) connection->resume_reading();
+}
+
 void Server::connection_progress() {
   if (!stopping_) return;
   for (const auto& [name, entry] : models_)

@@ -47,6 +47,15 @@ class Server {
   // they fit beside the others'; false, and charged = 0, when not. Whatever
   // this frees lets connections waiting for the budget try again.
   bool charge_frame_bytes(size_t& charged, size_t bytes);
+  // The replies queued for clients that have not read them, all connections
+  // together (limits.max_reply_bytes_queued). Added to from any thread;
+  // taken from on the loop thread only, where falling back under the budget
+  // lets the connections it paused read again.
+  void add_reply_bytes(size_t bytes) noexcept { reply_bytes_queued_ += bytes; }
+  void take_reply_bytes(size_t bytes);
+  bool reply_budget_spent() const noexcept {
+    return reply_bytes_queued_.load(std::memory_order_relaxed) >= config_.limits.max_reply_bytes_queued;
+  }
   // Gives the heap's free pages back to the system after something large
   // was freed, on the config loader's thread: a trim of a big heap takes
   // milliseconds, which the loop thread would take from every client. Calls
@@ -151,6 +160,7 @@ class Server {
   std::map<std::string, ModelEntry> models_;
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
   uint64_t frame_bytes_in_flight_ = 0;  // charged by connections (charge_frame_bytes)
+  std::atomic<uint64_t> reply_bytes_queued_ = 0;  // add_reply_bytes
   std::atomic<bool> trim_pending_ = false;  // trim_heap
   std::unique_ptr<core::WorkerThread> loader_;  // the config's models: start-up, reload, v2 loads
   // A client's LoadModel runs on a loader thread of its uid's, started with

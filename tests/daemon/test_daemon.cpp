@@ -808,6 +808,58 @@ TEST_F(Daemon, IdleConnectionsCloseWhenConfigured) {
   EXPECT_TRUE(idle.closed_by_peer(std::chrono::seconds(5)));
 }
 
+// A client that sends requests and never reads the answers is not read from
+// once they back up (here, past its 4 requests in flight), so its writes
+// block instead of the daemon reading and refusing request after request;
+// when its queued answers have not moved for frame_timeout_ms it is
+// disconnected, and what it held is freed.
+TEST_F(Daemon, ClientsThatDoNotReadAreNotReadFromThenDisconnected) {
+  start({.limits = "  max_in_flight_per_client: 4\n  frame_timeout_ms: 1000\n"});
+  RawClient hoarder(socket_);
+  ASSERT_TRUE(hoarder.hello());
+  hoarder.set_send_timeout(std::chrono::milliseconds(300));
+  const wire::Request request = infer_request("scale", "x", kScaleDims, std::vector<float>(65536, 1.0f));
+  int sent = 0;
+  while (sent < 200 && hoarder.send(request)) ++sent;
+  // 4 in flight, their answers, and what the sockets' buffers hold.
+  EXPECT_LT(sent, 40) << "the daemon went on reading a client that does not read";
+  EXPECT_TRUE(demo_works());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  EXPECT_TRUE(hoarder.closed_by_peer(std::chrono::seconds(5)));
+  EXPECT_NE(daemon_->log().find("to be read"), std::string::npos) << daemon_->log();
+  EXPECT_TRUE(demo_works());
+}
+
+// Replies that clients have not read share one budget
+// (limits.max_reply_bytes_queued): once one client's unread replies fill it,
+// other clients with unread replies are not read from, well before their 64
+// requests in flight; a client that reads its replies is served as before;
+// and the budget comes back when they close.
+TEST_F(Daemon, UnreadRepliesShareOneBudget) {
+  start({.limits = "  max_reply_bytes_queued: 1048576\n"});
+  const wire::Request request = infer_request("scale", "x", kScaleDims, std::vector<float>(65536, 1.0f));
+  auto hoard = [&](RawClient& client) {
+    client.set_send_timeout(std::chrono::milliseconds(300));
+    int sent = 0;
+    while (sent < 100 && client.send(request)) ++sent;
+    return sent;
+  };
+  for (int round = 0; round < 2; ++round) {
+    RawClient first(socket_);
+    ASSERT_TRUE(first.hello());
+    EXPECT_LE(hoard(first), 64 + 4) << "round " << round;  // its requests in flight, and the sockets' buffers
+    std::vector<std::unique_ptr<RawClient>> others;
+    for (int k = 0; k < 3; ++k) {
+      others.push_back(std::make_unique<RawClient>(socket_));
+      ASSERT_TRUE(others.back()->hello());
+      // A first answer, queued past the spent budget, and the sockets'
+      // buffers.
+      EXPECT_LE(hoard(*others.back()), 4) << "round " << round << ", client " << k;
+    }
+    EXPECT_TRUE(demo_works());
+  }
+}
+
 // Before Hello a client may send 64 KiB at most; after it, a header alone
 // costs the daemon nothing: 64 clients announcing 16 MiB frames and sending a
 // byte of each leave its memory where it was.
