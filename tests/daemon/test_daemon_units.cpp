@@ -61,6 +61,7 @@ limits:
   max_in_flight_per_client: 8
   request_timeout_ms: 500
   max_client_priority: normal
+  max_reply_bytes_queued: 1048576
 models:
   - name: a
     path: models/a.onnx
@@ -81,6 +82,7 @@ models:
   EXPECT_EQ(c.limits.max_frame_bytes, 65536u);
   EXPECT_EQ(c.limits.request_timeout_ms, 500u);
   EXPECT_EQ(c.limits.max_client_priority, core::Priority::Normal);
+  EXPECT_EQ(c.limits.max_reply_bytes_queued, 1u << 20);
   ASSERT_EQ(c.models.size(), 1u);
   const daemon::ModelSpec& m = c.models[0];
   EXPECT_EQ(m.path, dir_.path() + "/models/a.onnx");
@@ -113,6 +115,7 @@ TEST_F(ConfigFile, ErrorsNameFileLineAndKey) {
       {"socket:\n  mode: rw\n", ":2: 'socket.mode' must be octal"},
       {"limits:\n  max_frame_bytes: 12\n", ":2: 'limits.max_frame_bytes' must be a whole number from 4096"},
       {"limits:\n  request_timeout_ms: -1\n", ":2: 'limits.request_timeout_ms'"},
+      {"limits:\n  max_reply_bytes_queued: 100\n", ":2: 'limits.max_reply_bytes_queued' must be a whole number from 4096"},
       {"limits:\n  max_client_priority: urgent\n",
        ":2: 'limits.max_client_priority' must be realtime, normal or background"},
       {"limits:\n  max_frame_bytes: 65536\n  max_frame_bytes_in_flight: 4096\n",
