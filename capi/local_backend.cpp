@@ -232,12 +232,13 @@ class LocalBackend final : public Backend {
  private:
   // The core's progress callback installed on this thread for one call: a
   // sink of its own per call, so that concurrent compiles do not share the
-  // sink's state; none (and nothing reported) without a callback.
+  // sink's state. Without a callback the thread keeps the sink it has (the
+  // daemon's, holding a compile's deadline), or none.
   class ProgressCall {
    public:
     explicit ProgressCall(ProgressFn fn)
         : sink_(fn ? std::optional<core::ProgressSink>(std::in_place, std::move(fn)) : std::nullopt),
-          scope_(sink_ ? &*sink_ : nullptr) {}
+          scope_(sink_ ? &*sink_ : core::progress_sink()) {}
 
    private:
     std::optional<core::ProgressSink> sink_;

@@ -280,6 +280,7 @@ void inline_local_functions(Graph& graph, const Model& model, const LocalFunctio
     const size_t added = static_cast<size_t>(it->second->node_size());
     if (added > budget) fail(HETERO_INVALID_MODEL, "inlining model-local functions makes the graph too large");
     budget -= added;
+    check_deadline();
     inliner.inline_call(n, *it->second, model.opsets, {});
   }
   inliner.finish();
@@ -309,6 +310,7 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
   if (static_cast<size_t>(proto.graph().initializer_size()) != scan.initializers.size())
     fail(HETERO_INVALID_MODEL, "initializers could not be located in the file");
   report_progress(kStage, 1, 4);
+  check_deadline();
 
   auto model = std::make_unique<Model>();
   model->source = src.name;
@@ -349,6 +351,7 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
   apply_input_shapes(options, *model, *proto.mutable_graph());
   detach_initializers(*proto.mutable_graph(), detached);
   report_progress(kStage, 2, 4);
+  check_deadline();
 
   LocalFunctions functions;
   if (proto.functions_size() > 0) {
@@ -365,6 +368,7 @@ std::unique_ptr<Model> import_model(const Source& src, const WireScan& scan, con
     fail(HETERO_INVALID_MODEL, flatten(e.what()));
   }
   report_progress(kStage, 3, 4);
+  check_deadline();
   builder.apply_types();
   if (!functions.empty()) {
     size_t budget = kMaxInlinedNodes;

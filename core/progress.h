@@ -4,6 +4,10 @@
 // work. The C ABI's hetero_core_set_progress() installs one around each
 // compile of a core that has a callback.
 //
+// A sink may also hold a deadline for the work (the daemon's
+// limits.max_compile_ms): the compile path calls check_deadline() between
+// units of work, where stopping leaves nothing half-built.
+//
 // Why a thread-local and not a parameter: progress is reported deep in the
 // compile path (a CPU kernel loop, a GPU tuner), and threading a parameter
 // through core::Runtime, partition/ and every driver's compile() would widen
@@ -13,8 +17,10 @@
 // ProgressScope of its own.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace hetero::core {
@@ -22,6 +28,7 @@ namespace hetero::core {
 class ProgressSink {
  public:
   using Fn = std::function<void(const char* stage, uint64_t done, uint64_t total)>;
+  // `fn` may be empty: a sink for the deadline alone.
   explicit ProgressSink(Fn fn) : fn_(std::move(fn)) {}
 
   // Passes a report on, except one that does not move its stage forward (the
@@ -29,8 +36,16 @@ class ProgressSink {
   // `done` increase within a stage whatever the reporting code does.
   void report(const char* stage, uint64_t done, uint64_t total) noexcept;
 
+  // From now on check_deadline() throws TIMEOUT with `message` once `at`
+  // has passed.
+  void set_deadline(std::chrono::steady_clock::time_point at, std::string message);
+  bool past_deadline() const noexcept;
+  void check_deadline() const;
+
  private:
   Fn fn_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
+  std::string deadline_message_;
   std::string last_stage_;
   uint64_t last_done_ = 0;
   bool reported_ = false;
@@ -55,5 +70,10 @@ class ProgressScope {
 // Reports to this thread's sink; nothing at all when there is none. `done`
 // goes from 0 to `total` within a stage; a stage ends with done == total.
 void report_progress(const char* stage, uint64_t done, uint64_t total) noexcept;
+
+// Throws Error(HETERO_TIMEOUT) when this thread's sink has a deadline that
+// has passed; nothing otherwise. Work that moves to another thread carries
+// the deadline across with the sink.
+void check_deadline();
 
 }  // namespace hetero::core

@@ -11,6 +11,7 @@
 #include "core/function_expand.h"
 #include "core/ir_codec.h"
 #include "core/mapped_file.h"
+#include "core/progress.h"
 #include "core/ports.h"
 
 namespace hetero::cpu {
@@ -79,7 +80,9 @@ PreparedModel prepare_compile(const core::Model& model, const CpuOptions& option
   prepared.model = model.clone();
   // Nodes no kernel handles become their ONNX function bodies.
   core::expand_functions(prepared.model->graph, *prepared.model, [](const core::Node& n) { return !has_kernel(n); });
+  core::check_deadline();
   if (options.optimize) optimize_graph(*prepared.model);
+  core::check_deadline();
   // The export is the optimized graph itself: importing it skips ONNX
   // parsing, checking, shape inference and the graph passes.
   auto exported = std::make_shared<const std::vector<uint8_t>>(core::encode_model(*prepared.model));

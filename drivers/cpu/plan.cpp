@@ -69,6 +69,7 @@ std::shared_ptr<Plan> Plan::compile(const core::Graph& graph, const core::Model&
       if (std::find(node.inputs.begin(), node.inputs.end(), v) == node.inputs.end()) step.captures.push_back(slot(v));
     plan->steps_.push_back(std::move(step));
     if (main_graph) core::report_progress("building CPU kernels", plan->steps_.size(), node_count);
+    core::check_deadline();
     // A big model's plan takes a while: other models' more urgent work goes
     // first between two of its nodes, as between two nodes of an inference.
     Scheduler::yield_in_run();

@@ -45,20 +45,24 @@ BuiltKernels build_kernels(Device& device, const std::map<std::string, std::stri
   out.executables.resize(out.programs.size());
   std::vector<std::exception_ptr> errors(out.programs.size());
   std::atomic<size_t> next{0}, built{0};
+  std::atomic<bool> out_of_time{false};  // the sink's deadline (core/progress.h) passed
   const uint64_t total = out.programs.size();
   core::ProgressSink* progress = core::progress_sink();
   core::report_progress(progress_stage, 0, total);
   // Progress goes to the sink from this thread alone, which builds batches
   // too: it reports how many all threads have built after each of its own.
   auto worker = [&](bool reporting) {
-    for (size_t i; (i = next.fetch_add(1)) < out.programs.size();) {
+    for (size_t i; !out_of_time && (i = next.fetch_add(1)) < out.programs.size();) {
       try {
         out.executables[i] = device.build(out.programs[i].source, out.programs[i].options);
       } catch (...) {
         errors[i] = std::current_exception();
       }
       const size_t done = built.fetch_add(1) + 1;
-      if (reporting && progress) progress->report(progress_stage, done, total);
+      if (reporting && progress) {
+        progress->report(progress_stage, done, total);
+        if (progress->past_deadline()) out_of_time = true;
+      }
     }
   };
   const size_t n = std::min(std::max<size_t>(1, threads), out.programs.size());
@@ -66,6 +70,7 @@ BuiltKernels build_kernels(Device& device, const std::map<std::string, std::stri
   for (size_t t = 1; t < n; ++t) pool.emplace_back(worker, false);
   worker(true);
   for (std::thread& t : pool) t.join();
+  core::check_deadline();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   core::report_progress(progress_stage, total, total);

@@ -136,6 +136,7 @@ std::map<std::string, std::vector<TuningSession::Timed>> TuningSession::run(int 
       out[key].push_back({list[i].first, candidates[i].best_ms});
     timed += list.size();
     core::report_progress("timing tuning candidates", timed, candidate_count);
+    core::check_deadline();
   }
   nodes_.clear();
   return out;
