@@ -209,13 +209,15 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
                                       "handshake_timeout_ms", "frame_timeout_ms", "idle_timeout_ms",
                                       "max_models_per_client", "max_frame_bytes_in_flight",
                                       "max_model_bytes_per_client", "max_client_priority",
-                                      "max_reply_bytes_queued"};
+                                      "max_reply_bytes_queued", "max_compile_ms"};
   r.each(node, "limits", keys, [&](const std::string& key, const YAML::Node& v) {
     const std::string field = "limits." + key;
     if (key == "max_frame_bytes")
       l.max_frame_bytes = static_cast<uint32_t>(r.number(v, field, 4096, 1u << 30));
     else if (key == "max_frame_bytes_in_flight")
       l.max_frame_bytes_in_flight = r.number(v, field, 4096, 1ull << 40);
+    else if (key == "max_compile_ms")
+      l.max_compile_ms = static_cast<uint32_t>(r.number(v, field, 0, 24u * 3600 * 1000));
     else if (key == "max_reply_bytes_queued")
       l.max_reply_bytes_queued = r.number(v, field, 4096, 1ull << 40);
     else if (key == "max_connections")

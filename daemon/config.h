@@ -26,6 +26,7 @@ struct Limits {
   uint32_t request_timeout_ms = 30000;          // in a model's queue
   uint64_t max_model_bytes = 256ull << 20;      // LoadModel uploads
   uint32_t max_models_per_client = 16;          // loaded through LoadModel by one uid, at once
+  uint32_t max_compile_ms = 60000;              // one LoadModel's import and compile (0: no limit)
   uint64_t max_model_bytes_per_client = 512ull << 20;  // their model files' bytes together
   // The highest priority a client's LoadModel may give its model: a higher
   // one asked for (or the default, normal) runs at this.

@@ -229,16 +229,7 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
                            std::to_string(held_bytes) + " loaded); unload one first");
   owned->first = std::move(request);
   std::weak_ptr<Connection> who = connection.shared_from_this();
-  auto compile = [this, spec, owned, bytes] {
-    if (!spec.path.empty()) return load(spec);
-    LoadResult result{spec, nullptr, {}};
-    try {
-      result.model = ServedModel::load_bytes(core_.get(), spec, bytes, post_);
-    } catch (const std::exception& e) {
-      result.error = e.what();
-    }
-    return result;
-  };
+  auto compile = [this, spec, owned, bytes] { return load(spec, bytes); };
   start_load(spec, false, compile, [this, who, id, name = spec.name](hetero_status status, const std::string& error) {
     auto c = who.lock();
     if (!c || !c->open()) return;
@@ -435,7 +426,7 @@ void Server::start_load(const ModelSpec& spec, bool from_config, std::function<L
       it->second.load_ticket = 0;
       if (!result->model) {
         if (!it->second.model) models_.erase(it);  // else it serves on as it was
-        return done(HETERO_INVALID_MODEL, result->error);
+        return done(result->status, result->error);
       }
       it->second = ModelEntry{result->spec, from_config, wire::ModelInfo::READY, {}, result->model, 0};
       core::log(core::LogLevel::Info, "model '" + name + "' loaded by a client");

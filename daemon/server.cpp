@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/log.h"
+#include "core/progress.h"
 #include "daemon/peer_credentials.h"
 #include "daemon/systemd_notify.h"
 #include "daemon/uv_status.h"
@@ -129,16 +130,30 @@ void Server::create_core() {
   if (count == 0) warn("no devices: every model will fail to load");
 }
 
-Server::LoadResult Server::load(const ModelSpec& spec) const {
+Server::LoadResult Server::load(const ModelSpec& spec, std::span<const uint8_t> bytes) const {
   LoadResult result{spec, nullptr, {}};
   const auto start = std::chrono::steady_clock::now();
+  // A client's upload may be built to compile for ever within every size
+  // limit: the compile checks this deadline between units of work (a
+  // node's kernels, a tuning candidate) and stops with TIMEOUT.
+  core::ProgressSink deadline(nullptr);
+  const uint32_t max_ms = config_.limits.max_compile_ms;
+  if (spec.client_uid >= 0 && max_ms > 0)
+    deadline.set_deadline(start + std::chrono::milliseconds(max_ms),
+                          "model '" + spec.name + "': compiling took longer than limits.max_compile_ms (" +
+                              std::to_string(max_ms) + " ms)");
+  core::ProgressScope scope(&deadline);
   try {
-    result.model = ServedModel::load(core_.get(), spec, post_);
+    result.model = spec.path.empty() ? ServedModel::load_bytes(core_.get(), spec, bytes, post_)
+                                     : ServedModel::load(core_.get(), spec, post_);
     info("model '" + spec.name + "' ready on " + spec.device + " in " + ms_since(start));
+  } catch (const Error& e) {
+    result.error = e.what();
+    result.status = e.status();
   } catch (const std::exception& e) {
     result.error = e.what();
-    core::log(core::LogLevel::Error, e.what());
   }
+  if (!result.model) core::log(core::LogLevel::Error, result.error);
   return result;
 }
 

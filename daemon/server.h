@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -104,7 +105,8 @@ class Server {
   struct LoadResult {
     ModelSpec spec;
     std::shared_ptr<ServedModel> model;
-    std::string error;
+    std::string error;                          // when model is null...
+    hetero_status status = HETERO_INVALID_MODEL;  // ...and its kind
   };
   struct Waiter {
     std::weak_ptr<Connection> connection;
@@ -127,7 +129,10 @@ class Server {
   void start_reload(const Waiter* waiter);
   void apply_reload(Config next, std::vector<LoadResult> results, std::vector<std::string> removed);
   std::string status_line() const;
-  LoadResult load(const ModelSpec& spec) const;
+  // Loads the model at spec.path, or `bytes` uploaded when the path is
+  // empty, and logs how it went. A client's load (spec.client_uid) has
+  // limits.max_compile_ms.
+  LoadResult load(const ModelSpec& spec, std::span<const uint8_t> bytes = {}) const;
 
   // Requests (request_handlers.cpp).
   void reply(Connection& connection, wire::Response& response);

@@ -1032,6 +1032,36 @@ TEST_F(Daemon, ModelWithANonUtf8NameIsRefused) {
 }
 
 
+// A client's load that compiles for longer than limits.max_compile_ms stops
+// with TIMEOUT, saying which limit, a few checks after the deadline (here
+// 2^16 nodes, which take seconds to load); its loader and every model go
+// on as before.
+TEST_F(Daemon, ClientLoadsThatCompileTooLongTimeOut) {
+  start({.limits = "  max_compile_ms: 100\n"});
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  auto load = [&](const std::string& name, const std::string& file) {
+    wire::Request r;
+    r.set_id(2);
+    r.mutable_load_model()->set_name(name);
+    r.mutable_load_model()->set_path(fixture_path(file));
+    client.send(r);
+    return client.receive(std::chrono::seconds(120));
+  };
+  const auto started = std::chrono::steady_clock::now();
+  const auto heavy = load("heavy", "heavy.onnx");
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  ASSERT_TRUE(heavy);
+  EXPECT_EQ(heavy->status(), HETERO_TIMEOUT) << heavy->message();
+  EXPECT_NE(heavy->message().find("limits.max_compile_ms (100 ms)"), std::string::npos) << heavy->message();
+  std::printf("[compile limit] 'heavy' stopped %lld ms after its load was asked for (limit 100 ms)\n",
+              static_cast<long long>(took.count()));
+  const auto scale = load("mine", "scale.onnx");
+  ASSERT_TRUE(scale);
+  EXPECT_EQ(scale->status(), HETERO_OK) << scale->message();
+  EXPECT_TRUE(demo_works());
+}
+
 // One uid can make the daemon hold only so many models.
 // A client's loads run on a loader of its uid's: while another user's
 // upload takes seconds to load, a model this client loads is ready at once.
