@@ -94,10 +94,10 @@ void Connection::update_poll() {
   int events = 0;
   {
     std::lock_guard<std::mutex> lock(out_mutex_);
-    // A large frame that does not fit the daemon's frame budget waits;
-    // other connections' small frames go on.
     // Backpressure: a client's further requests wait in its socket, and
     // its writes block, which costs the loop nothing.
+    // - A large frame that does not fit the daemon's frame budget waits;
+    //   other connections' small frames go on.
     // - At its limit of requests in flight, the answers come first (a
     //   burst read in one go past it still gets BUSY).
     // - With answers it has not read yet: while those and its requests
