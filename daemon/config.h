@@ -52,6 +52,7 @@ struct ModelSpec {
   uint32_t max_inference_ms = 0;  // a running inference longer is cancelled: TIMEOUT (0: no limit)
   int64_t client_uid = -1;        // the uid that loaded it through LoadModel; -1: the config's
   uint64_t client_bytes = 0;      // its model file's size, charged to client_uid
+  uint32_t max_compile_ms = 0;    // its load's time limit, limits.max_compile_ms for a client's (0: none)
 
   // Equal for specs that compile to the same model (a reload keeps it).
   bool same_model(const ModelSpec& other) const;

@@ -150,6 +150,7 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
   ModelSpec spec;
   spec.name = message.name();
   spec.client_uid = uid;
+  spec.max_compile_ms = config_.limits.max_compile_ms;
   spec.device = message.device().empty() ? "CPU" : message.device();
   spec.config.insert(message.config().begin(), message.config().end());
   spec.parallel = message.parallel() == 0 ? 1 : std::min<uint32_t>(message.parallel(), 64);

@@ -136,12 +136,13 @@ Server::LoadResult Server::load(const ModelSpec& spec, std::span<const uint8_t> 
   // A client's upload may be built to compile for ever within every size
   // limit: the compile checks this deadline between units of work (a
   // node's kernels, a tuning candidate) and stops with TIMEOUT.
+  // (The limit comes in the spec: this runs on a loader thread, and the
+  // config may be replaced meanwhile.)
   core::ProgressSink deadline(nullptr);
-  const uint32_t max_ms = config_.limits.max_compile_ms;
-  if (spec.client_uid >= 0 && max_ms > 0)
-    deadline.set_deadline(start + std::chrono::milliseconds(max_ms),
+  if (spec.max_compile_ms > 0)
+    deadline.set_deadline(start + std::chrono::milliseconds(spec.max_compile_ms),
                           "model '" + spec.name + "': compiling took longer than limits.max_compile_ms (" +
-                              std::to_string(max_ms) + " ms)");
+                              std::to_string(spec.max_compile_ms) + " ms)");
   core::ProgressScope scope(&deadline);
   try {
     result.model = spec.path.empty() ? ServedModel::load_bytes(core_.get(), spec, bytes, post_)

@@ -130,8 +130,8 @@ class Server {
   void apply_reload(Config next, std::vector<LoadResult> results, std::vector<std::string> removed);
   std::string status_line() const;
   // Loads the model at spec.path, or `bytes` uploaded when the path is
-  // empty, and logs how it went. A client's load (spec.client_uid) has
-  // limits.max_compile_ms.
+  // empty, and logs how it went, within spec.max_compile_ms. Runs on a
+  // loader thread.
   LoadResult load(const ModelSpec& spec, std::span<const uint8_t> bytes = {}) const;
 
   // Requests (request_handlers.cpp).
