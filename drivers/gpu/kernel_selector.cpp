@@ -425,9 +425,124 @@ struct Selector {
         }
         break;
       }
+      case PrimKind::ConvTranspose: {
+        // 1-D as H = 1, as for Conv.
+        const core::Shape& x = shape(p.inputs[0]);
+        const core::Shape& w = shape(p.inputs[1]);
+        const bool one_d = x.size() == 3;
+        auto dim = [&](const core::Shape& s, size_t d2) { return one_d ? (d2 == 2 ? int64_t{1} : s[d2 - 1]) : s[d2]; };
+        auto attr = [&](const std::vector<int64_t>& v, size_t axis, int64_t one) {
+          return one_d ? (axis == 0 ? one : v[0]) : v[axis];
+        };
+        const auto& a = p.attrs;
+        auto num = [](int64_t v) { return std::to_string(v); };
+        d.insert(d.end(), {{"OC", num(out[1])}, {"OH", num(dim(out, 2))}, {"OW", num(dim(out, 3))},
+                           {"IC", num(x[1])}, {"IH", num(dim(x, 2))}, {"IW", num(dim(x, 3))},
+                           {"OCG", num(w[1])}, {"ICG", num(x[1] / a.group)}, {"KH", num(dim(w, 2))},
+                           {"KW", num(dim(w, 3))}, {"SH", num(attr(a.strides, 0, 1))}, {"SW", num(attr(a.strides, 1, 1))},
+                           {"DH", num(attr(a.dilations, 0, 1))}, {"DW", num(attr(a.dilations, 1, 1))},
+                           {"PH", num(attr(a.pads, 0, 0))}, {"PW", num(attr(a.pads, 1, 0))}});
+        const bool bias = !p.inputs[2].empty();
+        d.emplace_back("BIAS_ARG", bias ? ", __global const float* bias" : "");
+        d.emplace_back("BIAS_VALUE", bias ? "bias[oc]" : "0.0f");
+        args = {p.inputs[0], p.inputs[1], p.output};
+        if (bias) args.push_back(p.inputs[2]);
+        post_ops(n, d, args);
+        launch("conv_transpose", 2, total);
+        break;
+      }
+      case PrimKind::Resize:
+        select_resize(n, d, args);
+        launch("resize", 2, total);
+        break;
       case PrimKind::View:
         break;
     }
+  }
+
+  // Resize: the source of every output coordinate along each resized axis is
+  // worked out here, in double precision as ONNX's reference does, into one
+  // table the kernel reads: per output coordinate the lower and upper
+  // neighbours and the upper one's weight (nearest: the neighbour, weight 0).
+  // A kernel in float could round a coordinate that lies on .5 the other way.
+  void select_resize(const ProgramNode& n, Defines& d, std::vector<std::string>& args) {
+    const Primitive& p = n.prim;
+    const PrimAttrs& a = p.attrs;
+    const core::Shape& x = shape(p.inputs[0]);
+    const core::Shape& y = shape(p.output);
+    const auto in_st = contiguous_strides(x);
+    const bool linear = a.resize_mode == "linear";
+    std::vector<float> table;
+    // (Not a block: the neighbours' offsets and weights are RESIZE_VALUE's.)
+    std::string index = "size_t t_ = o; size_t i_; ";
+    std::vector<std::string> taps;  // per interpolated axis k: its lo_k, hi_k, w_k
+    for (size_t ax = y.size(); ax-- > 0;) {
+      const std::string dim = std::to_string(y[ax]) + "UL";
+      index += "i_ = t_ % " + dim + "; t_ /= " + dim + "; ";
+      if (x[ax] == y[ax] && a.scales[ax] == 1.0) {
+        index += "base += i_ * " + std::to_string(in_st[ax]) + "UL; ";
+        continue;
+      }
+      const size_t offset = table.size();
+      for (int64_t o = 0; o < y[ax]; ++o) {
+        const double c = source_coordinate(a, static_cast<double>(o), a.scales[ax], x[ax], y[ax]);
+        auto clamp = [&](double v) { return static_cast<float>(std::min<double>(std::max<double>(v, 0), double(x[ax] - 1))); };
+        if (!linear) {
+          table.insert(table.end(), {clamp(nearest(a.nearest_mode, c)), 0.0f, 0.0f});
+        } else {
+          const double lo = std::floor(c);
+          table.insert(table.end(), {clamp(lo), clamp(lo + 1), static_cast<float>(c - lo)});
+        }
+      }
+      const std::string e = "tab[" + std::to_string(offset) + "UL + 3 * i_ + ";
+      const std::string stride = std::to_string(in_st[ax]) + "UL";
+      if (!linear) {
+        index += "base += (size_t)" + e + "0] * " + stride + "; ";
+        continue;
+      }
+      const std::string k = std::to_string(taps.size());
+      index += "const size_t lo" + k + " = (size_t)" + e + "0] * " + stride + ", hi" + k + " = (size_t)" + e + "1] * " +
+               stride + "; const float w" + k + " = " + e + "2]; ";
+      taps.push_back(k);
+    }
+    // The value: x at base plus one neighbour offset per interpolated axis,
+    // weighted, over every corner.
+    std::string value;
+    for (size_t corner = 0; corner < (size_t{1} << taps.size()); ++corner) {
+      std::string at = "base", weight;
+      for (size_t k = 0; k < taps.size(); ++k) {
+        const bool hi = (corner >> k) & 1;
+        at += std::string(hi ? " + hi" : " + lo") + taps[k];
+        weight += std::string(weight.empty() ? "" : " * ") + (hi ? "w" + taps[k] : "(1.0f - w" + taps[k] + ")");
+      }
+      value += std::string(value.empty() ? "" : " + ") + (weight.empty() ? "" : weight + " * ") + "x[" + at + "]";
+    }
+    if (table.empty()) table.push_back(0);  // every axis kept: an argument all the same
+    const std::string tab = p.output + "/resize_table";
+    g.constants[tab] = core::Tensor::allocate(core::DType::F32, {static_cast<int64_t>(table.size())});
+    std::copy(table.begin(), table.end(), g.constants[tab].data<float>());
+    g.shapes[tab] = {static_cast<int64_t>(table.size())};
+    d.emplace_back("RESIZE_INDEX", index + "(void)t_; (void)i_;");
+    d.emplace_back("RESIZE_VALUE", value);
+    args = {p.inputs[0], tab, p.output};
+    post_ops(n, d, args);
+  }
+
+  // ONNX's coordinate transformations: where output coordinate `o` lies in
+  // the input.
+  static double source_coordinate(const PrimAttrs& a, double o, double scale, int64_t in, int64_t out) {
+    const std::string& m = a.coordinate_mode;
+    if (m == "asymmetric") return o / scale;
+    if (m == "align_corners") return out == 1 ? 0.0 : o * double(in - 1) / double(out - 1);
+    if (m == "pytorch_half_pixel") return out > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
+    if (m == "tf_half_pixel_for_nn") return (o + 0.5) / scale;
+    return (o + 0.5) / scale - 0.5;  // half_pixel
+  }
+  static double nearest(const std::string& mode, double c) {
+    if (mode == "floor") return std::floor(c);
+    if (mode == "ceil") return std::ceil(c);
+    if (mode == "round_prefer_ceil") return std::floor(c + 0.5);
+    return std::ceil(c - 0.5);  // round_prefer_floor
   }
 };
 

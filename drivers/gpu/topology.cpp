@@ -15,12 +15,14 @@ const char* prim_kind_name(PrimKind kind) {
     case PrimKind::Unary: return "unary";
     case PrimKind::Binary: return "binary";
     case PrimKind::Conv: return "conv";
+    case PrimKind::ConvTranspose: return "conv_transpose";
     case PrimKind::MatMul: return "matmul";
     case PrimKind::Pool: return "pool";
     case PrimKind::Softmax: return "softmax";
     case PrimKind::Reduce: return "reduce";
     case PrimKind::Transpose: return "transpose";
     case PrimKind::Concat: return "concat";
+    case PrimKind::Resize: return "resize";
     case PrimKind::View: return "view";
   }
   return "?";
@@ -199,6 +201,26 @@ class Builder {
         fail(HETERO_INVALID_MODEL, "group " + std::to_string(a.group) + " does not divide the channels");
       a.kernel.assign(w.begin() + 2, w.end());
       spatial_attrs(node, a, x, *out_shape, sp);
+    } else if (op == "ConvTranspose") {
+      const core::Shape& x = data_input(node, 0);
+      const core::Shape& w = data_input(node, 1);
+      if (x.size() != 3 && x.size() != 4)
+        fail(HETERO_NOT_SUPPORTED, "ConvTranspose of rank " + std::to_string(x.size()) + " (1-D and 2-D only)");
+      if (w.size() != x.size() || w[0] != x[1]) fail(HETERO_INVALID_MODEL, "weights do not match the input's channels");
+      p.kind = PrimKind::ConvTranspose;
+      p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2) ? node.input(2)->name : ""};
+      if (node.input(2)) data_input(node, 2);
+      a.group = node.attr_int("group", 1);
+      if (a.group < 1 || x[1] % a.group || w[1] * a.group != (*out_shape)[1])
+        fail(HETERO_INVALID_MODEL, "group " + std::to_string(a.group) + " does not divide the channels");
+      a.kernel.assign(w.begin() + 2, w.end());
+      transposed_attrs(node, a, x, *out_shape, x.size() - 2);
+    } else if (op == "Resize" || op == "Upsample") {
+      const core::Shape& x = data_input(node, 0);
+      if (x.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+      p.kind = PrimKind::Resize;
+      p.inputs = {node.input(0)->name};
+      resize_attrs(node, a, x, *out_shape);
     } else if (op == "MatMul" || op == "Gemm") {
       const core::Shape& x = data_input(node, 0);
       const core::Shape& y = data_input(node, 1);
@@ -376,6 +398,93 @@ class Builder {
     } else if (auto_pad != "NOTSET") {
       fail(HETERO_INVALID_MODEL, "auto_pad '" + auto_pad + "'");
     }
+  }
+
+  // ConvTranspose: strides, dilations, and the pads at the start of each
+  // axis, from the output shape that shape inference gave. (The pads at the
+  // end follow from it; output_padding and output_shape only move them.)
+  static void transposed_attrs(const core::Node& node, PrimAttrs& a, const core::Shape& x, const core::Shape& y,
+                               size_t sp) {
+    a.strides = node.attr_ints("strides", std::vector<int64_t>(sp, 1));
+    a.dilations = node.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+    const std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+    const std::vector<int64_t> output_padding = node.attr_ints("output_padding", std::vector<int64_t>(sp, 0));
+    if (a.strides.size() != sp || a.dilations.size() != sp || pads.size() != 2 * sp || output_padding.size() != sp)
+      fail(HETERO_INVALID_MODEL, "strides, dilations, pads or output_padding have the wrong length");
+    for (size_t d = 0; d < sp; ++d)
+      if (a.strides[d] < 1 || a.dilations[d] < 1 || a.kernel[d] < 1 || pads[d] < 0 || pads[d + sp] < 0)
+        fail(HETERO_INVALID_MODEL, "non-positive kernel, stride or dilation, or negative pad");
+    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    const bool given_shape = !node.attr_ints("output_shape").empty();
+    if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
+      fail(HETERO_INVALID_MODEL, "auto_pad '" + auto_pad + "'");
+    a.pads.assign(2 * sp, 0);
+    for (size_t d = 0; d < sp; ++d) {
+      const int64_t ext = (a.kernel[d] - 1) * a.dilations[d] + 1;
+      const int64_t total = a.strides[d] * (x[d + 2] - 1) + output_padding[d] + ext - y[d + 2];
+      // Halved rounding down, as ONNX's reference does: an output_shape
+      // larger than the kernels reach makes `total` negative, and the
+      // outputs past them zero.
+      const int64_t half = total >= 0 ? total / 2 : -((1 - total) / 2);
+      int64_t begin = 0;
+      if (auto_pad == "SAME_UPPER")
+        begin = half;
+      else if (auto_pad == "SAME_LOWER" || (auto_pad == "NOTSET" && given_shape))
+        begin = total - half;
+      else if (auto_pad == "NOTSET")
+        begin = pads[d];
+      a.pads[d] = begin;
+      a.pads[d + sp] = total - begin;
+    }
+  }
+
+  // Resize (opset 10 on; Upsample's scales input at 9, attribute at 7): the
+  // per-axis scales, from the scales or the sizes, and the modes the GPU
+  // kernel takes: nearest and linear (along at most 3 axes), no cubic,
+  // antialias, axes or crop.
+  void resize_attrs(const core::Node& node, PrimAttrs& a, const core::Shape& x, const core::Shape& y) const {
+    if (y.size() != x.size()) fail(HETERO_INVALID_MODEL, "output rank differs from input rank");
+    const bool upsample = node.op_type == "Upsample";
+    a.resize_mode = node.attr_string("mode", "nearest");
+    a.coordinate_mode = upsample ? "asymmetric" : node.attr_string("coordinate_transformation_mode", "half_pixel");
+    a.nearest_mode = upsample ? "floor" : node.attr_string("nearest_mode", "round_prefer_floor");
+    if (!upsample && node.opset == 10) a.coordinate_mode = "asymmetric", a.nearest_mode = "floor";  // opset 10's only
+    if (a.resize_mode != "nearest" && a.resize_mode != "linear")
+      fail(HETERO_NOT_SUPPORTED, "Resize mode '" + a.resize_mode + "' (nearest and linear are)");
+    if (a.coordinate_mode != "half_pixel" && a.coordinate_mode != "pytorch_half_pixel" &&
+        a.coordinate_mode != "asymmetric" && a.coordinate_mode != "align_corners" &&
+        a.coordinate_mode != "tf_half_pixel_for_nn")
+      fail(HETERO_NOT_SUPPORTED, "coordinate_transformation_mode '" + a.coordinate_mode + "'");
+    if (a.nearest_mode != "round_prefer_floor" && a.nearest_mode != "round_prefer_ceil" && a.nearest_mode != "floor" &&
+        a.nearest_mode != "ceil")
+      fail(HETERO_INVALID_MODEL, "nearest_mode '" + a.nearest_mode + "'");
+    if (node.attr_int("antialias", 0) != 0 || !node.attr_ints("axes").empty())
+      fail(HETERO_NOT_SUPPORTED, "Resize with antialias or axes");
+    // The scales: given (the attribute at opset 7, else input 1 at 9-10 and
+    // input 2 after), or the sizes over the input's.
+    std::vector<double> scales;
+    if (upsample && node.opset < 9) {
+      for (float s : node.attr_floats("scales")) scales.push_back(s);
+    } else {
+      const core::Value* sv = node.input(upsample || node.opset == 10 ? 1 : 2);
+      const core::Value* zv = upsample || node.opset == 10 ? nullptr : node.input(3);
+      const core::Tensor* st = constant(sv);
+      const core::Tensor* zt = constant(zv);
+      if ((sv && !st) || (zv && !zt)) fail(HETERO_NOT_SUPPORTED, "scales or sizes computed at run time");
+      if (st && st->numel() > 0)
+        for (size_t i = 0; i < st->numel(); ++i) scales.push_back(st->as_double(i));
+      else if (zt && zt->numel() > 0)
+        for (size_t i = 0; i < zt->numel() && i < x.size(); ++i)
+          scales.push_back(static_cast<double>(zt->as_double(i)) / static_cast<double>(x[i]));
+    }
+    if (scales.size() != x.size()) fail(HETERO_INVALID_MODEL, "scales or sizes do not have one value per axis");
+    size_t interpolated = 0;
+    for (size_t d = 0; d < x.size(); ++d) {
+      if (!(scales[d] > 0)) fail(HETERO_INVALID_MODEL, "a scale is not positive");
+      interpolated += x[d] != y[d] || scales[d] != 1.0;
+    }
+    if (a.resize_mode == "linear" && interpolated > 3) fail(HETERO_NOT_SUPPORTED, "linear Resize along more than 3 axes");
+    a.scales = std::move(scales);
   }
 
   Topology& t_;

@@ -21,12 +21,14 @@ enum class PrimKind {
   Unary,      // op: Relu, Sigmoid, ...; also BatchNormalization as channel post-ops
   Binary,     // op: Add, Sub, Mul, Div, Pow, Max, Min; numpy broadcasting
   Conv,       // 1-D and 2-D convolution, groups, dilations
+  ConvTranspose,  // 1-D and 2-D, groups, dilations; pads resolved to the output shape
   MatMul,     // batched, broadcasting
   Pool,       // op: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
   Softmax,
   Reduce,     // op: ReduceMax, ReduceMin, ReduceSum, ReduceMean
   Transpose,
   Concat,
+  Resize,     // Resize and Upsample: nearest or (bi)linear, per-axis scales
   View,       // Reshape, Flatten, Squeeze, Unsqueeze, Identity: same bytes
 };
 
@@ -40,6 +42,10 @@ struct PrimAttrs {
   bool softmax_flatten = false;             // opset < 13: softmax over all dims from axis on
   bool count_include_pad = false;
   std::vector<int64_t> perm, axes;          // transpose, reduce (axes normalised, sorted)
+  // resize: per axis, the scale its coordinate transformation divides by;
+  // the ONNX mode, coordinate_transformation_mode and nearest_mode
+  std::vector<double> scales;
+  std::string resize_mode, coordinate_mode, nearest_mode;
 };
 
 struct Primitive {

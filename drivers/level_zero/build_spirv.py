@@ -56,6 +56,20 @@ VARIANTS = {
     "transpose": {"TOTAL": "64UL", "INDEX_IN": "{ size_t t_ = o; size_t i_; i_ = t_ % 8UL; t_ /= 8UL; "
                   "ix += i_ * 8UL; ix += t_ * 1UL; }"},
     "concat": {"TOTAL": "64UL", "A_IN": "4", "A_OUT": "8", "INNER": "16", "OFFSET": "4"},
+    # Stride 2, a kernel of 3: outputs that no input reaches along an axis.
+    "conv_transpose": {"TOTAL": "2048UL", "OC": "8", "OH": "16", "OW": "16", "IC": "4", "IH": "8", "IW": "8",
+                       "OCG": "4", "ICG": "2", "KH": "3", "KW": "3", "SH": "2", "SW": "2", "DH": "1", "DW": "1",
+                       "PH": "1", "PW": "1", "BIAS_ARG": ", __global const float* bias", "BIAS_VALUE": "bias[oc]",
+                       **POST},
+    # Bilinear along the last two axes of [2, 8, 8] -> [2, 16, 16].
+    "resize": {"TOTAL": "512UL",
+               "RESIZE_INDEX": "size_t t_ = o; size_t i_; i_ = t_ % 16UL; t_ /= 16UL; "
+               "const size_t lo0 = (size_t)tab[0UL + 3 * i_ + 0] * 1UL, hi0 = (size_t)tab[0UL + 3 * i_ + 1] * 1UL; "
+               "const float w0 = tab[0UL + 3 * i_ + 2]; i_ = t_ % 16UL; t_ /= 16UL; "
+               "const size_t lo1 = (size_t)tab[48UL + 3 * i_ + 0] * 8UL, hi1 = (size_t)tab[48UL + 3 * i_ + 1] * 8UL; "
+               "const float w1 = tab[48UL + 3 * i_ + 2]; i_ = t_ % 2UL; t_ /= 2UL; base += i_ * 64UL; (void)t_;",
+               "RESIZE_VALUE": "(1.0f - w0) * (1.0f - w1) * x[base + lo0 + lo1] + w0 * (1.0f - w1) * x[base + hi0 + lo1]"
+               " + (1.0f - w0) * w1 * x[base + lo0 + hi1] + w0 * w1 * x[base + hi0 + hi1]", **POST},
 }
 
 # The options the OpenCL driver builds with (drivers/gpu/kernels_cache.cpp) and

@@ -253,6 +253,86 @@ TEST(OpenClKernels, TransposeConcatAndViews) {
                      {random_tensor({2, 3, 4, 1}, rng)}, "shape arithmetic and views");
 }
 
+// ConvTranspose over strides, dilations, pads, groups, output_padding and
+// output_shape, 2-D and 1-D.
+TEST(OpenClKernels, ConvTranspose) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(12);
+  struct Case {
+    core::Shape x, w, y;
+    std::string attrs;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {{1, 3, 5, 5}, {3, 4, 3, 3}, {1, 4, 7, 7}, "", true},
+      {{2, 4, 4, 6}, {4, 2, 2, 2}, {2, 4, 8, 12}, "group = 2, strides = [2, 2]", true},
+      {{1, 2, 5, 4}, {2, 3, 3, 2}, {1, 3, 11, 9}, "strides = [2, 2], pads = [1, 0, 0, 0], output_padding = [1, 1]", false},
+      {{1, 2, 4, 4}, {2, 2, 3, 3}, {1, 2, 8, 8}, "strides = [2, 2], auto_pad = \"SAME_UPPER\"", true},
+      {{1, 1, 3, 3}, {1, 2, 3, 3}, {1, 2, 10, 8}, "strides = [3, 2], output_shape = [10, 8]", false},
+      {{1, 3, 4, 4}, {3, 2, 2, 3}, {1, 2, 6, 6}, "dilations = [2, 2], pads = [0, 1, 0, 1]", true},
+      {{1, 3, 6}, {3, 2, 4}, {1, 2, 12}, "strides = [2], pads = [1, 1]", true},
+  };
+  for (const Case& c : cases) {
+    const core::Shape b = {c.y[1]};
+    const std::string ins = type_text("float", c.x) + " x, " + type_text("float", c.w) + " w" +
+                            (c.bias ? ", " + type_text("float", b) + " b" : "");
+    std::vector<core::Tensor> inputs = {random_tensor(c.x, rng), random_tensor(c.w, rng)};
+    if (c.bias) inputs.push_back(random_tensor(b, rng));
+    const std::string op = "ConvTranspose" + (c.attrs.empty() ? "" : " <" + c.attrs + ">");
+    expect_same_as_cpu(one_node(ins, type_text("float", c.y) + " y", "y = " + op + "(x, w" + (c.bias ? ", b)" : ")")),
+                       inputs, op + " " + type_text("", c.x));
+  }
+}
+
+// Resize with constant scales or sizes: nearest in each rounding and each
+// coordinate transformation, linear along one, two and three axes, up and
+// down; and Upsample.
+TEST(OpenClKernels, Resize) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(13);
+  auto floats = [](const std::vector<double>& v) {
+    std::string s;
+    for (double d : v) s += (s.empty() ? "" : ", ") + std::to_string(d);
+    return s;
+  };
+  auto ints = [](const core::Shape& v) {
+    std::string s;
+    for (int64_t d : v) s += (s.empty() ? "" : ", ") + std::to_string(d);
+    return s;
+  };
+  struct Case {
+    core::Shape x, y;
+    std::vector<double> scales;  // empty: sizes = y
+    std::string attrs;
+  };
+  const std::vector<Case> cases = {
+      {{1, 2, 4, 5}, {1, 2, 8, 10}, {1, 1, 2, 2}, "mode = \"nearest\""},
+      {{1, 2, 4, 5}, {1, 2, 8, 10}, {1, 1, 2, 2}, "mode = \"nearest\", coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\""},
+      {{1, 1, 5, 7}, {1, 1, 7, 3}, {}, "mode = \"nearest\", nearest_mode = \"round_prefer_ceil\""},
+      {{1, 1, 5, 7}, {1, 1, 9, 12}, {}, "mode = \"nearest\", coordinate_transformation_mode = \"align_corners\", nearest_mode = \"ceil\""},
+      {{2, 3, 4}, {2, 3, 12}, {1, 1, 3}, "mode = \"nearest\", coordinate_transformation_mode = \"tf_half_pixel_for_nn\""},
+      {{1, 2, 4, 5}, {1, 2, 8, 10}, {1, 1, 2, 2}, "mode = \"linear\""},
+      {{1, 2, 6, 9}, {1, 2, 4, 4}, {}, "mode = \"linear\", coordinate_transformation_mode = \"pytorch_half_pixel\""},
+      {{1, 2, 4, 5}, {1, 2, 7, 9}, {}, "mode = \"linear\", coordinate_transformation_mode = \"align_corners\""},
+      {{2, 3, 4, 5}, {2, 6, 6, 5}, {}, "mode = \"linear\", coordinate_transformation_mode = \"asymmetric\""},
+      {{3, 7}, {3, 17}, {1, 2.5}, "mode = \"linear\""},
+  };
+  for (const Case& c : cases) {
+    const std::string inits = c.scales.empty()
+                                  ? "float[0] roi = {}, float[0] sc = {}, int64[" + std::to_string(c.y.size()) +
+                                        "] sz = {" + ints(c.y) + "}"
+                                  : "float[0] roi = {}, float[" + std::to_string(c.scales.size()) + "] sc = {" +
+                                        floats(c.scales) + "}";
+    const std::string call = c.scales.empty() ? "Resize <" + c.attrs + ">(x, roi, sc, sz)" : "Resize <" + c.attrs + ">(x, roi, sc)";
+    expect_same_as_cpu(one_node(type_text("float", c.x) + " x", type_text("float", c.y) + " y", "y = " + call, inits),
+                       {random_tensor(c.x, rng)}, call + " " + type_text("", c.x));
+  }
+  std::string upsample = one_node("float[1,2,3,4] x", "float[1,2,6,12] y", "y = Upsample <mode = \"linear\">(x, sc)",
+                                  "float[4] sc = {1.0, 1.0, 2.0, 3.0}");
+  upsample.replace(upsample.find("13"), 2, "9");
+  expect_same_as_cpu(upsample, {random_tensor({1, 2, 3, 4}, rng)}, "Upsample linear");
+}
+
 TEST(OpenClKernels, UnfusedMatchesFused) {
   REQUIRE_OPENCL();
   std::mt19937 rng(10);
