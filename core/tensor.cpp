@@ -43,9 +43,14 @@ Tensor Tensor::allocate(DType dtype, Shape shape, bool zero) {
   if (n > kMaxTensorBytes / elem)
     fail(HETERO_INVALID_ARGUMENT, "tensor of shape " + shape_to_string(shape) + " is too large");
   const size_t bytes = n * elem;
-  // Round up so that vectorised kernels may read a full last cache line.
-  const size_t alloc = (bytes + 63) / 64 * 64 + 64;
-  void* p = std::aligned_alloc(64, alloc);
+  // Aligned to 128 bytes, the base alignment OpenCL devices ask of their
+  // buffers (PoCL's CL_DEVICE_MEM_BASE_ADDR_ALIGN), so that a tensor can be
+  // lent to a device whose memory is the host's instead of copied
+  // (drivers/gpu/README.md, "Zero-copy hand-offs"); rounded up so that
+  // vectorised kernels may read a full last cache line.
+  constexpr size_t kAlign = 128;
+  const size_t alloc = (bytes + kAlign - 1) / kAlign * kAlign + kAlign;
+  void* p = std::aligned_alloc(kAlign, alloc);
   if (!p) fail(HETERO_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes for a tensor");
   if (zero) std::memset(p, 0, alloc);
   Tensor t;

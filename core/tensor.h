@@ -26,7 +26,7 @@ class Tensor {
  public:
   Tensor() = default;
 
-  // A new 64-byte aligned tensor, zero-filled unless `zero` is false. Fails
+  // A new 128-byte aligned tensor, zero-filled unless `zero` is false. Fails
   // with OUT_OF_MEMORY or INVALID_ARGUMENT rather than aborting.
   static Tensor allocate(DType dtype, Shape shape, bool zero = true);
   // A view of memory owned by `owner` (which may be null for memory the caller
