@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -76,6 +77,11 @@ class Queue {
   // The library's matrix product, where DeviceTraits::library_gemm says
   // there is one (NOT_SUPPORTED elsewhere).
   virtual EventPtr gemm(const LibraryGemm& call, Buffer& a, Buffer& b, Buffer& c, const std::vector<EventPtr>& deps);
+  // Makes what the device wrote to a buffer from Device::wrap() visible in
+  // the host memory under it, after `deps`, copying nothing (OpenCL: a map
+  // and unmap, which the specification requires before the host reads such
+  // memory; NOT_SUPPORTED where wrap() gives no buffer).
+  virtual EventPtr sync_to_host(Buffer& buffer, size_t bytes, const std::vector<EventPtr>& deps);
   // Blocks until every event has completed; fails naming the first failure.
   virtual void wait(const std::vector<EventPtr>& events) = 0;
 };
@@ -85,6 +91,14 @@ struct DeviceTraits {
   bool cpu = false;           // a CPU (PoCL): wide vectors per work item, few threads
   uint32_t vector_width = 4;  // the float vector width it prefers (1 to 16)
   bool library_gemm = false;  // Queue::gemm works (OpenCL with CLBlast)
+  // The device's memory is the host's (OpenCL: CL_DEVICE_HOST_UNIFIED_MEMORY,
+  // PoCL), so that Device::wrap() lends it host memory instead of copying.
+  bool host_unified_memory = false;
+  // The alignment, in bytes, host memory needs for wrap() to take it: the
+  // alignment of the device's own buffers (OpenCL: CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+  // 128 bytes on PoCL), so that no kernel or library can tell a lent buffer
+  // from one the device allocated.
+  size_t host_alignment = 4096;
 };
 
 class Device {
@@ -96,6 +110,15 @@ class Device {
   virtual DeviceTraits traits() const { return {}; }
   // Device memory, initialised from `init` when it is given.
   virtual std::shared_ptr<Buffer> allocate(size_t bytes, const void* init = nullptr) = 0;
+  // A buffer whose memory is `host` itself, on a device whose memory is the
+  // host's (DeviceTraits::host_unified_memory); null where it is not, or
+  // where `host` is not aligned to DeviceTraits::host_alignment, and the
+  // caller copies instead. `host` must outlive the buffer and every command
+  // that uses it; the device reads it only when `read_only`.
+  virtual std::shared_ptr<Buffer> wrap(void* host, size_t bytes, bool read_only) {
+    (void)host, (void)bytes, (void)read_only;
+    return nullptr;
+  }
   // Compiles a program from source. Safe to call from several threads.
   virtual std::shared_ptr<Executable> build(const std::string& source, const std::string& options) = 0;
   // A program from a binary that Executable::binary() gave; compiles no source.
@@ -105,6 +128,16 @@ class Device {
   // How many times build() compiled source on this device (blob imports must
   // leave it unchanged).
   virtual uint64_t source_builds() const = 0;
+
+  // Tensor bytes inferences have copied between host memory and this
+  // device's buffers (Network counts the inputs it writes and the outputs it
+  // reads; constants uploaded at compile are not counted): the BYTES_COPIED
+  // metric. Safe from several threads.
+  uint64_t bytes_copied() const { return bytes_copied_.load(std::memory_order_relaxed); }
+  void count_copied(uint64_t bytes) { bytes_copied_.fetch_add(bytes, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> bytes_copied_{0};
 };
 
 }  // namespace hetero::gpu

@@ -16,6 +16,9 @@ namespace {
 
 constexpr const char* kMetricKernelSourceBuilds = "KERNEL_SOURCE_BUILDS";
 constexpr const char* kMetricKernelTuningRuns = "KERNEL_TUNING_RUNS";
+// Tensor bytes inferences have copied between host memory and the device
+// (Device::bytes_copied): 0 where inputs and outputs are lent, not copied.
+constexpr const char* kMetricBytesCopied = "BYTES_COPIED";
 
 // The options of a GPU driver, one field per config key; gpu_config() has
 // each key's default and meaning.
@@ -151,7 +154,7 @@ class GpuDriver final : public driver::Driver {
                          driver::kMetricSupportedProperties + " " + driver::kMetricOptimizationCapabilities + " " +
                          driver::kMetricRangeForAsyncInferRequests + " " + driver::kMetricOptimalNumberOfInferRequests +
                          " " + kMetricKernelSourceBuilds + " " +
-                         kMetricKernelTuningRuns;
+                         kMetricKernelTuningRuns + " " + kMetricBytesCopied;
       for (const std::string& extra : family_->extra_metric_names()) {
         list += ' ';
         list += extra;
@@ -166,6 +169,11 @@ class GpuDriver final : public driver::Driver {
       std::lock_guard lock(mutex_);
       const auto& d = devices_[index];
       return std::to_string(d ? d->source_builds() : 0);
+    }
+    if (name == kMetricBytesCopied) {
+      std::lock_guard lock(mutex_);
+      const auto& d = devices_[index];
+      return std::to_string(d ? d->bytes_copied() : 0);
     }
     if (name == kMetricKernelTuningRuns) return std::to_string(tuning_runs(device_name(device_id)));
     if (std::optional<std::string> value = family_->extra_metric(index, name)) return *value;

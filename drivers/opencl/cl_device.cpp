@@ -1,6 +1,7 @@
 #include "drivers/opencl/cl_device.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #if HETERO_HAVE_CLBLAST
 #include <clblast_c.h>
@@ -179,6 +180,21 @@ class ClQueue final : public gpu::Queue {
     return gpu::Queue::gemm(call, a, b, c, deps);
 #endif
   }
+  // A map for reading and its unmap: where the buffer is host memory the map
+  // copies nothing and returns that memory, and the specification makes it
+  // the point after which the host sees what the device wrote there.
+  gpu::EventPtr sync_to_host(gpu::Buffer& buffer, size_t bytes, const std::vector<gpu::EventPtr>& deps) override {
+    const auto list = wait_list(deps);
+    cl_mem mem = static_cast<ClBuffer&>(buffer).mem();
+    cl_event mapped = nullptr, unmapped = nullptr;
+    cl_int err = CL_SUCCESS;
+    void* host = clEnqueueMapBuffer(queue_, mem, CL_FALSE, CL_MAP_READ, 0, bytes, static_cast<cl_uint>(list.size()),
+                                    list.empty() ? nullptr : list.data(), &mapped, &err);
+    check(err, "clEnqueueMapBuffer");
+    const ClEvent map_event(mapped);
+    check(clEnqueueUnmapMemObject(queue_, mem, host, 1, &mapped, &unmapped), "clEnqueueUnmapMemObject");
+    return std::make_shared<ClEvent>(unmapped);
+  }
   void wait(const std::vector<gpu::EventPtr>& events) override {
     const auto list = wait_list(events);
     if (list.empty()) return;
@@ -229,6 +245,15 @@ std::vector<DeviceInfo> enumerate_devices(std::string& why) {
       cl_uint width = 0;
       if (clGetDeviceInfo(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof width, &width, nullptr) == CL_SUCCESS && width)
         info.vector_width = width;
+      // Deprecated by OpenCL 2.0 but still answered (PoCL 3 does): the one
+      // query that says a device's memory is the host's.
+      cl_bool unified = CL_FALSE;
+      if (clGetDeviceInfo(d, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, nullptr) == CL_SUCCESS)
+        info.host_unified_memory = unified == CL_TRUE;
+      cl_uint align_bits = 0;
+      if (clGetDeviceInfo(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, nullptr) == CL_SUCCESS &&
+          align_bits >= 8 && (align_bits & (align_bits - 1)) == 0)
+        info.base_alignment = align_bits / 8;
       out.push_back(info);
     }
   }
@@ -250,6 +275,21 @@ std::shared_ptr<gpu::Buffer> ClDevice::allocate(size_t bytes, const void* init) 
   const cl_mem_flags flags = CL_MEM_READ_WRITE | (init ? CL_MEM_COPY_HOST_PTR : 0);
   cl_mem mem = clCreateBuffer(context_, flags, bytes, const_cast<void*>(init), &err);
   check(err, name_ + ": allocating " + std::to_string(bytes) + " bytes");
+  return std::make_shared<ClBuffer>(mem, bytes);
+}
+
+std::shared_ptr<gpu::Buffer> ClDevice::wrap(void* host, size_t bytes, bool read_only) {
+  if (!info_.host_unified_memory || !host || !bytes ||
+      reinterpret_cast<uintptr_t>(host) % info_.base_alignment != 0)
+    return nullptr;
+  // CL_MEM_USE_HOST_PTR: the buffer is the host memory itself where the
+  // device's memory is the host's (PoCL's kernels run on these very
+  // addresses), made fresh for each inference so that its contents are
+  // those the host wrote before it was made.
+  cl_int err = CL_SUCCESS;
+  const cl_mem_flags flags = CL_MEM_USE_HOST_PTR | (read_only ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE);
+  cl_mem mem = clCreateBuffer(context_, flags, bytes, host, &err);
+  check(err, name_ + ": lending " + std::to_string(bytes) + " bytes of host memory");
   return std::make_shared<ClBuffer>(mem, bytes);
 }
 
@@ -303,6 +343,8 @@ gpu::DeviceTraits ClDevice::traits() const {
   gpu::DeviceTraits t;
   t.cpu = info_.cpu;
   t.vector_width = info_.vector_width;
+  t.host_unified_memory = info_.host_unified_memory;
+  t.host_alignment = info_.base_alignment;
 #if HETERO_HAVE_CLBLAST
   t.library_gemm = true;
 #endif

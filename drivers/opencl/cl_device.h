@@ -31,6 +31,8 @@ struct DeviceInfo {
   uint64_t global_mem = 0;
   bool cpu = false;             // CL_DEVICE_TYPE_CPU (PoCL)
   uint32_t vector_width = 4;    // CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
+  bool host_unified_memory = false;  // CL_DEVICE_HOST_UNIFIED_MEMORY (PoCL)
+  size_t base_alignment = 128;       // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes
 };
 
 // Every device of every platform, in platform order; empty with `why` set
@@ -45,6 +47,7 @@ class ClDevice final : public gpu::Device {
   size_t max_work_group_size() const override { return info_.max_work_group; }
   gpu::DeviceTraits traits() const override;
   std::shared_ptr<gpu::Buffer> allocate(size_t bytes, const void* init) override;
+  std::shared_ptr<gpu::Buffer> wrap(void* host, size_t bytes, bool read_only) override;
   std::shared_ptr<gpu::Executable> build(const std::string& source, const std::string& options) override;
   std::shared_ptr<gpu::Executable> load(std::span<const uint8_t> binary, const std::string& options) override;
   std::unique_ptr<gpu::Kernel> kernel(const gpu::Executable& executable, const std::string& name) override;
