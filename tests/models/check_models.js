@@ -6,7 +6,9 @@
 // With --reference R the reference is `hetero run MODEL --device R` instead
 // of ONNX Runtime (the OpenCL tests compare with the CPU driver this way).
 //
-//   node check_models.js [HETERO] [--device D] [--reference R] [--only NAME] [--keep DIR]
+//   node check_models.js [HETERO] [--device D] [--config K=V]... [--reference R] [--only NAME] [--keep DIR]
+//
+// --config goes to the device under test only, not to the reference.
 //
 // HETERO is the hetero CLI (or $HETERO_BIN). Models and ONNX Runtime come from
 // ${HETERO_TEST_CACHE:-~/.cache/heterod-test}; without that cache the test
@@ -25,7 +27,7 @@ const ATOL = 1e-4;
 const SKIP = 77;
 
 function parseArgs(argv) {
-  const o = { hetero: process.env.HETERO_BIN || '', device: 'CPU', reference: '', only: '', keep: '' };
+  const o = { hetero: process.env.HETERO_BIN || '', device: 'CPU', config: [], reference: '', only: '', keep: '' };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -33,6 +35,7 @@ function parseArgs(argv) {
       return argv[++i];
     };
     if (a === '--device') o.device = value();
+    else if (a === '--config') o.config.push(value());
     else if (a === '--only') o.only = value();
     else if (a === '--reference') o.reference = value();
     else if (a === '--keep') o.keep = value();
@@ -44,7 +47,7 @@ function parseArgs(argv) {
 }
 
 function usage(why) {
-  console.error(`check_models: ${why}\nusage: node check_models.js [HETERO] [--device D] [--reference R] [--only NAME] [--keep DIR]`);
+  console.error(`check_models: ${why}\nusage: node check_models.js [HETERO] [--device D] [--config K=V]... [--reference R] [--only NAME] [--keep DIR]`);
   process.exit(2);
 }
 
@@ -123,6 +126,7 @@ async function checkModel(model, o, ctx, work) {
     refs = await session.run(feeds);
   }
 
+  for (const kv of o.config) args.push('--config', kv);
   const started = process.hrtime.bigint();
   const run = spawnSync(o.hetero, args, { encoding: 'utf8', timeout: 300e3 });
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
