@@ -215,6 +215,7 @@ class Builder {
         fail(HETERO_INVALID_MODEL, "group " + std::to_string(a.group) + " does not divide the channels");
       a.kernel.assign(w.begin() + 2, w.end());
       transposed_attrs(node, a, x, *out_shape, x.size() - 2);
+      if (as_product_and_shuffle(p, x, w, *out_shape)) return;
     } else if (op == "Resize" || op == "Upsample") {
       const core::Shape& x = data_input(node, 0);
       if (x.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
@@ -436,6 +437,60 @@ class Builder {
       a.pads[d] = begin;
       a.pads[d + sp] = total - begin;
     }
+  }
+
+  // A ConvTranspose whose kernel is its stride (no overlap, no pads, no
+  // dilation, one group, constant weights and bias: the upsampling heads of
+  // detectors) is a 1x1 convolution to OC * KH * KW channels, whose tiled
+  // kernels are fast, then a shuffle of those channels into the KH x KW
+  // block of each input pixel: views and a Transpose, and the bias as an Add
+  // after. False for any other ConvTranspose, which gets its own kernel.
+  bool as_product_and_shuffle(const Primitive& p, const core::Shape& x, const core::Shape& w, const core::Shape& y) {
+    const PrimAttrs& a = p.attrs;
+    const core::Tensor* wt = constant_named(p.inputs[1]);
+    const core::Tensor* bt = p.inputs[2].empty() ? nullptr : constant_named(p.inputs[2]);
+    if (x.size() != 4 || a.group != 1 || !wt || (!p.inputs[2].empty() && !bt)) return false;
+    const int64_t n = x[0], ic = x[1], ih = x[2], iw = x[3], oc = w[1], kh = w[2], kw = w[3];
+    if (a.strides != std::vector<int64_t>{kh, kw} || a.dilations != std::vector<int64_t>{1, 1} ||
+        a.pads != std::vector<int64_t>{0, 0, 0, 0} || y != core::Shape{n, oc, ih * kh, iw * kw})
+      return false;
+    // Weights [IC][OC][KH][KW] as a 1x1 convolution's [OC * KH * KW][IC][1][1].
+    const std::string base = p.output + "/ct";
+    const core::Shape ws{oc * kh * kw, ic, 1, 1};
+    core::Tensor w2 = core::Tensor::allocate(core::DType::F32, ws);
+    const float* src = wt->data<float>();
+    float* dst = w2.data<float>();
+    for (int64_t c = 0; c < ic; ++c)
+      for (int64_t k = 0; k < oc * kh * kw; ++k) dst[k * ic + c] = src[c * oc * kh * kw + k];
+    t_.constants[base + "_w"] = std::move(w2);
+    t_.shapes[base + "_w"] = ws;
+    Primitive conv{p.id + "/product", PrimKind::Conv, "Conv", {p.inputs[0], base + "_w", ""}, base + "_product", {}};
+    conv.attrs.kernel = {1, 1};
+    conv.attrs.strides = {1, 1};
+    conv.attrs.dilations = {1, 1};
+    conv.attrs.pads = {0, 0, 0, 0};
+    t_.shapes[conv.output] = {n, oc * kh * kw, ih, iw};
+    // [N][OC][KH][KW][IH][IW] -> [N][OC][IH][KH][IW][KW] is the output.
+    Primitive split{p.id + "/blocks", PrimKind::View, "Reshape", {conv.output}, base + "_blocks", {}};
+    t_.shapes[split.output] = {n, oc, kh, kw, ih, iw};
+    Primitive shuffle{p.id + "/shuffle", PrimKind::Transpose, "Transpose", {split.output}, base + "_shuffled", {}};
+    shuffle.attrs.perm = {0, 1, 4, 2, 5, 3};
+    t_.shapes[shuffle.output] = {n, oc, ih, kh, iw, kw};
+    Primitive merge{p.id + "/merge", PrimKind::View, "Reshape", {shuffle.output}, bt ? base + "_merged" : p.output, {}};
+    t_.shapes[merge.output] = y;
+    t_.shapes[p.output] = y;
+    for (Primitive* q : {&conv, &split, &shuffle, &merge}) pending_.push_back(*q);
+    if (bt) {
+      const core::Shape bs{oc, 1, 1};
+      t_.constants[base + "_bias"] = bt->reshaped(bs);
+      t_.shapes[base + "_bias"] = bs;
+      pending_.push_back({p.id + "/bias", PrimKind::Binary, "Add", {merge.output, base + "_bias"}, p.output, {}});
+    }
+    return true;
+  }
+  const core::Tensor* constant_named(const std::string& name) const {
+    auto it = t_.constants.find(name);
+    return it == t_.constants.end() ? nullptr : &it->second;
   }
 
   // Resize (opset 10 on; Upsample's scales input at 9, attribute at 7): the

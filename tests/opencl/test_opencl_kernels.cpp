@@ -271,17 +271,29 @@ TEST(OpenClKernels, ConvTranspose) {
       {{1, 1, 3, 3}, {1, 2, 3, 3}, {1, 2, 10, 8}, "strides = [3, 2], output_shape = [10, 8]", false},
       {{1, 3, 4, 4}, {3, 2, 2, 3}, {1, 2, 6, 6}, "dilations = [2, 2], pads = [0, 1, 0, 1]", true},
       {{1, 3, 6}, {3, 2, 4}, {1, 2, 12}, "strides = [2], pads = [1, 1]", true},
+      // The kernel the size of the stride: a 1x1 convolution and a shuffle.
+      {{2, 8, 5, 6}, {8, 4, 2, 2}, {2, 4, 10, 12}, "strides = [2, 2]", true},
+      {{1, 6, 3, 4}, {6, 2, 3, 2}, {1, 2, 9, 8}, "strides = [3, 2]", false},
   };
-  for (const Case& c : cases) {
-    const core::Shape b = {c.y[1]};
-    const std::string ins = type_text("float", c.x) + " x, " + type_text("float", c.w) + " w" +
-                            (c.bias ? ", " + type_text("float", b) + " b" : "");
-    std::vector<core::Tensor> inputs = {random_tensor(c.x, rng), random_tensor(c.w, rng)};
-    if (c.bias) inputs.push_back(random_tensor(b, rng));
-    const std::string op = "ConvTranspose" + (c.attrs.empty() ? "" : " <" + c.attrs + ">");
-    expect_same_as_cpu(one_node(ins, type_text("float", c.y) + " y", "y = " + op + "(x, w" + (c.bias ? ", b)" : ")")),
-                       inputs, op + " " + type_text("", c.x));
-  }
+  for (const Case& c : cases)
+    for (const bool constant : {false, true}) {
+      // Weights and bias as inputs, then as initializers, as a model's are
+      // (which is when a kernel the size of the stride takes the 1x1 path).
+      const core::Shape b = {c.y[1]};
+      std::string ins = type_text("float", c.x) + " x", inits;
+      std::vector<core::Tensor> inputs = {random_tensor(c.x, rng)};
+      if (constant) {
+        inits = initializer("w", c.w, rng) + (c.bias ? ", " + initializer("b", b, rng) : "");
+      } else {
+        ins += ", " + type_text("float", c.w) + " w" + (c.bias ? ", " + type_text("float", b) + " b" : "");
+        inputs.push_back(random_tensor(c.w, rng));
+        if (c.bias) inputs.push_back(random_tensor(b, rng));
+      }
+      const std::string op = "ConvTranspose" + (c.attrs.empty() ? "" : " <" + c.attrs + ">");
+      expect_same_as_cpu(
+          one_node(ins, type_text("float", c.y) + " y", "y = " + op + "(x, w" + (c.bias ? ", b)" : ")"), inits), inputs,
+          op + " " + type_text("", c.x) + (constant ? ", constant weights" : ""));
+    }
 }
 
 // Resize with constant scales or sizes: nearest in each rounding and each
