@@ -7,7 +7,7 @@
 //   spin.onnx   a Loop of m iterations (int64 m, float[1, 4] x): with m =
 //               2^62 it runs until it is cancelled;
 //   heavy.onnx  2^16 nodes once its local functions are inlined: a load
-//               that takes seconds (doubling_text() below);
+//               that takes seconds (tests/unit/onnx_doubling.h);
 //   bomb.onnx   the same chain 40 deep, 2^40 nodes: 1.6 KB that the
 //               importer's budget must refuse.
 #include <onnx/defs/parser.h>
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/onnx_doubling.h"
 #include "tests/unit/onnx_scalars.h"
 
 namespace {
@@ -57,27 +58,6 @@ spin (int64[] m, float[1, 4] x) => (float[1, 4] y) {
   }>
 }
 )ONNX";
-
-// Local functions that each call the one before twice, so that the model
-// inlines to 2^depth Neg nodes: heavy.onnx at 16, a small file whose load
-// (import, checks, compile) takes seconds; bomb.onnx at 40.
-std::string doubling_text(int depth) {
-  std::string text = R"ONNX(
-<ir_version: 8, opset_import: ["" : 17, "local" : 1], producer_name: "heterod-daemon-tests">
-doubling (float[1, 4] x) => (float[1, 4] y) {
-  y = local.f)ONNX" + std::to_string(depth) + R"ONNX((x)
-}
-<domain: "local", opset_import: ["" : 17]>
-f0 (x) => (y) {
-  y = Neg(x)
-}
-)ONNX";
-  for (int k = 1; k <= depth; ++k)
-    text += "<domain: \"local\", opset_import: [\"\" : 17, \"local\" : 1]>\nf" + std::to_string(k) +
-            " (x) => (y) {\n  a = local.f" + std::to_string(k - 1) + "(x)\n  y = local.f" + std::to_string(k - 1) +
-            "(a)\n}\n";
-  return text;
-}
 
 bool write_model(const std::string& path, const char* text, bool with_weight) {
   onnx::ModelProto model;
@@ -118,7 +98,7 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const bool ok = write_model(dir + "/scale.onnx", kScale, false) && write_model(dir + "/slow.onnx", kSlow, true) &&
                   write_model(dir + "/spin.onnx", kSpin, false) &&
-                  write_model(dir + "/heavy.onnx", doubling_text(16).c_str(), false) &&
-                  write_model(dir + "/bomb.onnx", doubling_text(40).c_str(), false);
+                  write_model(dir + "/heavy.onnx", hetero::test::doubling_functions(16).c_str(), false) &&
+                  write_model(dir + "/bomb.onnx", hetero::test::doubling_functions(40).c_str(), false);
   return ok ? 0 : 1;
 }

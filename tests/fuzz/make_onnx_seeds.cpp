@@ -16,27 +16,10 @@
 #include <fstream>
 #include <string>
 
+#include "tests/unit/onnx_doubling.h"
 #include "tests/unit/onnx_scalars.h"
 
 namespace {
-
-std::string doubling_functions(int depth) {
-  std::string text = R"ONNX(
-<ir_version: 8, opset_import: ["" : 17, "local" : 1], producer_name: "heterod-fuzz-seeds">
-doubling (float[1, 4] x) => (float[1, 4] y) {
-  y = local.f)ONNX" + std::to_string(depth) + R"ONNX((x)
-}
-<domain: "local", opset_import: ["" : 17]>
-f0 (x) => (y) {
-  y = Neg(x)
-}
-)ONNX";
-  for (int k = 1; k <= depth; ++k)
-    text += "<domain: \"local\", opset_import: [\"\" : 17, \"local\" : 1]>\nf" + std::to_string(k) +
-            " (x) => (y) {\n  a = local.f" + std::to_string(k - 1) + "(x)\n  y = local.f" + std::to_string(k - 1) +
-            "(a)\n}\n";
-  return text;
-}
 
 const char* const kLoopCalls = R"ONNX(
 <ir_version: 8, opset_import: ["" : 17, "local" : 1], producer_name: "heterod-fuzz-seeds">
@@ -94,7 +77,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  const bool ok = write_model(dir + "/functions.onnx", doubling_functions(5)) &&
+  const bool ok = write_model(dir + "/functions.onnx", hetero::test::doubling_functions(5)) &&
                   write_model(dir + "/loop_calls.onnx", kLoopCalls) &&
                   write_model(dir + "/nested_if.onnx", nested_ifs(12));
   return ok ? 0 : 1;

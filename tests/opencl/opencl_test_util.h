@@ -29,6 +29,13 @@ std::string initializer(const std::string& name, const core::Shape& shape, std::
 core::Tensor random_tensor(const core::Shape& shape, std::mt19937& rng, float lo = -1, float hi = 1);
 
 std::unique_ptr<core::Model> model(const std::string& text);
+
+// A small CNN in the shape of PP-OCR cls, input float[1,3,16,16]: conv +
+// batch norm + hard-swish, a depthwise conv, pooling, a classifier head
+// reshaped by shape arithmetic. With `gather`, a Gather of channels after
+// the pooling, which OPENCL has no kernel for, so that HETERO:OPENCL,CPU
+// runs it as OPENCL, CPU, OPENCL stages.
+std::string small_cnn(bool gather = false);
 std::vector<core::Tensor> run_on(const core::Model& model, const std::string& device,
                                  const std::vector<core::Tensor>& inputs, const driver::Config& config = {});
 

@@ -24,30 +24,6 @@ namespace {
 
 uint64_t bytes_copied() { return std::stoull(runtime().metric("OPENCL", "BYTES_COPIED")); }
 
-// test_opencl_driver.cpp's CNN in PP-OCR cls's shape; with `gather`, a
-// Gather of channels in the middle, which OPENCL has no kernel for, so that
-// HETERO:OPENCL,CPU runs it as OPENCL, CPU, OPENCL stages, each one's
-// outputs the next one's inputs.
-std::string small_cnn(bool gather) {
-  std::mt19937 rng(42);
-  return std::string("<ir_version: 8, opset_import: [\"\" : 13]>\n"
-                     "g (float[1,3,16,16] x) => (float[1,4] y) <") +
-         initializer("w1", {8, 3, 3, 3}, rng) + ", " + initializer("s", {8}, rng, 0.5f, 1.5f) + ", " +
-         initializer("bb", {8}, rng) + ", " + initializer("m", {8}, rng) + ", " + initializer("v", {8}, rng, 0.5f, 2) +
-         ", " + initializer("w2", {8, 1, 3, 3}, rng) + ", " + initializer("fc", {8, 4}, rng) + ", " +
-         initializer("fb", {4}, rng) + ", int64[1] zero = {0}, int64[1] one = {1}, int64[1] minus = {-1}, "
-         "int64[8] perm = {7, 6, 5, 4, 3, 2, 1, 0}> {\n"
-         "c1 = Conv <strides = [2,2], pads = [1,1,1,1]>(x, w1)\n"
-         "n1 = BatchNormalization(c1, s, bb, m, v)\n"
-         "h1 = HardSigmoid(n1)\na1 = Mul(n1, h1)\n"
-         "c2 = Conv <group = 8, pads = [1,1,1,1]>(a1, w2)\nr2 = Relu(c2)\n"
-         "q = MaxPool <kernel_shape = [2,2], strides = [2,2]>(r2)\n" +
-         (gather ? "p = Gather <axis = 1>(q, perm)\n" : "p = Identity(q)\n") +
-         "g1 = GlobalAveragePool(p)\n"
-         "sh = Shape(g1)\nb = Slice(sh, zero, one)\nnew = Concat <axis = 0>(b, minus)\n"
-         "f = Reshape(g1, new)\nmm = MatMul(f, fc)\nz = Add(mm, fb)\ny = Softmax <axis = 1>(z)\n}\n";
-}
-
 // Runs `times` inferences of `model` on `device` with `inputs` and expects
 // the CPU driver's outputs from each; returns the bytes copied per inference.
 uint64_t copied_per_inference(const core::Model& model, const std::string& device,

@@ -8,6 +8,7 @@
 
 #include "core/function_expand.h"
 #include "core/onnx_import.h"
+#include "tests/unit/onnx_doubling.h"
 #include "tests/unit/onnx_test_files.h"
 
 namespace hetero::test {
@@ -266,30 +267,10 @@ TEST(OnnxImport, ModelLocalFunctionsAreInlined) {
   EXPECT_EQ(m->graph.nodes()[0]->outputs[0], m->graph.outputs[0]);
 }
 
-// A model whose local function f<depth> calls f<depth-1> twice, down to f0,
-// which computes `leaf` (an op over x): 2^depth leaf nodes once inlined.
-std::string doubling_functions(int depth, const std::string& leaf) {
-  std::string text = R"ONNX(
-    <ir_version: 8, opset_import: ["" : 17, "local" : 1]>
-    agraph (float[2] X) => (float[2] Y) {
-      Y = local.f)ONNX" + std::to_string(depth) + R"ONNX((X)
-    }
-    <domain: "local", opset_import: ["" : 17]>
-    f0 (x) => (y) {
-      y = )ONNX" + leaf + R"ONNX(
-    }
-  )ONNX";
-  for (int k = 1; k <= depth; ++k)
-    text += "<domain: \"local\", opset_import: [\"\" : 17, \"local\" : 1]>\nf" + std::to_string(k) +
-            " (x) => (y) {\n  a = local.f" + std::to_string(k - 1) + "(x)\n  y = local.f" + std::to_string(k - 1) +
-            "(a)\n}\n";
-  return text;
-}
-
 // A chain of functions each calling the next twice asks for 2^60 nodes from
 // a model of a few KB: refused at once, before ONNX's checks walk it.
 TEST(OnnxImport, FunctionsThatExpandWithoutBoundAreRefusedQuickly) {
-  const std::string text = doubling_functions(60, "Add(x, x)");
+  const std::string text = doubling_functions(60, "Add(x, x)", "float[2]");
   const auto t0 = std::chrono::steady_clock::now();
   try {
     core::import_onnx_bytes(to_vector(serialize(parse_model(text.c_str()))));
@@ -307,7 +288,7 @@ TEST(OnnxImport, FunctionsThatExpandWithoutBoundAreRefusedQuickly) {
 // whole graph for every call: at 2^16 nodes a 1 KB model took over ten
 // minutes to load; the suite's time limit guards against that coming back.)
 TEST(OnnxImport, NestedFunctionsInlineEveryCall) {
-  const std::string text = doubling_functions(14, "Neg(x)");
+  const std::string text = doubling_functions(14, "Neg(x)", "float[2]");
   const auto m = core::import_onnx_bytes(to_vector(serialize(parse_model(text.c_str()))));
   const core::Graph& g = m->graph;
   ASSERT_EQ(g.nodes().size(), size_t{1} << 14);
