@@ -22,8 +22,6 @@ Network::Network(std::shared_ptr<const CompiledProgram> program) : program_(std:
   own_inputs_ = inputs_;
   pool_args_.resize(pool_.size());
   input_args_.resize(inputs_.size());
-  lent_pool_.assign(pool_.size(), false);
-  lent_inputs_.assign(inputs_.size(), false);
   for (const Step& step : plan.steps) {
     const uint32_t s = static_cast<uint32_t>(kernels_.size());
     for (uint32_t i = 0; i < step.args.size() && !step.gemm; ++i) {
@@ -58,10 +56,10 @@ void Network::bind(Ref::Kind kind, uint32_t index, std::shared_ptr<Buffer> buffe
 }
 
 void Network::unbind_lent() {
-  for (uint32_t i = 0; i < lent_inputs_.size(); ++i)
-    if (lent_inputs_[i]) bind(Ref::Kind::Input, i, own_inputs_[i]), lent_inputs_[i] = false;
-  for (uint32_t i = 0; i < lent_pool_.size(); ++i)
-    if (lent_pool_[i]) bind(Ref::Kind::Pool, i, own_pool_[i]), lent_pool_[i] = false;
+  for (uint32_t i = 0; i < inputs_.size(); ++i)
+    if (inputs_[i] != own_inputs_[i]) bind(Ref::Kind::Input, i, own_inputs_[i]);
+  for (uint32_t i = 0; i < pool_.size(); ++i)
+    if (pool_[i] != own_pool_[i]) bind(Ref::Kind::Pool, i, own_pool_[i]);
 }
 
 namespace {
@@ -125,7 +123,6 @@ std::vector<core::Tensor> Network::execute(const std::vector<core::Tensor>& inpu
       void* host = const_cast<void*>(inputs[i].raw());  // read only: inputs are never a step's output
       if (auto lent = device.wrap(host, inputs[i].nbytes(), true)) {
         bind(Ref::Kind::Input, uint32_t(i), std::move(lent));
-        lent_inputs_[i] = true;
         continue;
       }
     }
@@ -146,7 +143,6 @@ std::vector<core::Tensor> Network::execute(const std::vector<core::Tensor>& inpu
       std::shared_ptr<void> host = aligned_host(bytes, host_alignment_);
       if (auto lent = device.wrap(host.get(), bytes, false)) {
         bind(Ref::Kind::Pool, o.ref.index, std::move(lent));
-        lent_pool_[o.ref.index] = true;
         lent_memory[o.ref.index] = std::move(host);
       }
     }

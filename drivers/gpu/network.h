@@ -38,7 +38,8 @@ class Network {
   // Binds `buffer` as input `index` (Ref::Kind::Input) or pool buffer
   // `index` (Ref::Kind::Pool) to every kernel argument that uses it.
   void bind(Ref::Kind kind, uint32_t index, std::shared_ptr<Buffer> buffer);
-  // Binds the network's own buffers again where execute() lent others.
+  // Binds the network's own buffers again where execute() lent others (where
+  // the buffer bound is not the network's own).
   void unbind_lent();
 
   std::shared_ptr<const CompiledProgram> program_;
@@ -49,7 +50,6 @@ class Network {
   // (step, argument) of every kernel argument bound to each input and pool
   // buffer.
   std::vector<std::vector<std::pair<uint32_t, uint32_t>>> input_args_, pool_args_;
-  std::vector<bool> lent_inputs_, lent_pool_;
   bool host_unified_memory_ = false;
   size_t host_alignment_ = 1;
   std::vector<std::unique_ptr<Kernel>> kernels_;  // one per step, arguments bound (none for a library call)
