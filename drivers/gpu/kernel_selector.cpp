@@ -426,22 +426,14 @@ struct Selector {
         break;
       }
       case PrimKind::ConvTranspose: {
-        // 1-D as H = 1, as for Conv.
-        const core::Shape& x = shape(p.inputs[0]);
-        const core::Shape& w = shape(p.inputs[1]);
-        const bool one_d = x.size() == 3;
-        auto dim = [&](const core::Shape& s, size_t d2) { return one_d ? (d2 == 2 ? int64_t{1} : s[d2 - 1]) : s[d2]; };
-        auto attr = [&](const std::vector<int64_t>& v, size_t axis, int64_t one) {
-          return one_d ? (axis == 0 ? one : v[0]) : v[axis];
-        };
-        const auto& a = p.attrs;
+        // The same geometry as a convolution's (1-D as H = 1), read the
+        // other way: OC, OH, OW are its output's, as the kernel computes.
+        const ConvGeometry c = conv_geometry(n, g);
         auto num = [](int64_t v) { return std::to_string(v); };
-        d.insert(d.end(), {{"OC", num(out[1])}, {"OH", num(dim(out, 2))}, {"OW", num(dim(out, 3))},
-                           {"IC", num(x[1])}, {"IH", num(dim(x, 2))}, {"IW", num(dim(x, 3))},
-                           {"OCG", num(w[1])}, {"ICG", num(x[1] / a.group)}, {"KH", num(dim(w, 2))},
-                           {"KW", num(dim(w, 3))}, {"SH", num(attr(a.strides, 0, 1))}, {"SW", num(attr(a.strides, 1, 1))},
-                           {"DH", num(attr(a.dilations, 0, 1))}, {"DW", num(attr(a.dilations, 1, 1))},
-                           {"PH", num(attr(a.pads, 0, 0))}, {"PW", num(attr(a.pads, 1, 0))}});
+        d.insert(d.end(), {{"OC", num(c.oc)}, {"OH", num(c.oh)}, {"OW", num(c.ow)}, {"IC", num(c.ic)},
+                           {"IH", num(c.ih)}, {"IW", num(c.iw)}, {"OCG", num(c.ocg)}, {"ICG", num(c.icg)},
+                           {"KH", num(c.kh)}, {"KW", num(c.kw)}, {"SH", num(c.sh)}, {"SW", num(c.sw)},
+                           {"DH", num(c.dh)}, {"DW", num(c.dw)}, {"PH", num(c.ph)}, {"PW", num(c.pw)}});
         const bool bias = !p.inputs[2].empty();
         d.emplace_back("BIAS_ARG", bias ? ", __global const float* bias" : "");
         d.emplace_back("BIAS_VALUE", bias ? "bias[oc]" : "0.0f");
