@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "drivers/gpu/shape_infer.h"
 
 namespace hetero::gpu {
 
@@ -56,9 +57,13 @@ int64_t norm_axis(int64_t axis, int64_t rank, const core::Node& node) {
   return axis < 0 ? axis + rank : axis;
 }
 
-const core::Shape* output_shape(const core::Node& node, core::Shape& storage) {
+// The output's static shape: ONNX's, or, where its inference stopped at
+// shape arithmetic folded before this node, inferred from the folded inputs.
+const core::Shape* output_shape(const core::Node& node, const ConstantLookup& constant_of,
+                                const StaticShapeLookup& shape_of, core::Shape& storage) {
   if (node.outputs.empty() || !node.outputs[0]) return nullptr;
   auto s = node.outputs[0]->static_shape();
+  if (!s) s = infer_output_shape(node, shape_of, constant_of);
   if (!s) return nullptr;
   storage = *s;
   return &storage;
@@ -114,7 +119,7 @@ std::optional<core::Tensor> fold_node(const core::Node& node, const ConstantLook
   if (in.empty() || !in[0]) return std::nullopt;
   const core::Tensor& x = *in[0];
   core::Shape out_storage;
-  const core::Shape* out_shape = output_shape(node, out_storage);
+  const core::Shape* out_shape = output_shape(node, constant_of, shape_of, out_storage);
 
   if (op == "Identity") return x;
   if (op == "Cast") {
@@ -142,40 +147,22 @@ std::optional<core::Tensor> fold_node(const core::Node& node, const ConstantLook
     return make(x.dtype(), *out_shape, out);
   }
   if (op == "Gather") {
-    if (x.rank() != 1 || !in.at(1) || !out_shape) return std::nullopt;
+    if (x.rank() != 1 || in.size() < 2 || !in[1]) return std::nullopt;
     std::vector<double> out;
     const auto n = static_cast<int64_t>(x.numel());
     for (int64_t i : in[1]->to_int64_vector()) {
       if (i < -n || i >= n) fail(HETERO_INVALID_MODEL, node.describe() + ": index " + std::to_string(i) + " out of range");
       out.push_back(x.as_double(static_cast<size_t>(i < 0 ? i + n : i)));
     }
-    return make(x.dtype(), *out_shape, out);
+    return make(x.dtype(), in[1]->shape(), out);  // a 1-D source: the indices' shape
   }
   if (op == "Slice") {
-    if (x.rank() != 1 || !out_shape) return std::nullopt;
-    std::vector<int64_t> starts, ends, steps;
-    if (node.opset < 10) {
-      starts = node.attr_ints("starts");
-      ends = node.attr_ints("ends");
-    } else {
-      if (!in.at(1) || !in.at(2)) return std::nullopt;
-      starts = in[1]->to_int64_vector();
-      ends = in[2]->to_int64_vector();
-      if (in.size() > 4 && in[4]) steps = in[4]->to_int64_vector();
-    }
-    if (starts.size() != 1 || ends.size() != 1) return std::nullopt;
-    const int64_t step = steps.empty() ? 1 : steps[0];
-    if (step == 0) fail(HETERO_INVALID_MODEL, node.describe() + ": slice step is 0");
-    const auto n = static_cast<int64_t>(x.numel());
-    auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + n : v, lo, hi); };
+    if (x.rank() != 1) return std::nullopt;
+    auto g = slice_geometry(node, x.shape(), constant_of);
+    if (!g) return std::nullopt;
     std::vector<double> out;
-    if (step > 0) {
-      for (int64_t i = clampi(starts[0], 0, n), e = clampi(ends[0], 0, n); i < e; i += step) out.push_back(x.as_double(size_t(i)));
-    } else {
-      for (int64_t i = clampi(starts[0], -1, n - 1), e = clampi(ends[0], -1, n - 1); i > e; i += step) out.push_back(x.as_double(size_t(i)));
-    }
-    if (out.size() != core::shape_numel(*out_shape)) return std::nullopt;
-    return make(x.dtype(), *out_shape, out);
+    for (int64_t i = 0; i < g->out[0]; ++i) out.push_back(x.as_double(static_cast<size_t>(g->starts[0] + i * g->steps[0])));
+    return make(x.dtype(), g->out, out);
   }
   // Integer arithmetic on shapes: equal shapes or a scalar side only.
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {

@@ -397,12 +397,18 @@ struct Selector {
         break;
       }
       case PrimKind::Transpose: {
+        // Output dim i walks input axis perm[i]; a Slice starts each input
+        // axis at starts[ax] and steps by steps[ax] (negative strides wrap
+        // in size_t and come back in range, as unsigned arithmetic does).
         const core::Shape& x = shape(p.inputs[0]);
         const auto st = contiguous_strides(x);
+        const auto& a = p.attrs;
         std::vector<int64_t> perm_st;
-        for (int64_t ax : p.attrs.perm) perm_st.push_back(st[size_t(ax)]);
+        for (int64_t ax : a.perm) perm_st.push_back(st[size_t(ax)] * (a.steps.empty() ? 1 : a.steps[size_t(ax)]));
+        int64_t base = 0;
+        for (size_t ax = 0; ax < a.starts.size(); ++ax) base += a.starts[ax] * st[ax];
         // A stride of 0 would drop the term; a dim of 1 contributes nothing anyway.
-        d.emplace_back("INDEX_IN", index_code("o", out, {{"ix", perm_st}}));
+        d.emplace_back("INDEX_IN", "ix = " + std::to_string(base) + "UL; " + index_code("o", out, {{"ix", perm_st}}));
         args = {p.inputs[0], p.output};
         launch("transpose", 1, total);
         break;

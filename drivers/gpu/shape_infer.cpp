@@ -26,7 +26,75 @@ int64_t axis_of(int64_t axis, size_t rank) {
   return axis < 0 ? axis + r : axis;
 }
 
+// The spatial dims of a Conv's or pool's output: `x` [N, C, spatial...],
+// `kernel` per spatial dim (ceil_mode for pools).
+core::Shape windowed(const core::Node& node, const core::Shape& x, const std::vector<int64_t>& kernel,
+                     int64_t channels) {
+  const size_t sp = x.size() - 2;
+  const auto strides = node.attr_ints("strides", std::vector<int64_t>(sp, 1));
+  const auto dilations = node.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+  const auto pads = node.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  const bool ceil_mode = node.attr_int("ceil_mode", 0) != 0;
+  if (kernel.size() != sp || strides.size() != sp || dilations.size() != sp || pads.size() != 2 * sp)
+    fail(HETERO_INVALID_MODEL, "kernel, strides, dilations or pads have the wrong length");
+  core::Shape out = {x[0], channels};
+  for (size_t d = 0; d < sp; ++d) {
+    const int64_t s = strides[d], ext = (kernel[d] - 1) * dilations[d] + 1, n = x[d + 2];
+    if (s < 1 || ext < 1) fail(HETERO_INVALID_MODEL, "a non-positive kernel, stride or dilation");
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") out.push_back((n + s - 1) / s);
+    else {
+      const int64_t span = n + (auto_pad == "VALID" ? 0 : pads[d] + pads[d + sp]) - ext;
+      if (span < 0) fail(HETERO_INVALID_MODEL, "the window is larger than the padded input");
+      out.push_back((ceil_mode ? (span + s - 1) / s : span / s) + 1);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::optional<SliceGeometry> slice_geometry(const core::Node& node, const core::Shape& x,
+                                            const TensorLookup& constant_of) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (node.opset < 10) {
+    starts = node.attr_ints("starts");
+    ends = node.attr_ints("ends");
+    axes = node.attr_ints("axes");
+  } else {
+    bool constant = true;
+    auto ints = [&](size_t i) {
+      if (!node.input(i)) return std::vector<int64_t>{};
+      const core::Tensor* c = constant_of(node.input(i));
+      if (!c) constant = false;
+      return c ? c->to_int64_vector() : std::vector<int64_t>{};
+    };
+    starts = ints(1), ends = ints(2), axes = ints(3), steps = ints(4);
+    if (!constant) return std::nullopt;
+  }
+  if (axes.empty())
+    for (size_t d = 0; d < starts.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    fail(HETERO_INVALID_MODEL, "Slice's starts, ends, axes and steps differ in length");
+  SliceGeometry g{std::vector<int64_t>(x.size(), 0), std::vector<int64_t>(x.size(), 1), x};
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const auto ax = static_cast<size_t>(axis_of(axes[i], x.size()));
+    const int64_t n = x[ax], step = steps[i];
+    if (step == 0) fail(HETERO_INVALID_MODEL, "a Slice step is 0");
+    // Negative positions count from the end; then clamp to [0, n] going
+    // forward, [-1, n - 1] going back.
+    auto clamp = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + n : v, lo, hi); };
+    const int64_t s = step > 0 ? clamp(starts[i], 0, n) : clamp(starts[i], -1, n - 1);
+    const int64_t e = step > 0 ? clamp(ends[i], 0, n) : clamp(ends[i], -1, n - 1);
+    const int64_t count = step > 0 ? std::max<int64_t>(0, (e - s + step - 1) / step)
+                                   : std::max<int64_t>(0, (s - e - step - 1) / -step);
+    g.out[ax] = count;
+    g.starts[ax] = count ? s : 0;
+    g.steps[ax] = step;
+  }
+  return g;
+}
 
 std::optional<core::Shape> infer_output_shape(const core::Node& node, const ShapeLookup& shape_of,
                                               const TensorLookup& constant_of) {
@@ -134,6 +202,17 @@ std::optional<core::Shape> infer_output_shape(const core::Node& node, const Shap
       out[axis] += (*s)[axis];
     }
     return out;
+  }
+  if (op == "Slice") {
+    auto g = slice_geometry(node, *x, constant_of);
+    return g ? std::optional<core::Shape>(g->out) : std::nullopt;
+  }
+  if (op == "Conv" || op == "MaxPool" || op == "AveragePool") {
+    if (x->size() < 3) return std::nullopt;
+    if (op != "Conv") return windowed(node, *x, node.attr_ints("kernel_shape"), (*x)[1]);
+    const core::Shape* w = node.input(1) ? shape_of(node.input(1)) : nullptr;
+    if (!w || w->size() != x->size()) return std::nullopt;
+    return windowed(node, *x, core::Shape(w->begin() + 2, w->end()), (*w)[0]);
   }
   if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
     core::Shape out = *x;

@@ -15,6 +15,18 @@ namespace hetero::gpu {
 using ShapeLookup = std::function<const core::Shape*(const core::Value*)>;
 using TensorLookup = std::function<const core::Tensor*(const core::Value*)>;
 
+// A Slice with constant starts, ends, axes and steps, per axis of its input
+// `x` (axes it does not slice: start 0, step 1), with ONNX's clamping
+// applied: output element i along an axis is input element start + i * step.
+struct SliceGeometry {
+  std::vector<int64_t> starts, steps;
+  core::Shape out;
+};
+// nullopt when a parameter is not a constant; INVALID_MODEL when they are
+// inconsistent (lengths, an axis out of range, a step of 0).
+std::optional<SliceGeometry> slice_geometry(const core::Node& node, const core::Shape& x,
+                                            const TensorLookup& constant_of);
+
 // The static shape of `node`'s first output, or nullopt when it cannot be
 // known; INVALID_MODEL when the input shapes contradict the op.
 std::optional<core::Shape> infer_output_shape(const core::Node& node, const ShapeLookup& shape_of,

@@ -313,6 +313,8 @@ class Builder {
         if (static_cast<int64_t>(sorted.size()) != rank || sorted[size_t(d)] != d) fail(HETERO_INVALID_MODEL, "perm is not a permutation");
       p.kind = PrimKind::Transpose;
       p.inputs = {node.input(0)->name};
+    } else if (op == "Slice") {
+      slice(node, p, *out_shape);
     } else if (op == "Concat") {
       const auto rank = static_cast<int64_t>(out_shape->size());
       a.axis = node.attr_int("axis", 0);
@@ -540,6 +542,23 @@ class Builder {
     }
     if (a.resize_mode == "linear" && interpolated > 3) fail(HETERO_NOT_SUPPORTED, "linear Resize along more than 3 axes");
     a.scales = std::move(scales);
+  }
+
+  // Slice with constant parameters: a strided copy, the Transpose kernel
+  // with the identity perm, a start offset and strides scaled by the steps.
+  void slice(const core::Node& node, Primitive& p, const core::Shape& out) {
+    const core::Shape& x = data_input(node, 0);
+    if (x.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+    auto g = slice_geometry(node, x, [&](const core::Value* v) { return constant(v); });
+    if (!g) fail(HETERO_NOT_SUPPORTED, "Slice's starts, ends, axes or steps are not constant");
+    if (g->out != out)
+      fail(HETERO_INVALID_MODEL, "the slice's shape is " + core::shape_to_string(g->out) + ", its output's " +
+                                     core::shape_to_string(out));
+    for (size_t d = 0; d < x.size(); ++d) p.attrs.perm.push_back(static_cast<int64_t>(d));
+    p.attrs.starts = std::move(g->starts);
+    p.attrs.steps = std::move(g->steps);
+    p.kind = PrimKind::Transpose;
+    p.inputs = {node.input(0)->name};
   }
 
   Topology& t_;

@@ -26,7 +26,7 @@ enum class PrimKind {
   Pool,       // op: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool
   Softmax,
   Reduce,     // op: ReduceMax, ReduceMin, ReduceSum, ReduceMean
-  Transpose,
+  Transpose,  // and Slice: a strided copy (perm, then per input axis a start and a step)
   Concat,
   Resize,     // Resize and Upsample: nearest or (bi)linear, per-axis scales
   View,       // Reshape, Flatten, Squeeze, Unsqueeze, Identity: same bytes
@@ -42,6 +42,7 @@ struct PrimAttrs {
   bool softmax_flatten = false;             // opset < 13: softmax over all dims from axis on
   bool count_include_pad = false;
   std::vector<int64_t> perm, axes;          // transpose, reduce (axes normalised, sorted)
+  std::vector<int64_t> starts, steps;       // slice, per input axis (empty: 0 and 1)
   // resize: per axis, the scale its coordinate transformation divides by;
   // the ONNX mode, coordinate_transformation_mode and nearest_mode
   std::vector<double> scales;

