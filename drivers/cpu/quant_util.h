@@ -1,14 +1,6 @@
-// Linear quantisation as ONNX defines it, shared by the quantisation kernels
-// and the int8 graph pass:
-//
-//   quantize:   q = saturate(round_half_to_even(x / scale) + zero_point)
-//   dequantize: x = (q - zero_point) * scale
-//
-// with one scale and zero point for the whole tensor, or one per index of an
-// axis. QuantParams holds them once read and checked: every kernel and the
-// pass refuse a zero, negative or non-finite scale, a zero point of the
-// wrong type or out of range, an axis out of bounds and scale and zero-point
-// shapes that disagree, naming the node and the input.
+// Linear quantisation for the CPU driver's quantisation kernels and its int8
+// graph pass: parameters read at run time (QuantInputs), vectorised spans,
+// byte tables. The formulas and QuantParams are core/quant_params.h's.
 #pragma once
 
 #include <cmath>
@@ -19,53 +11,25 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/quant_params.h"
 #include "core/tensor.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/kernel.h"
 
 namespace hetero::cpu {
 
-// The integer types quantised tensors may have.
-bool is_quantized_type(core::DType dtype);
-int32_t quant_min(core::DType dtype);
-int32_t quant_max(core::DType dtype);
-
-struct QuantParams {
-  core::DType dtype = core::DType::U8;  // the quantised type
-  std::vector<float> scale;             // one value, or one per index of `axis`
-  std::vector<int32_t> zero_point;      // as many as `scale`
-  int64_t axis = -1;                    // -1: per tensor; else the (non-negative) axis
-
-  bool per_tensor() const { return axis < 0; }
-  float scale_at(size_t i) const { return scale[per_tensor() ? 0 : i]; }
-  int32_t zero_point_at(size_t i) const { return zero_point[per_tensor() ? 0 : i]; }
-  bool operator==(const QuantParams& o) const {
-    return dtype == o.dtype && scale == o.scale && zero_point == o.zero_point && axis == o.axis;
-  }
-};
-
-// What read_quant_params checks the tensors against.
-struct QuantSpec {
-  QuantSpec() = default;
-  QuantSpec(std::string what_, core::DType dtype_, bool allow_axis_ = false, int64_t axis_ = 1)
-      : what(std::move(what_)), dtype(dtype_), allow_axis(allow_axis_), axis(axis_) {}
-
-  std::string what;                // "x", "y_scale/y_zero_point", ... for messages
-  core::DType dtype = core::DType::U8;  // the quantised type the zero point must have
-  bool allow_axis = false;         // false: scale must hold one value
-  int64_t axis = 1;                // the axis attribute (may be negative)
-  std::optional<size_t> rank;      // rank of the quantised tensor, when known
-  std::optional<int64_t> axis_dim; // its size along the axis, when known
-  std::optional<size_t> row_dim;   // allow_axis without an axis attribute: the
-                                   // number of values a non-scalar scale must
-                                   // have (QLinearMatMul rows/columns)
-};
-
-// Reads and checks a scale tensor and an optional zero point tensor (absent:
-// zero of spec.dtype). Fails with `status` (INVALID_MODEL at compile time,
-// INVALID_ARGUMENT for run-time inputs) naming `node`.
-QuantParams read_quant_params(const core::Node& node, const core::Tensor& scale, const core::Tensor* zero_point,
-                              const QuantSpec& spec, hetero_status status);
+// The parameters, their checks and the arithmetic live in core (the GPU
+// drivers read QDQ graphs too); the kernels' side is here.
+using core::dequantize_tensor;
+using core::is_quantized_type;
+using core::qdq_constant_params;
+using core::qdq_spec;
+using core::quant_max;
+using core::quant_min;
+using core::QuantParams;
+using core::QuantSpec;
+using core::quantize_value;
+using core::read_quant_params;
 
 // A tensor's quantisation given by two node inputs (the zero point may be
 // absent or omitted; without a scale input, as for ConvInteger, the scale
@@ -95,13 +59,6 @@ core::DType zero_point_type(const KernelBuild& b, size_t zero_point_input);
 // uint8 or int8.
 core::DType output_zero_point_type(const KernelBuild& b, size_t zero_point_input);
 
-// The spec of a QuantizeLinear or DequantizeLinear node's scale and zero
-// point from what the graph knows of its data input (`opset`: the node's).
-QuantSpec qdq_spec(const core::Node& node, int64_t opset);
-// A QuantizeLinear or DequantizeLinear node's parameters when they are
-// constants (checked: INVALID_MODEL naming the node), else nullopt.
-std::optional<QuantParams> qdq_constant_params(const core::Node& node, int64_t opset);
-
 // The same check for parameters held as attributes of a hetero.cpu node the
 // int8 pass made: `<prefix>_scale` (floats), `<prefix>_zero_point` (ints),
 // `<prefix>_type` (a DType) and, for per-axis ones, `<prefix>_axis`.
@@ -111,16 +68,6 @@ void set_quant_attrs(core::Node& node, const std::string& prefix, const QuantPar
 bool has_quant_attrs(const core::Node& node, const std::string& prefix);
 // The attribute prefix of hetero.cpu QLinearConcat's input i: "x0", "x1", ...
 std::string concat_input_prefix(size_t i);
-
-// One value, ONNX's way.
-inline int32_t quantize_value(float x, float scale, int32_t zero_point, int32_t lo, int32_t hi) {
-  float q = std::nearbyint(x / scale);  // the default rounding mode rounds half to even
-  // Clamping before adding the zero point keeps a huge x from overflowing
-  // the conversion; the bounds are integers, so the result is the same.
-  q = std::fmin(std::fmax(q, static_cast<float>(lo - zero_point)), static_cast<float>(hi - zero_point));
-  if (std::isnan(q)) q = static_cast<float>(lo - zero_point);
-  return static_cast<int32_t>(q) + zero_point;
-}
 
 // y[i] = quantize(x[i]) for one scale and zero point, T = uint8_t or int8_t.
 template <typename T>
@@ -139,10 +86,6 @@ void dequantize_span(const T* x, float* y, size_t n, float scale, int32_t zero_p
 // runs over the threads, look_up_run does one run on the calling thread.
 void look_up_bytes(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table);
 void look_up_run(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table);
-
-// A constant dequantised once (the int8 pass folds DQ of a constant so
-// that a float op keeps constant weights).
-core::Tensor dequantize_tensor(const core::Tensor& q, const QuantParams& p);
 
 // Table-driven ops on 8-bit tensors: dequantized_codes(in)[b] is the value of
 // the code whose byte is b (q & 0xff), and quantize_codes maps 256 such
