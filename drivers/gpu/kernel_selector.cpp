@@ -80,16 +80,28 @@ std::vector<int64_t> broadcast_strides(const core::Shape& out, const core::Shape
 // coordinate times its stride to each named offset.
 std::string index_code(const std::string& var, const core::Shape& dims,
                        const std::vector<std::pair<std::string, std::vector<int64_t>>>& offsets) {
-  std::string c = "{ size_t t_ = " + var + "; size_t i_; ";
+  // An offset whose strides are the row-major ones of `dims` (an operand
+  // of the output's own shape) is the index itself: no division for it.
+  const auto row_major = contiguous_strides(dims);
+  std::string direct;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> split;
+  for (const auto& [name, st] : offsets) {
+    bool same = true;
+    for (size_t d = 0; d < dims.size() && same; ++d) same = dims[d] == 1 || st[d] == row_major[d];
+    if (same) direct += name + " += " + var + "; ";
+    else split.emplace_back(name, st);
+  }
+  if (split.empty()) return direct;
+  std::string c = direct + "{ size_t t_ = " + var + "; size_t i_; ";
   for (size_t d = dims.size(); d-- > 0;) {
     bool used = false;
-    for (const auto& [name, st] : offsets) used = used || st[d] != 0;
+    for (const auto& [name, st] : split) used = used || st[d] != 0;
     if (!used) {
       if (d > 0) c += "t_ /= " + std::to_string(dims[d]) + "UL; ";
       continue;
     }
     c += "i_ = t_ % " + std::to_string(dims[d]) + "UL; t_ /= " + std::to_string(dims[d]) + "UL; ";
-    for (const auto& [name, st] : offsets)
+    for (const auto& [name, st] : split)
       if (st[d] != 0) c += name + " += i_ * " + std::to_string(st[d]) + "UL; ";
   }
   return c + "(void)t_; (void)i_; }";
