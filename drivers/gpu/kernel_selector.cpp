@@ -47,6 +47,12 @@ std::string unary_expr(const std::string& op, float a, float b, const std::strin
   if (op == "Cos") return "cos(" + v + ")";
   if (op == "Clip") return "fmin(fmax(" + v + ", " + flt(a) + "), " + flt(b) + ")";
   if (op == "Identity") return v;
+  if (op == "QuantizeDequantizeUint8" || op == "QuantizeDequantizeInt8") {
+    // (saturate(rint(v / scale) + zp) - zp) * scale, with the zero point
+    // moved into the bounds; rint rounds half to even, as ONNX does.
+    const float lo = op == "QuantizeDequantizeUint8" ? 0.0f : -128.0f, hi = lo + 255.0f;
+    return "(clamp(rint(" + v + " / " + flt(a) + "), " + flt(lo - b) + ", " + flt(hi - b) + ") * " + flt(a) + ")";
+  }
   fail(HETERO_INTERNAL, "no GPU expression for unary op " + op);
 }
 

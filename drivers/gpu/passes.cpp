@@ -224,7 +224,8 @@ void fuse_post_ops(ProgramGraph& g) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ProgramNode& head = g.nodes[i];
     const PrimKind k = head.prim.kind;
-    if (gone.count(&head) || (k != PrimKind::Conv && k != PrimKind::MatMul && k != PrimKind::Binary)) continue;
+    if (gone.count(&head) || (k != PrimKind::Conv && k != PrimKind::MatMul && k != PrimKind::Binary && k != PrimKind::Unary))
+      continue;
     for (;;) {
       const Uses uses(g);
       const std::string& out = head.prim.output;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/quant_params.h"
 #include "drivers/gpu/const_fold.h"
 #include "drivers/gpu/shape_infer.h"
 
@@ -365,6 +366,49 @@ class Builder {
     pending_.push_back(std::move(p));
   }
 
+  // QDQ models (QuantizeLinear -> DequantizeLinear around each quantised
+  // op) in float, as their float form reads: a DequantizeLinear of a
+  // constant (weights, biases) is that constant dequantised once. A
+  // QuantizeLinear whose every use is a DequantizeLinear with its parameters
+  // becomes the unary QuantizeDequantize (rounding to the codes and back:
+  // a post-op of the Conv before it, once fused), writing float values in
+  // place of the codes, and those DequantizeLinears views of them. The
+  // integer codes never exist on the device.
+  void quantization(const core::Node& node) {
+    const core::Value* x = node.input(0);
+    const core::Value* out = node.outputs.empty() ? nullptr : node.outputs[0];
+    if (!x || !out) fail(HETERO_INVALID_MODEL, "input or output missing");
+    Primitive p;
+    p.id = node.name;
+    p.inputs = {x->name};
+    p.output = out->name;
+    if (node.op_type == "QuantizeLinear") {
+      const auto params = folded_quantize(node);
+      if (!params)
+        fail(HETERO_NOT_SUPPORTED, "its codes go elsewhere than to DequantizeLinears of the same per-tensor 8-bit "
+                                   "parameters; the GPU kernels hold float32 only");
+      t_.shapes[out->name] = data_input(node, 0);
+      p.kind = PrimKind::Unary;
+      p.op = params->dtype == core::DType::U8 ? "QuantizeDequantizeUint8" : "QuantizeDequantizeInt8";
+      p.attrs.alpha = params->scale[0];
+      p.attrs.beta = static_cast<float>(params->zero_point[0]);
+    } else if (const core::Tensor* codes = constant(x)) {
+      auto params = core::qdq_constant_params(node, node.opset);
+      if (!params) fail(HETERO_NOT_SUPPORTED, "scale or zero point is not constant");
+      core::Tensor real = core::dequantize_tensor(*codes, *params);
+      t_.shapes[out->name] = real.shape();
+      t_.constants[out->name] = std::move(real);
+      return;
+    } else {
+      if (!x->producer || x->producer->op_type != "QuantizeLinear" || !folded_quantize(*x->producer))
+        fail(HETERO_NOT_SUPPORTED, "its codes do not come from a QuantizeLinear the GPU folds");
+      t_.shapes[out->name] = t_.shapes.at(x->name);
+      p.kind = PrimKind::View;
+      p.op = node.op_type;
+    }
+    pending_.push_back(std::move(p));
+  }
+
   std::vector<Primitive> take_pending() { return std::move(pending_); }
   void set_graph(const core::Graph& g) { graph_ = &g; }
 
@@ -373,6 +417,27 @@ class Builder {
     return std::find(graph_->outputs.begin(), graph_->outputs.end(), v) != graph_->outputs.end();
   }
   bool const_or_absent(const core::Value* v) const { return !v || constant(v); }
+  // A QuantizeLinear's parameters when it is folded into the
+  // DequantizeLinears that read it (quantization()): float input, constant
+  // per-tensor 8-bit parameters, and every use such a DequantizeLinear with
+  // the same parameters.
+  std::optional<core::QuantParams> folded_quantize(const core::Node& q) const {
+    const core::Value* x = q.input(0);
+    const core::Value* codes = q.outputs.empty() ? nullptr : q.outputs[0];
+    if (!q.domain.empty() || !x || x->dtype != core::DType::F32 || constant(x) || !codes || codes->uses.empty() ||
+        is_graph_output(codes))
+      return std::nullopt;
+    auto params = core::qdq_constant_params(q, q.opset);
+    if (!params || !params->per_tensor() || (params->dtype != core::DType::U8 && params->dtype != core::DType::I8))
+      return std::nullopt;
+    for (const core::Use& use : codes->uses) {
+      const core::Node& dq = *use.node;
+      if (dq.op_type != "DequantizeLinear" || !dq.domain.empty() || use.input_index != 0) return std::nullopt;
+      auto dq_params = core::qdq_constant_params(dq, dq.opset);
+      if (!dq_params || !(*dq_params == *params)) return std::nullopt;
+    }
+    return params;
+  }
   static float scalar(const core::Tensor& t, const char* what) {
     if (t.numel() != 1) fail(HETERO_INVALID_MODEL, std::string(what) + " must be a scalar");
     return static_cast<float>(t.as_double(0));
@@ -592,6 +657,11 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
         if (auto s = v->static_shape()) return &(t.shapes[v->name] = *s);
         return nullptr;
       };
+      if (node->domain.empty() && (node->op_type == "QuantizeLinear" || node->op_type == "DequantizeLinear")) {
+        b.quantization(*node);
+        for (Primitive& p : b.take_pending()) t.primitives.push_back(std::move(p));
+        continue;
+      }
       if (auto folded = fold_node(*node, [&](const core::Value* v) { return b.constant(v); }, shape_of)) {
         t.constants[node->outputs[0]->name] = *folded;
         t.shapes[node->outputs[0]->name] = folded->shape();
@@ -605,6 +675,21 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
       (*reasons)[node->index] = e.what();
     }
   }
+  // A DequantizeLinear of a folded QuantizeLinear is a view of its float
+  // values: its readers read those directly, so that the post-op fusion
+  // goes on through the pair (a Conv, its rounding, then the Add after it).
+  std::map<std::string, std::string> same;
+  std::erase_if(t.primitives, [&](const Primitive& p) {
+    if (p.kind != PrimKind::View || p.op != "DequantizeLinear" ||
+        std::find(t.outputs.begin(), t.outputs.end(), p.output) != t.outputs.end())
+      return false;
+    const auto it = same.find(p.inputs[0]);
+    same[p.output] = it == same.end() ? p.inputs[0] : it->second;
+    return true;
+  });
+  for (Primitive& p : t.primitives)
+    for (std::string& in : p.inputs)
+      if (auto it = same.find(in); it != same.end()) in = it->second;
   return t;
 }
 

@@ -17,7 +17,12 @@
 //   blob    compiled to a blob (CPU, and the HETERO split) and run from it:
 //           the outputs of compiling it directly.
 //
-//   node check_int8.js HETERO QUANTIZER DIR [--only NAME]
+//   node check_int8.js HETERO QUANTIZER DIR [--only NAME] [--device D]
+//
+// With --device D (a GPU device: OPENCL), the model runs whole on D, whose
+// kernels compute the QDQ graph in float (QuantizeLinear -> DequantizeLinear
+// as a rounding to the codes and back), and is checked against ONNX Runtime
+// next to the CPU driver's float simulation of the same graph (below).
 //
 // DIR keeps the quantised models between runs. Skips (exit 77) without the
 // test cache, as check_models.js does.
@@ -58,7 +63,7 @@ function compareSteps(what, ref, got, scale) {
     if (steps > STEP_SLACK) ++off;
   }
   const ok = worst <= 1 + STEP_SLACK;
-  return { ok, text: `${what}: max ${worst.toFixed(3)} steps of ${scale.toPrecision(3)}, ${off} of ${ref.data.length} elements off` };
+  return { ok, off, text: `${what}: max ${worst.toFixed(3)} steps of ${scale.toPrecision(3)}, ${off} of ${ref.data.length} elements off` };
 }
 
 function compareExact(what, ref, got) {
@@ -102,6 +107,36 @@ async function checkModel(model, o, ctx, work) {
     ok = ok && r.ok;
   };
   const core = ['--config', 'CPU.device_count=2'];
+
+  if (o.device) {
+    // The float form cannot be held to one step: where an exact int8 sum
+    // lies on a rounding tie, float32 sums (in any order) may round it the
+    // other way, and later layers turn that step into many. So the device
+    // must be as close to ONNX Runtime as the CPU driver's float simulation
+    // of the same graph is: no more elements off than it has, with slack
+    // for summation order (1.5x, plus 1% of the elements).
+    const simDir = sub('float-simulation');
+    run(o.hetero, ['run', file, '--device', 'CPU', '--config', 'CPU.optimize=false', ...inputArgs, '--output-dir', simDir]);
+    const gotDir = sub(o.device);
+    run(o.hetero, ['run', file, '--device', o.device, ...inputArgs, '--output-dir', gotDir]);
+    const sims = outputs(simDir);
+    const got = outputs(gotDir);
+    if (got.length !== names.length) throw new Error(`hetero wrote ${got.length} outputs, the model has ${names.length}`);
+    lines.push(`against ONNX Runtime, ${o.device} and the float simulation (CPU.optimize=false):`);
+    names.forEach((name, k) => {
+      const ref = { shape: refs[name].dims, data: refs[name].data };
+      const mine = compareSteps(name, ref, got[k], scaleOf(name));
+      const sim = compareSteps(name, ref, sims[k], scaleOf(name));
+      const limit = Math.floor(1.5 * sim.off + 0.01 * ref.data.length);
+      lines.push(`  ${o.device}: ${mine.text}`);
+      lines.push(`  simulation: ${sim.text}`);
+      if (mine.off > limit) {
+        lines.push(`  ${o.device} has ${mine.off} elements off, more than ${limit}`);
+        ok = false;
+      }
+    });
+    return { ok, lines };
+  }
 
   const wholeDir = sub('whole');
   run(o.hetero, ['run', file, '--device', 'CPU', ...core, ...inputArgs, '--output-dir', wholeDir]);
@@ -149,15 +184,16 @@ async function checkModel(model, o, ctx, work) {
 
 async function main() {
   const argv = process.argv.slice(2);
-  const o = { hetero: '', quantizer: '', dir: '', only: '' };
+  const o = { hetero: '', quantizer: '', dir: '', only: '', device: '' };
   const positional = [];
   for (let i = 0; i < argv.length; ++i) {
     if (argv[i] === '--only' && i + 1 < argv.length) o.only = argv[++i];
+    else if (argv[i] === '--device' && i + 1 < argv.length) o.device = argv[++i];
     else positional.push(argv[i]);
   }
   [o.hetero, o.quantizer, o.dir] = positional;
   if (!o.hetero || !o.quantizer || !o.dir || !fs.existsSync(o.hetero) || !fs.existsSync(o.quantizer)) {
-    console.error('usage: node check_int8.js HETERO QUANTIZER DIR [--only NAME]');
+    console.error('usage: node check_int8.js HETERO QUANTIZER DIR [--only NAME] [--device D]');
     process.exit(2);
   }
   const cache = cacheDir();
