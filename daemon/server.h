@@ -60,7 +60,9 @@ class Server {
   // Gives the heap's free pages back to the system after something large
   // was freed, on the config loader's thread: a trim of a big heap takes
   // milliseconds, which the loop thread would take from every client. Calls
-  // while one is pending make one trim.
+  // while one is pending make one trim. (glibc's heap: where heterod
+  // allocates with jemalloc, its background thread gives pages back,
+  // daemon/allocator.cpp, and this trims a heap that holds next to nothing.)
   void trim_heap();
   // A copy of the connections, to go through while some of them close (and
   // leave connections_).

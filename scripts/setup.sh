@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential meson ninja-build pkg-config cmake clang
   libuv1-dev libyaml-cpp-dev libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
-  ocl-icd-opencl-dev opencl-headers libclblast-dev clpeak libze-dev libsystemd-dev libjansson-dev
+  ocl-icd-opencl-dev opencl-headers libclblast-dev clpeak libze-dev libsystemd-dev libjansson-dev libjemalloc-dev
   clang-15 llvm-spirv-15 spirv-tools
   googletest libgtest-dev pocl-opencl-icd libonnx-testdata
   nodejs npm python3 graphviz systemd
