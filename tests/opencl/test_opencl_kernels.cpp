@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "tests/opencl/opencl_test_util.h"
@@ -396,6 +397,33 @@ TEST(OpenClKernels, Resize) {
                                   "float[4] sc = {1.0, 1.0, 2.0, 3.0}");
   upsample.replace(upsample.find("13"), 2, "9");
   expect_same_as_cpu(upsample, {random_tensor({1, 2, 3, 4}, rng)}, "Upsample linear");
+}
+
+// QuantizeLinear -> DequantizeLinear, which the GPU computes as one rounding
+// to the codes and back: ties (x / scale exactly half-way) round to even,
+// values past the codes saturate, NaN and infinities land where the CPU's
+// quantisation puts them; alone, and fused after an Add and a pooling.
+TEST(OpenClKernels, QuantizeDequantize) {
+  REQUIRE_OPENCL();
+  core::Tensor x = core::Tensor::allocate(core::DType::F32, {1, 2, 8, 16});
+  float* v = x.data<float>();
+  for (size_t i = 0; i < x.numel(); ++i) v[i] = 0.5f * (static_cast<float>(i) - 128.0f) + 0.25f;  // / 0.5: ties
+  v[3] = NAN;
+  v[4] = INFINITY;
+  v[5] = -INFINITY;
+  v[6] = 1e30f;
+  for (const std::string dtype : {"uint8", "int8"}) {
+    const std::string zp = dtype == "uint8" ? "uint8[1] zp = {128}" : "int8[1] zp = {-3}";
+    const std::string params = "float[1] s = {0.5}, " + zp + ", float[1] t = {0.75}";
+    const std::string qdq = "q = QuantizeLinear(a, s, zp)\ny = DequantizeLinear(q, s, zp)";
+    const std::string io = "float[1,2,8,16] x";
+    expect_same_as_cpu(one_node(io, "float[1,2,8,16] y", "a = Identity(x)\n" + qdq, params), {x}, dtype + " alone");
+    expect_same_as_cpu(one_node(io, "float[1,2,8,16] y", "a = Add(x, t)\n" + qdq, params), {x},
+                       dtype + " fused after Add");
+    expect_same_as_cpu(one_node(io, "float[1,2,4,8] y", "a = MaxPool <kernel_shape = [2,2], strides = [2,2]>(x)\n" + qdq,
+                                params),
+                       {x}, dtype + " fused after MaxPool");
+  }
 }
 
 TEST(OpenClKernels, UnfusedMatchesFused) {
