@@ -58,6 +58,23 @@ int broadcast_axis(const core::Shape& out, const core::Shape& other) {
 
 bool is_fusable_unary(const std::string& op) { return op != "Identity"; }
 
+// The nodes whose kernels apply post-ops to each value they compute
+// (POST_OPS in their templates, kernels/*.cl).
+bool takes_post_ops(PrimKind k) {
+  switch (k) {
+    case PrimKind::Conv:
+    case PrimKind::ConvTranspose:
+    case PrimKind::MatMul:
+    case PrimKind::Binary:
+    case PrimKind::Unary:
+    case PrimKind::Pool:
+    case PrimKind::Reduce:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void erase_done(ProgramGraph& g, const std::set<const ProgramNode*>& gone) {
   std::vector<ProgramNode> kept;
   for (ProgramNode& n : g.nodes)
@@ -223,9 +240,7 @@ void fuse_post_ops(ProgramGraph& g) {
   std::set<const ProgramNode*> gone;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ProgramNode& head = g.nodes[i];
-    const PrimKind k = head.prim.kind;
-    if (gone.count(&head) || (k != PrimKind::Conv && k != PrimKind::MatMul && k != PrimKind::Binary && k != PrimKind::Unary))
-      continue;
+    if (gone.count(&head) || !takes_post_ops(head.prim.kind)) continue;
     for (;;) {
       const Uses uses(g);
       const std::string& out = head.prim.output;
