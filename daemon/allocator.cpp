@@ -1,5 +1,6 @@
-// heterod's allocator settings, linked into the daemon executable only
-// (libhetero leaves the allocator to the program that loads it).
+// heterod's allocator settings, built into the daemon executable where it
+// links jemalloc (libhetero leaves the allocator to the program that loads
+// it).
 //
 // A long-running daemon meets spikes: a client's upload that compiles
 // through hundreds of MiB, a burst of 16 MiB tensors. With glibc's malloc,
@@ -24,10 +25,8 @@
 // - oversize_threshold:0: blocks over 8 MiB come from the same arenas as
 //   the rest, not from jemalloc's own arena for them, which gives them back
 //   at once and so faults a 16 MiB message's pages in again every time.
-#ifdef HETEROD_JEMALLOC
 extern "C" {
 extern const char* malloc_conf;
 const char* malloc_conf =
     "background_thread:true,max_background_threads:1,dirty_decay_ms:5000,muzzy_decay_ms:0,oversize_threshold:0";
 }
-#endif
