@@ -107,6 +107,13 @@ async function checkModel(model, o, ctx, work) {
     ok = ok && r.ok;
   };
   const core = ['--config', 'CPU.device_count=2'];
+  // The CPU driver's float simulation of the QDQ graph (its int8 pass off):
+  // what each path below is set beside.
+  const floatSimulation = () => {
+    const simDir = sub('float-simulation');
+    run(o.hetero, ['run', file, '--device', 'CPU', ...core, '--config', 'CPU.optimize=false', ...inputArgs, '--output-dir', simDir]);
+    return outputs(simDir);
+  };
 
   if (o.device) {
     // The float form cannot be held to one step: where an exact int8 sum
@@ -115,11 +122,9 @@ async function checkModel(model, o, ctx, work) {
     // must be as close to ONNX Runtime as the CPU driver's float simulation
     // of the same graph is: no more elements off than it has, with slack
     // for summation order (1.5x, plus 1% of the elements).
-    const simDir = sub('float-simulation');
-    run(o.hetero, ['run', file, '--device', 'CPU', '--config', 'CPU.optimize=false', ...inputArgs, '--output-dir', simDir]);
+    const sims = floatSimulation();
     const gotDir = sub(o.device);
     run(o.hetero, ['run', file, '--device', o.device, ...inputArgs, '--output-dir', gotDir]);
-    const sims = outputs(simDir);
     const got = outputs(gotDir);
     if (got.length !== names.length) throw new Error(`hetero wrote ${got.length} outputs, the model has ${names.length}`);
     lines.push(`against ONNX Runtime, ${o.device} and the float simulation (CPU.optimize=false):`);
@@ -148,10 +153,8 @@ async function checkModel(model, o, ctx, work) {
     note(compareSteps(name, ref, whole[k], scaleOf(name)));
   });
 
-  const simDir = sub('float-simulation');
-  run(o.hetero, ['run', file, '--device', 'CPU', ...core, '--config', 'CPU.optimize=false', ...inputArgs, '--output-dir', simDir]);
   lines.push('against the float simulation (CPU.optimize=false; for information):');
-  outputs(simDir).forEach((sim, k) => lines.push(`  ${compareSteps(names[k], sim, whole[k], scaleOf(names[k])).text}`));
+  floatSimulation().forEach((sim, k) => lines.push(`  ${compareSteps(names[k], sim, whole[k], scaleOf(names[k])).text}`));
 
   if (!report.split.length) {
     lines.push('no QDQ-preserving split point');
