@@ -502,7 +502,10 @@ void ServedModel::finish(Slot& slot, Outcome outcome) {
 }
 
 void ServedModel::wait_idle() {
-  for (auto& slot : slots_) hetero_infer_request_wait(slot->request.get());
+  for (auto& slot : slots_) {
+    hetero_infer_request_wait(slot->request.get());
+    slot->keep_alive.reset();
+  }
 }
 
 }  // namespace hetero::daemon

@@ -129,7 +129,11 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   void cancel_all(const std::string& why);
   // Jobs queued or running.
   size_t pending() const noexcept { return queue_.size() + running_; }
-  // Blocks until every running inference has finished (at exit).
+  // At exit, once the loop has stopped for good: blocks until every running
+  // inference has finished, and lets go of the references to this model
+  // that their completions held until finish(), which will not run now (the
+  // loop's posted tasks are dropped): without that, a model whose inference
+  // outlived the grace period would keep itself alive.
   void wait_idle();
 
  private:
