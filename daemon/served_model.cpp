@@ -66,8 +66,9 @@ void Replier::reply_infer_error(uint64_t id, hetero_status status, const std::st
   reply_infer(error_frame(id, status, message));
 }
 
-ServedModel::ServedModel(const ModelSpec& spec, CompiledPtr compiled, std::shared_ptr<LoopPost> post)
-    : spec_(spec), compiled_(std::move(compiled)), post_(std::move(post)) {
+ServedModel::ServedModel(const ModelSpec& spec, CompiledPtr compiled, Threads threads)
+    : spec_(spec), compiled_(std::move(compiled)), post_(std::move(threads.loop)),
+      releaser_(std::move(threads.releaser)) {
   size_t count = 0;
   check(hetero_compiled_model_get_input_count(compiled_.get(), &count), "inputs");
   for (size_t k = 0; k < count; ++k) {
@@ -99,10 +100,17 @@ ServedModel::ServedModel(const ModelSpec& spec, CompiledPtr compiled, std::share
   }
 }
 
-ServedModel::~ServedModel() = default;
+ServedModel::~ServedModel() {
+  // No inference runs (each holds the model), so nothing else touches them.
+  struct Parts {
+    CompiledPtr compiled;
+    std::vector<std::unique_ptr<Slot>> slots;  // destroyed first: requests must not outlive their model
+  };
+  auto parts = std::make_shared<Parts>(Parts{std::move(compiled_), std::move(slots_)});
+  releaser_->post([parts = std::move(parts)]() mutable { parts.reset(); });
+}
 
-std::shared_ptr<ServedModel> ServedModel::load(hetero_core_t* core, const ModelSpec& spec,
-                                               std::shared_ptr<LoopPost> post) {
+std::shared_ptr<ServedModel> ServedModel::load(hetero_core_t* core, const ModelSpec& spec, Threads threads) {
   hetero_compiled_model_t* compiled = nullptr;
   const CompileArgs args(spec);
   // An ONNX file or a blob (for the device the config names).
@@ -112,13 +120,13 @@ std::shared_ptr<ServedModel> ServedModel::load(hetero_core_t* core, const ModelS
                                         args.keys.size()),
         "model '" + spec.name + "' (" + spec.path + ")");
   CompiledPtr owned(compiled);
-  std::shared_ptr<ServedModel> model(new ServedModel(spec, std::move(owned), std::move(post)));
+  std::shared_ptr<ServedModel> model(new ServedModel(spec, std::move(owned), std::move(threads)));
   ::stat(spec.path.c_str(), &model->file_stat_);
   return model;
 }
 
 std::shared_ptr<ServedModel> ServedModel::load_bytes(hetero_core_t* core, const ModelSpec& spec,
-                                                     std::span<const uint8_t> bytes, std::shared_ptr<LoopPost> post) {
+                                                     std::span<const uint8_t> bytes, Threads threads) {
   hetero_compiled_model_t* compiled = nullptr;
   const CompileArgs args(spec);
   check(hetero_compiled_model_open_memory(&compiled, core, bytes.data(), bytes.size(), args.shape_names.data(),
@@ -127,7 +135,7 @@ std::shared_ptr<ServedModel> ServedModel::load_bytes(hetero_core_t* core, const 
                                           args.keys.size()),
         "model '" + spec.name + "' (uploaded)");
   CompiledPtr owned(compiled);
-  return std::shared_ptr<ServedModel>(new ServedModel(spec, std::move(owned), std::move(post)));
+  return std::shared_ptr<ServedModel>(new ServedModel(spec, std::move(owned), std::move(threads)));
 }
 
 bool ServedModel::file_changed() const {

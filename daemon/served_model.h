@@ -23,6 +23,7 @@
 
 #include "daemon/c_api.h"
 #include "daemon/config.h"
+#include "core/worker_thread.h"
 #include "daemon/loop_post.h"
 #include "protocol/frame.h"
 #include "protocol/heterod.pb.h"
@@ -88,13 +89,24 @@ wire::EncodedFrame error_frame(uint64_t id, hetero_status status, const std::str
 
 class ServedModel : public std::enable_shared_from_this<ServedModel> {
  public:
+  // The threads a served model hands work to.
+  struct Threads {
+    std::shared_ptr<LoopPost> loop;  // its completions, to the loop thread
+    // Its compiled model and infer requests, to be destroyed: that frees
+    // every kernel and weight of it, 20 ms and more for a model of 2^16
+    // nodes, during which the loop thread (where a model is usually let go
+    // of) would answer nobody.
+    std::shared_ptr<core::WorkerThread> releaser;
+  };
+
   // Imports (a blob) or compiles (an ONNX file, through the core's cache) the
   // model of `spec`, and creates its infer requests. Blocking; throws Error.
-  static std::shared_ptr<ServedModel> load(hetero_core_t* core, const ModelSpec& spec,
-                                           std::shared_ptr<LoopPost> post);
+  static std::shared_ptr<ServedModel> load(hetero_core_t* core, const ModelSpec& spec, Threads threads);
   // The same for uploaded bytes (an ONNX model or a blob); not cached.
   static std::shared_ptr<ServedModel> load_bytes(hetero_core_t* core, const ModelSpec& spec,
-                                                 std::span<const uint8_t> bytes, std::shared_ptr<LoopPost> post);
+                                                 std::span<const uint8_t> bytes, Threads threads);
+  // On whichever thread lets go of the model last; the compiled model is
+  // destroyed on the releaser.
   ~ServedModel();
   ServedModel(const ServedModel&) = delete;
   ServedModel& operator=(const ServedModel&) = delete;
@@ -158,7 +170,7 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
     bool sent = false;  // by the driver thread (Replier::try_reply_now)
   };
 
-  ServedModel(const ModelSpec& spec, CompiledPtr compiled, std::shared_ptr<LoopPost> post);
+  ServedModel(const ModelSpec& spec, CompiledPtr compiled, Threads threads);
   void pump();
   void start(Slot& slot, std::unique_ptr<InferJob> job);
   static void on_done(void* slot, hetero_status status);
@@ -174,6 +186,7 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   struct stat file_stat_ {};
   CompiledPtr compiled_;
   std::shared_ptr<LoopPost> post_;
+  std::shared_ptr<core::WorkerThread> releaser_;
   std::vector<std::string> input_names_, output_names_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<Slot*> free_slots_;

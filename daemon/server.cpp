@@ -145,8 +145,9 @@ Server::LoadResult Server::load(const ModelSpec& spec, std::span<const uint8_t> 
                               std::to_string(spec.max_compile_ms) + " ms)");
   core::ProgressScope scope(&deadline);
   try {
-    result.model = spec.path.empty() ? ServedModel::load_bytes(core_.get(), spec, bytes, post_)
-                                     : ServedModel::load(core_.get(), spec, post_);
+    const ServedModel::Threads threads{post_, releaser_};
+    result.model = spec.path.empty() ? ServedModel::load_bytes(core_.get(), spec, bytes, threads)
+                                     : ServedModel::load(core_.get(), spec, threads);
     info("model '" + spec.name + "' ready on " + spec.device + " in " + ms_since(start));
   } catch (const Error& e) {
     result.error = e.what();
@@ -505,6 +506,7 @@ int Server::run() {
     listener_ = std::make_unique<Listener>(config_);
     info("listening on " + listener_->path());
     post_ = std::make_shared<LoopPost>(&loop_);
+    releaser_ = std::make_shared<core::WorkerThread>();
     create_core();
     load_configured_models();
     loader_ = std::make_unique<core::WorkerThread>();
@@ -557,6 +559,7 @@ int Server::run() {
   for (auto& front_end : front_ends_) left_to_exit->push_back(std::move(front_end));
   front_ends_.clear();
   models_.clear();
+  releaser_.reset();  // joined: the models are destroyed before "stopped"
   listener_.reset();
   {
     std::lock_guard lock(teardown->mutex);

@@ -162,6 +162,7 @@ class Server {
   uint64_t accept_failures_ = 0;  // since the last warning
   std::chrono::steady_clock::time_point last_accept_warning_{};
   std::shared_ptr<LoopPost> post_;
+  std::shared_ptr<core::WorkerThread> releaser_;  // ServedModel::Threads
   CorePtr core_;
   wire::ListDevicesReply devices_;
   std::map<std::string, ModelEntry> models_;
