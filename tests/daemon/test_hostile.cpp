@@ -204,11 +204,23 @@ class Hostile : public ::testing::Test {
     }
     std::this_thread::sleep_for(1s);
     bystander_->take();
-    std::this_thread::sleep_for(3s);
-    const Bystander::Window idle = bystander_->take();
-    idle_p99_us_ = p99_of(idle.latencies_us);
-    std::printf("[hostile] idle: bystander p99 %.0f us over %zu inferences, %zu failed; daemon RSS %ld KiB\n",
-                idle_p99_us_, idle.latencies_us.size(), idle.failures, daemon_->rss_kib());
+    // The idle p99 is the median of three windows' p99: on a shared VM one
+    // 3 s window's p99 alone ranged 0.5 to 3.7 ms on the same daemon.
+    std::vector<double> idle_p99s;
+    size_t idle_inferences = 0, idle_failures = 0;
+    for (int k = 0; k < 3; ++k) {
+      std::this_thread::sleep_for(3s);
+      const Bystander::Window idle = bystander_->take();
+      idle_p99s.push_back(p99_of(idle.latencies_us));
+      idle_inferences += idle.latencies_us.size();
+      idle_failures += idle.failures;
+    }
+    std::sort(idle_p99s.begin(), idle_p99s.end());
+    idle_p99_us_ = idle_p99s[1];
+    std::printf("[hostile] idle: bystander p99 %.0f us (windows of 3 s: %.0f, %.0f, %.0f) over %zu inferences, "
+                "%zu failed; daemon RSS %ld KiB\n",
+                idle_p99_us_, idle_p99s[0], idle_p99s[1], idle_p99s[2], idle_inferences, idle_failures,
+                daemon_->rss_kib());
   }
 
   static void TearDownTestSuite() {
@@ -247,9 +259,12 @@ class Hostile : public ::testing::Test {
       std::this_thread::sleep_for(100ms);
       rss = daemon_->rss_kib();
     }
-    std::printf("[hostile] %s: bystander p99 %.0f us (idle %.0f, %.2fx) over %zu inferences, %zu failed; "
-                "daemon RSS %ld KiB before, %ld at most during, %ld after; %.1f s of daemon CPU\n",
-                name, p99, idle_p99_us_, p99 / idle_p99_us_, during.latencies_us.size(), during.failures,
+    const double longest = during.latencies_us.empty()
+                               ? 0
+                               : *std::max_element(during.latencies_us.begin(), during.latencies_us.end());
+    std::printf("[hostile] %s: bystander p99 %.0f us (idle %.0f, %.2fx; longest %.0f) over %zu inferences, "
+                "%zu failed; daemon RSS %ld KiB before, %ld at most during, %ld after; %.1f s of daemon CPU\n",
+                name, p99, idle_p99_us_, p99 / idle_p99_us_, longest, during.latencies_us.size(), during.failures,
                 before, during.peak_rss_kib, rss,
                 static_cast<double>(daemon_->cpu_ticks() - ticks) / static_cast<double>(sysconf(_SC_CLK_TCK)));
     EXPECT_EQ(during.failures, 0u) << "the bystander's first failure: " << during.first_failure;
