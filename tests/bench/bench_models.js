@@ -224,7 +224,8 @@ function printTable(results, o) {
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows.slice(1)) console.log(line(row));
   console.log(`\n${o.rounds} rounds x ${o.iterations} iterations (+${o.warmup} warm-up) per side on ${o.devices.join(', ')}` +
-    `${o.noSpin ? ', idle threads sleeping (--no-spin)' : ''}; ` +
+    `${o.noSpin ? ', idle threads sleeping (--no-spin: the CPU rows, both sides, are not the latency of ' +
+      'normal use, where idle threads spin)' : ''}; ` +
     'figures are medians of round medians (min-max of round medians); heterod/ORT < 1 means heterod is faster; ' +
     'int8/fp32 < 1 means that side runs the int8 file faster than the float32 one.');
   for (const r of results) if (r.error) console.log(`${r.model}${r.device ? ' on ' + r.device : ''}: ${r.error.split('\n')[0].slice(0, 300)}`);
