@@ -340,6 +340,13 @@ TEST_F(Hostile, RunsUnderAnAddressSpaceLimit) {
   EXPECT_NE(limits.find("Max address space         " + std::to_string(kAddressSpace)), std::string::npos) << limits;
 }
 
+// No attack: the bystander measured as in every case below, for the same
+// 2 s. Its ratio is what this machine's own noise does to a 2 s window's
+// p99 against the idle one, to read the attacks' ratios against.
+TEST_F(Hostile, NoAttackForComparison) {
+  survive("no attack (control)", [] {});
+}
+
 // 300 connections that never say Hello: past max_connections the daemon
 // refuses more, and each is closed at handshake_timeout_ms (5 s), so the
 // slots come back.
