@@ -12,14 +12,15 @@
 //
 // With x = [1, 2, 3, 4]: x·W = [5, 6, -1], + b = [5.5, 5, -0.5], Relu gives
 // y = [5.5, 5, 0] — one output of each kind (passed, changed, clamped).
-#include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "tests/unit/onnx_model_file.h"
 
 namespace {
 
@@ -57,20 +58,10 @@ void fill(onnx::TensorProto& t, const std::string& name, std::vector<int64_t> di
   t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
 }
 
-bool write(const std::string& path, const google::protobuf::MessageLite& message) {
-  std::string bytes;
-  if (!message.SerializeToString(&bytes)) return false;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return static_cast<bool>(out);
-}
+using hetero::test::write_message;
 
-onnx::ModelProto parse(const std::string& path, const char* text, bool& ok) {
-  onnx::ModelProto model;
-  const auto status = onnx::OnnxParser::Parse(model, text);
-  if (!status.IsOK()) std::fprintf(stderr, "make_test_model: %s: %s\n", path.c_str(), status.ErrorMessage().c_str());
-  ok = status.IsOK();
-  return model;
+std::optional<onnx::ModelProto> parse(const std::string& path, const char* text) {
+  return hetero::test::parse_model_text("make_test_model", path, text);
 }
 
 // Weights of no particular meaning, in (-0.5, 0.5).
@@ -81,24 +72,22 @@ std::vector<float> weights(size_t n, float phase) {
 }
 
 bool write_stream_model(const std::string& path) {
-  bool ok = false;
-  onnx::ModelProto model = parse(path, kStreamLstm, ok);
-  if (!ok) return false;
-  auto* graph = model.mutable_graph();
+  std::optional<onnx::ModelProto> model = parse(path, kStreamLstm);
+  if (!model) return false;
+  auto* graph = model->mutable_graph();
   fill(*graph->add_initializer(), "W", {1, 12, 2}, weights(24, 0.1f));
   fill(*graph->add_initializer(), "R", {1, 12, 3}, weights(36, 0.7f));
   fill(*graph->add_initializer(), "B", {1, 24}, weights(24, 1.3f));
-  return write(path, model);
+  return write_message(path, *model);
 }
 
 bool write_model(const std::string& path, const char* text) {
-  bool ok = false;
-  onnx::ModelProto model = parse(path, text, ok);
-  if (!ok) return false;
-  auto* graph = model.mutable_graph();
+  std::optional<onnx::ModelProto> model = parse(path, text);
+  if (!model) return false;
+  auto* graph = model->mutable_graph();
   fill(*graph->add_initializer(), "W", {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, -1});
   fill(*graph->add_initializer(), "b", {3}, {0.5f, -1.0f, 0.5f});
-  return write(path, model);
+  return write_message(path, *model);
 }
 
 // The names odd_names.onnx gives its nodes and its MatMul's output.
@@ -106,15 +95,15 @@ const char* const kOddNodes[] = {"MatMul \"quoted\" C:\\dir\\", "Add\tafter a ta
 const char* const kOddTensor = "x\"w\\";
 
 bool write_odd_names(const std::string& path) {
-  onnx::ModelProto model;
-  if (!onnx::OnnxParser::Parse(model, kStatic).IsOK()) return false;
-  auto* graph = model.mutable_graph();
+  std::optional<onnx::ModelProto> model = parse(path, kStatic);
+  if (!model) return false;
+  auto* graph = model->mutable_graph();
   fill(*graph->add_initializer(), "W", {4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, -1});
   fill(*graph->add_initializer(), "b", {3}, {0.5f, -1.0f, 0.5f});
   for (int k = 0; k < graph->node_size(); ++k) graph->mutable_node(k)->set_name(kOddNodes[k]);
   graph->mutable_node(0)->set_output(0, kOddTensor);
   graph->mutable_node(1)->set_input(0, kOddTensor);
-  return write(path, model);
+  return write_message(path, *model);
 }
 
 }  // namespace
@@ -128,7 +117,7 @@ int main(int argc, char** argv) {
   onnx::TensorProto input;
   fill(input, "x", {1, 4}, {1, 2, 3, 4});
   const bool ok = write_model(dir + "/tiny.onnx", kStatic) && write_model(dir + "/tiny_dynamic.onnx", kDynamic) &&
-                  write(dir + "/tiny_input.pb", input) && write_odd_names(dir + "/odd_names.onnx") &&
+                  write_message(dir + "/tiny_input.pb", input) && write_odd_names(dir + "/odd_names.onnx") &&
                   write_stream_model(dir + "/stream_lstm.onnx");
   if (!ok) std::fprintf(stderr, "make_test_model: cannot write the fixtures to %s\n", dir.c_str());
   return ok ? 0 : 1;

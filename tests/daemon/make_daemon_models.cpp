@@ -10,16 +10,16 @@
 //               that takes seconds (tests/unit/onnx_doubling.h);
 //   bomb.onnx   the same chain 40 deep, 2^40 nodes: 1.6 KB that the
 //               importer's budget must refuse.
-#include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tests/unit/onnx_doubling.h"
+#include "tests/unit/onnx_model_file.h"
 #include "tests/unit/onnx_scalars.h"
 
 namespace {
@@ -60,12 +60,9 @@ spin (int64[] m, float[1, 4] x) => (float[1, 4] y) {
 )ONNX";
 
 bool write_model(const std::string& path, const char* text, bool with_weight) {
-  onnx::ModelProto model;
-  const auto status = onnx::OnnxParser::Parse(model, text);
-  if (!status.IsOK()) {
-    std::fprintf(stderr, "make_daemon_models: %s: %s\n", path.c_str(), status.ErrorMessage().c_str());
-    return false;
-  }
+  std::optional<onnx::ModelProto> parsed = hetero::test::parse_model_text("make_daemon_models", path, text);
+  if (!parsed) return false;
+  onnx::ModelProto& model = *parsed;
   hetero::test::give_scalars_their_shape(*model.mutable_graph());  // the spin model's m
   if (with_weight) {
     // A scaled permutation-like matrix: values stay in range through 8 products.
@@ -81,11 +78,7 @@ bool write_model(const std::string& path, const char* text, bool with_weight) {
     t->add_dims(256);
     t->set_raw_data(std::string(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float)));
   }
-  std::string bytes;
-  if (!model.SerializeToString(&bytes)) return false;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return static_cast<bool>(out);
+  return hetero::test::write_message(path, model);
 }
 
 }  // namespace

@@ -9,14 +9,14 @@
 //   nested_if.onnx  If inside If, 12 deep, each branch reading the
 //                   outermost graph's values.
 //   make_onnx_seeds OUTDIR
-#include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstdio>
-#include <fstream>
+#include <optional>
 #include <string>
 
 #include "tests/unit/onnx_doubling.h"
+#include "tests/unit/onnx_model_file.h"
 #include "tests/unit/onnx_scalars.h"
 
 namespace {
@@ -55,18 +55,10 @@ nested_if (bool c, float[2] x) => (float[2] y) {
 }
 
 bool write_model(const std::string& path, const std::string& text) {
-  onnx::ModelProto model;
-  const auto status = onnx::OnnxParser::Parse(model, text.c_str());
-  if (!status.IsOK()) {
-    std::fprintf(stderr, "make_onnx_seeds: %s: %s\n", path.c_str(), status.ErrorMessage().c_str());
-    return false;
-  }
-  hetero::test::give_scalars_their_shape(*model.mutable_graph());
-  std::string bytes;
-  if (!model.SerializeToString(&bytes)) return false;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return static_cast<bool>(out);
+  std::optional<onnx::ModelProto> model = hetero::test::parse_model_text("make_onnx_seeds", path, text);
+  if (!model) return false;
+  hetero::test::give_scalars_their_shape(*model->mutable_graph());
+  return hetero::test::write_message(path, *model);
 }
 
 }  // namespace

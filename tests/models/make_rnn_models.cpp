@@ -4,14 +4,15 @@
 // two directions with different activations) into the directory argv[1], for
 // check_recurrent.js to run against ONNX Runtime. Each model takes
 // x float[4, 3, 3], lens int32[3], h (and c for LSTM) float[D, 3, 5].
-#include <onnx/defs/parser.h>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "tests/unit/onnx_model_file.h"
 
 namespace {
 
@@ -61,23 +62,15 @@ bool write(const std::string& dir, const Spec& s) {
   if (lstm) text += ", " + state + " y_c";
   text += ") {\n  y, y_h" + std::string(lstm ? ", y_c" : "") + " = " + s.op + " <hidden_size = 5, " + s.attributes +
           "> (x, W, R, B, lens, h" + (lstm ? ", c, P" : "") + ")\n}\n";
-  onnx::ModelProto model;
-  const auto status = onnx::OnnxParser::Parse(model, text.c_str());
-  if (!status.IsOK()) {
-    std::fprintf(stderr, "make_rnn_models: %s: %s\n", s.file, status.ErrorMessage().c_str());
-    return false;
-  }
-  auto* g = model.mutable_graph();
+  std::optional<onnx::ModelProto> model = hetero::test::parse_model_text("make_rnn_models", s.file, text);
+  if (!model) return false;
+  auto* g = model->mutable_graph();
   const int64_t dirs = s.directions, gh = gates * kHidden;
   fill(*g->add_initializer(), "W", {dirs, gh, kInput}, 0.6f, 0.1f);
   fill(*g->add_initializer(), "R", {dirs, gh, kHidden}, 0.6f, 0.7f);
   fill(*g->add_initializer(), "B", {dirs, 2 * gh}, 0.4f, 1.3f);
   if (lstm) fill(*g->add_initializer(), "P", {dirs, 3 * kHidden}, 0.5f, 2.1f);
-  std::string bytes;
-  if (!model.SerializeToString(&bytes)) return false;
-  std::ofstream out(dir + "/" + s.file + ".onnx", std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return static_cast<bool>(out);
+  return hetero::test::write_message(dir + "/" + s.file + ".onnx", *model);
 }
 
 }  // namespace
