@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "core/worker_thread.h"
 #include "daemon/c_api.h"
 #include "daemon/config.h"
-#include "core/worker_thread.h"
 #include "daemon/loop_post.h"
 #include "protocol/frame.h"
 #include "protocol/heterod.pb.h"
@@ -143,9 +143,9 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   size_t pending() const noexcept { return queue_.size() + running_; }
   // At exit, once the loop has stopped for good: blocks until every running
   // inference has finished, and lets go of the references to this model
-  // that their completions held until finish(), which will not run now (the
-  // loop's posted tasks are dropped): without that, a model whose inference
-  // outlived the grace period would keep itself alive.
+  // that their completions held until finish(), which will not run now (a
+  // closed LoopPost never runs its tasks): without that, a model whose
+  // inference outlived the grace period would keep itself alive.
   void wait_idle();
 
  private:
