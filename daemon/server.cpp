@@ -315,9 +315,9 @@ void Server::connection_closed(Connection& connection) {
 }
 
 void Server::trim_heap() {
-  if (!loader_ || trim_pending_.exchange(true)) return;
-  loader_->post([this] {
-    trim_pending_ = false;
+  if (!releaser_ || trim_pending_->exchange(true)) return;
+  releaser_->post([pending = trim_pending_] {
+    *pending = false;
     ::malloc_trim(0);
   });
 }

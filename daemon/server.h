@@ -58,8 +58,9 @@ class Server {
     return reply_bytes_queued_.load(std::memory_order_relaxed) >= config_.limits.max_reply_bytes_queued;
   }
   // Gives the heap's free pages back to the system after something large
-  // was freed, on the config loader's thread: a trim of a big heap takes
-  // milliseconds, which the loop thread would take from every client. Calls
+  // was freed, on the releaser thread: a trim of a big heap takes
+  // milliseconds, which the loop thread would take from every client, and
+  // there it runs after the models let go of before it are destroyed. Calls
   // while one is pending make one trim. (glibc's heap: where heterod
   // allocates with jemalloc, its background thread gives pages back,
   // daemon/allocator.cpp, and this trims a heap that holds next to nothing.)
@@ -162,14 +163,16 @@ class Server {
   uint64_t accept_failures_ = 0;  // since the last warning
   std::chrono::steady_clock::time_point last_accept_warning_{};
   std::shared_ptr<LoopPost> post_;
-  std::shared_ptr<core::WorkerThread> releaser_;  // ServedModel::Threads
+  std::shared_ptr<core::WorkerThread> releaser_;  // ServedModel::Threads, trim_heap
   CorePtr core_;
   wire::ListDevicesReply devices_;
   std::map<std::string, ModelEntry> models_;
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
   uint64_t frame_bytes_in_flight_ = 0;  // charged by connections (charge_frame_bytes)
   std::atomic<uint64_t> reply_bytes_queued_ = 0;  // add_reply_bytes
-  std::atomic<bool> trim_pending_ = false;  // trim_heap
+  // trim_heap. Shared with the trim it posts: a model that outlives the
+  // server keeps the releaser, and that trim, past the server's end.
+  std::shared_ptr<std::atomic<bool>> trim_pending_ = std::make_shared<std::atomic<bool>>(false);
   std::unique_ptr<core::WorkerThread> loader_;  // the config's models: start-up, reload, v2 loads
   // A client's LoadModel runs on a loader thread of its uid's, started with
   // its first load and ended after its last, so that a slow compile of one
