@@ -74,7 +74,7 @@ const core::Shape* output_shape(const core::Node& node, const ConstantLookup& co
 bool is_foldable_op(const std::string& op) {
   static const std::set<std::string> ops = {"Constant", "Shape", "Cast", "Slice", "Gather", "Concat", "Unsqueeze",
                                             "Squeeze", "Reshape", "Flatten", "Identity", "Add", "Sub", "Mul",
-                                            "Div", "Size"};
+                                            "Div", "Size", "Equal", "Not", "ConstantOfShape", "Transpose"};
   return ops.count(op) > 0;
 }
 
@@ -156,13 +156,84 @@ std::optional<core::Tensor> fold_node(const core::Node& node, const ConstantLook
     }
     return make(x.dtype(), in[1]->shape(), out);  // a 1-D source: the indices' shape
   }
+  if (op == "Transpose") {
+    const size_t rank = x.rank();
+    std::vector<int64_t> perm = node.attr_ints("perm");
+    if (perm.empty())
+      for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+    if (perm.size() != rank) fail(HETERO_INVALID_MODEL, node.describe() + ": perm does not have one entry per axis");
+    std::vector<int64_t> strides(rank, 1);
+    for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * x.shape()[d];
+    core::Shape shape(rank);
+    std::vector<bool> seen(rank, false);
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t p = perm[d];
+      if (p < 0 || p >= static_cast<int64_t>(rank) || seen[size_t(p)])
+        fail(HETERO_INVALID_MODEL, node.describe() + ": perm is not a permutation");
+      seen[size_t(p)] = true;
+      shape[d] = x.shape()[size_t(p)];
+    }
+    std::vector<double> out(x.numel());
+    for (size_t o = 0; o < out.size(); ++o) {
+      size_t rest = o, at = 0;
+      for (size_t d = rank; d-- > 0;) {
+        at += rest % static_cast<size_t>(shape[d]) * static_cast<size_t>(strides[size_t(perm[d])]);
+        rest /= static_cast<size_t>(shape[d]);
+      }
+      out[o] = x.as_double(at);
+    }
+    return make(x.dtype(), shape, out);
+  }
   if (op == "Slice") {
-    if (x.rank() != 1) return std::nullopt;
     auto g = slice_geometry(node, x.shape(), constant_of);
     if (!g) return std::nullopt;
-    std::vector<double> out;
-    for (int64_t i = 0; i < g->out[0]; ++i) out.push_back(x.as_double(static_cast<size_t>(g->starts[0] + i * g->steps[0])));
+    // Output element by element: its index along each axis, mapped through
+    // that axis's start and step to the input's offset.
+    const size_t rank = x.rank();
+    std::vector<int64_t> strides(rank, 1);
+    for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * x.shape()[d];
+    std::vector<double> out(core::shape_numel(g->out));
+    for (size_t o = 0; o < out.size(); ++o) {
+      size_t rest = o, at = 0;
+      for (size_t d = rank; d-- > 0;) {
+        const auto i = static_cast<int64_t>(rest % static_cast<size_t>(g->out[d]));
+        rest /= static_cast<size_t>(g->out[d]);
+        at += static_cast<size_t>((g->starts[d] + i * g->steps[d]) * strides[d]);
+      }
+      out[o] = x.as_double(at);
+    }
     return make(x.dtype(), g->out, out);
+  }
+  // The conditions models compute from shapes (an If on a rank or a dim):
+  // comparisons of integers, equal shapes or a scalar side.
+  if (op == "Equal") {
+    if (in.size() != 2 || !in[1] || !is_integer(x.dtype()) || !is_integer(in[1]->dtype())) return std::nullopt;
+    const core::Tensor& y = *in[1];
+    if (x.numel() != y.numel() && x.numel() != 1 && y.numel() != 1) return std::nullopt;
+    const core::Tensor& big = x.numel() >= y.numel() ? x : y;
+    std::vector<double> out(big.numel());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = x.as_int64(x.numel() == 1 ? 0 : i) == y.as_int64(y.numel() == 1 ? 0 : i);
+    return make(core::DType::Bool, big.shape(), out);
+  }
+  if (op == "Not") {
+    if (x.dtype() != core::DType::Bool) return std::nullopt;
+    std::vector<double> out = values(x);
+    for (double& v : out) v = v == 0;
+    return make(core::DType::Bool, x.shape(), out);
+  }
+  if (op == "ConstantOfShape") {
+    // A shape-sized tensor of one value (zeros for an initial state).
+    core::Shape shape = x.to_int64_vector();
+    if (x.rank() != 1) fail(HETERO_INVALID_MODEL, node.describe() + ": the shape input is not 1-D");
+    for (int64_t d : shape)
+      if (d < 0) fail(HETERO_INVALID_MODEL, node.describe() + ": negative dim " + std::to_string(d));
+    if (core::shape_numel(shape) > kMaxFoldElements) return std::nullopt;
+    const core::Attribute* a = node.attr("value");
+    if (a && (a->type != core::AttrType::Tensor || a->t.numel() != 1 || !is_supported_type(a->t.dtype())))
+      return std::nullopt;
+    const core::DType dt = a ? a->t.dtype() : core::DType::F32;
+    return make(dt, shape, std::vector<double>(core::shape_numel(shape), a ? a->t.as_double(0) : 0.0));
   }
   // Integer arithmetic on shapes: equal shapes or a scalar side only.
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {

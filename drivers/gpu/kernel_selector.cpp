@@ -476,9 +476,82 @@ struct Selector {
         select_resize(n, d, args);
         launch("resize", 2, total);
         break;
+      case PrimKind::Pad: {
+        // Per output axis, the coordinate it reads: shifted by the pad
+        // before it, then kept (constant: or marked outside), clamped
+        // (edge) or mirrored (reflect: pads shorter than the axis).
+        const core::Shape& x = shape(p.inputs[0]);
+        const auto st = contiguous_strides(x);
+        const std::string& mode = p.attrs.pad_mode;
+        std::string code = "{ size_t t_ = o; long c_; ";
+        for (size_t ax = out.size(); ax-- > 0;) {
+          const std::string dim = std::to_string(out[ax]) + "UL", n = std::to_string(x[ax]) + "L";
+          code += "c_ = (long)(t_ % " + dim + ") - (" + std::to_string(p.attrs.pads[ax]) + "L); t_ /= " + dim + "; ";
+          if (mode == "constant") code += "if (c_ < 0 || c_ >= " + n + ") inside = 0; ";
+          else if (mode == "edge") code += "c_ = clamp(c_, 0L, " + n + " - 1); ";
+          else code += "if (c_ < 0) c_ = -c_; if (c_ >= " + n + ") c_ = 2 * (" + n + " - 1) - c_; ";
+          code += "ix += (size_t)c_ * " + std::to_string(st[ax]) + "UL; ";
+        }
+        d.emplace_back("PAD_INDEX", code + "(void)t_; }");
+        d.emplace_back("PAD_VALUE", flt(p.attrs.alpha));
+        args = {p.inputs[0], p.output};
+        launch("pad", 1, total);
+        break;
+      }
+      case PrimKind::Gather: {
+        const core::Shape& x = shape(p.inputs[0]);
+        const auto axis = static_cast<size_t>(p.attrs.axis);
+        int64_t inner = 1;
+        for (size_t k = axis + 1; k < x.size(); ++k) inner *= x[k];
+        const size_t nidx = core::shape_numel(shape(p.inputs[1]));  // the index table
+        d.insert(d.end(), {{"AXIS", std::to_string(x[axis])}, {"NIDX", std::to_string(nidx)},
+                           {"INNER", std::to_string(inner)}});
+        args = {p.inputs[0], p.inputs[1], p.output};
+        launch("gather", 2, total);
+        break;
+      }
+      case PrimKind::Lstm:
+        select_lstm(n, d, args);
+        break;
       case PrimKind::View:
         break;
     }
+  }
+
+  // LSTM: one work group of a work item per (direction, batch row, hidden
+  // unit), every time step in the one launch (kernels/lstm.cl).
+  void select_lstm(ProgramNode& n, Defines& d, std::vector<std::string>& args) {
+    const Primitive& p = n.prim;
+    const core::Shape& x = shape(p.inputs[0]);
+    const int64_t dirs = p.attrs.direction == "bidirectional" ? 2 : 1, hid = p.attrs.hidden;
+    const auto items = static_cast<size_t>(dirs * x[1] * hid);
+    if (items > max_wg)
+      fail(HETERO_NOT_SUPPORTED, "node '" + p.id + "': LSTM needs one work group of " + std::to_string(items) +
+                                     " work items (directions x batch x hidden), the device's largest is " +
+                                     std::to_string(max_wg));
+    auto num = [](int64_t v) { return std::to_string(v); };
+    const std::string state = "(((d) * " + num(x[1]) + " + (b)) * " + num(hid) + " + (j))";
+    d = {{"SEQ", num(x[0])}, {"NDIR", num(dirs)}, {"BATCH", num(x[1])}, {"HID", num(hid)}, {"INP", num(x[2])},
+         {"REVERSE(d)", p.attrs.direction == "reverse" ? "1" : p.attrs.direction == "bidirectional" ? "((d) == 1)" : "0"}};
+    args = {p.inputs[0], p.inputs[1], p.inputs[2], p.output};
+    // An optional input: its argument (or none) and how a value is read
+    // (or 0, the ONNX default of each).
+    auto optional = [&](size_t i, const std::string& macro, const std::string& name, const std::string& params,
+                        const std::string& value) {
+      const bool has = !p.inputs[i].empty();
+      d.emplace_back(macro + "_ARG", has ? ", __global const float* " + name : "");
+      d.emplace_back(macro + params, has ? value : "0.0f");
+      if (has) args.push_back(p.inputs[i]);
+    };
+    optional(3, "BIAS", "bias", "(d, r)",
+             "(bias[(d) * " + num(8 * hid) + " + (r)] + bias[(d) * " + num(8 * hid) + " + " + num(4 * hid) + " + (r)])");
+    optional(4, "H0", "h0", "(d, b, j)", "h0[" + state + "]");
+    optional(5, "C0", "c0", "(d, b, j)", "c0[" + state + "]");
+    optional(6, "PEEP", "peep", "(d, g, j)", "peep[(d) * " + num(3 * hid) + " + (g) * " + num(hid) + " + (j)]");
+    Range r;
+    r.global[0] = r.local[0] = items;
+    r.local[1] = r.local[2] = 1;
+    n.launches.push_back({instantiate("lstm", d), args, 3, r, {}});
   }
 
   // Resize: the source of every output coordinate along each resized axis is

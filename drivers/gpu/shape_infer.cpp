@@ -96,6 +96,20 @@ std::optional<SliceGeometry> slice_geometry(const core::Node& node, const core::
   return g;
 }
 
+std::optional<std::vector<int64_t>> pad_amounts(const core::Node& node, size_t rank, const TensorLookup& constant_of) {
+  std::vector<int64_t> pads;
+  if (node.opset < 11) {
+    pads = node.attr_ints("pads");
+  } else {
+    const core::Tensor* p = node.input(1) ? constant_of(node.input(1)) : nullptr;
+    if (!p) return std::nullopt;
+    pads = p->to_int64_vector();
+  }
+  if (pads.size() != 2 * rank)
+    fail(HETERO_INVALID_MODEL, node.describe() + ": " + std::to_string(pads.size()) + " pads for rank " + std::to_string(rank));
+  return pads;
+}
+
 std::optional<core::Shape> infer_output_shape(const core::Node& node, const ShapeLookup& shape_of,
                                               const TensorLookup& constant_of) {
   const std::string& op = node.op_type;
@@ -201,6 +215,26 @@ std::optional<core::Shape> infer_output_shape(const core::Node& node, const Shap
       if (!s || s->size() != x->size()) return std::nullopt;
       out[axis] += (*s)[axis];
     }
+    return out;
+  }
+  if (op == "Pad") {
+    auto pads = pad_amounts(node, x->size(), constant_of);
+    if (!pads) return std::nullopt;
+    core::Shape out = *x;
+    for (size_t d = 0; d < out.size(); ++d) {
+      out[d] += (*pads)[d] + (*pads)[d + out.size()];
+      if (out[d] < 0) fail(HETERO_INVALID_MODEL, node.describe() + ": pads remove more than axis " + std::to_string(d) + " holds");
+    }
+    return out;
+  }
+  if (op == "Gather") {
+    // Data dims before the axis, the indices' dims, data dims after it.
+    const core::Shape* idx = node.input(1) ? shape_of(node.input(1)) : nullptr;
+    if (!idx || x->empty()) return std::nullopt;
+    const int64_t axis = axis_of(node.attr_int("axis", 0), x->size());
+    core::Shape out(x->begin(), x->begin() + axis);
+    out.insert(out.end(), idx->begin(), idx->end());
+    out.insert(out.end(), x->begin() + axis + 1, x->end());
     return out;
   }
   if (op == "Slice") {

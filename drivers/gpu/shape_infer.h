@@ -27,6 +27,12 @@ struct SliceGeometry {
 std::optional<SliceGeometry> slice_geometry(const core::Node& node, const core::Shape& x,
                                             const TensorLookup& constant_of);
 
+// A Pad's amounts when its pads are constant: per axis of a rank-`rank`
+// input, the elements added before, then per axis those added after
+// (negative: removed). nullopt when they are computed at run time;
+// INVALID_MODEL when they do not fit the rank.
+std::optional<std::vector<int64_t>> pad_amounts(const core::Node& node, size_t rank, const TensorLookup& constant_of);
+
 // The static shape of `node`'s first output, or nullopt when it cannot be
 // known; INVALID_MODEL when the input shapes contradict the op.
 std::optional<core::Shape> infer_output_shape(const core::Node& node, const ShapeLookup& shape_of,

@@ -25,6 +25,9 @@ const char* prim_kind_name(PrimKind kind) {
     case PrimKind::Concat: return "concat";
     case PrimKind::Resize: return "resize";
     case PrimKind::View: return "view";
+    case PrimKind::Pad: return "pad";
+    case PrimKind::Gather: return "gather";
+    case PrimKind::Lstm: return "lstm";
   }
   return "?";
 }
@@ -72,6 +75,7 @@ class Builder {
       fail(HETERO_NOT_SUPPORTED,
            "no GPU kernel for " + node.domain + "." + node.op_type + " (no ops of domain '" + node.domain + "')");
     const std::string& op = node.op_type;
+    if (op == "LSTM") return lstm(node);
     size_t wanted_outputs = 0;
     for (const core::Value* o : node.outputs) wanted_outputs += o && (!o->uses.empty() || is_graph_output(o));
     if (node.outputs.empty() || !node.outputs[0])
@@ -316,6 +320,59 @@ class Builder {
       p.inputs = {node.input(0)->name};
     } else if (op == "Slice") {
       slice(node, p, *out_shape);
+    } else if (op == "Pad") {
+      const core::Shape& x = data_input(node, 0);
+      if (x.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+      auto pads = pad_amounts(node, x.size(), [&](const core::Value* v) { return constant(v); });
+      if (!pads) fail(HETERO_NOT_SUPPORTED, "pads computed at run time");
+      a.pads = std::move(*pads);
+      a.pad_mode = node.attr_string("mode", "constant");
+      if (a.pad_mode != "constant" && a.pad_mode != "edge" && a.pad_mode != "reflect")
+        fail(HETERO_NOT_SUPPORTED, "Pad mode '" + a.pad_mode + "' (constant, edge and reflect are)");
+      if (node.opset < 11) {
+        a.alpha = node.attr_float("value", 0.0f);
+      } else if (node.input(2)) {
+        const core::Tensor* value = constant(node.input(2));
+        if (!value) fail(HETERO_NOT_SUPPORTED, "the constant value is computed at run time");
+        a.alpha = scalar(*value, "constant_value");
+      }
+      for (size_t d = 0; d < x.size(); ++d) {
+        const int64_t before = a.pads[d], after = a.pads[d + x.size()];
+        if (a.pad_mode != "constant" && (before < 0 || after < 0))
+          fail(HETERO_NOT_SUPPORTED, "negative pads with mode " + a.pad_mode);
+        if (a.pad_mode == "reflect" && (before >= x[d] || after >= x[d]))
+          fail(HETERO_INVALID_MODEL, "reflect pads of axis " + std::to_string(d) + " reach past its " +
+                                         std::to_string(x[d]) + " elements");
+        if (a.pad_mode == "edge" && x[d] == 0 && before + after > 0)
+          fail(HETERO_INVALID_MODEL, "edge pads of an empty axis");
+      }
+      p.kind = PrimKind::Pad;
+      p.inputs = {node.input(0)->name};
+    } else if (op == "Gather") {
+      const core::Shape& x = data_input(node, 0);
+      const core::Tensor* idx = constant(node.input(1));
+      if (!idx) fail(HETERO_NOT_SUPPORTED, "Gather with indices computed at run time");
+      if (x.empty()) fail(HETERO_INVALID_MODEL, "Gather of a scalar");
+      const auto rank = static_cast<int64_t>(x.size());
+      a.axis = node.attr_int("axis", 0);
+      if (a.axis < -rank || a.axis >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
+      if (a.axis < 0) a.axis += rank;
+      // The indices, normalised and checked, as the float table the kernel
+      // reads (exact: an axis longer than 2^24 is refused).
+      const int64_t n = x[size_t(a.axis)];
+      if (n > (int64_t{1} << 24)) fail(HETERO_NOT_SUPPORTED, "Gather along an axis of more than 2^24 elements");
+      core::Tensor table = core::Tensor::allocate(core::DType::F32, {static_cast<int64_t>(std::max<size_t>(idx->numel(), 1))});
+      table.data<float>()[0] = 0;
+      for (size_t i = 0; i < idx->numel(); ++i) {
+        const int64_t k = idx->as_int64(i);
+        if (k < -n || k >= n) fail(HETERO_INVALID_MODEL, "index " + std::to_string(k) + " out of range for " + std::to_string(n));
+        table.data<float>()[i] = static_cast<float>(k < 0 ? k + n : k);
+      }
+      const std::string tab = out->name + "/gather_index";
+      t_.shapes[tab] = table.shape();
+      t_.constants[tab] = std::move(table);
+      p.kind = PrimKind::Gather;
+      p.inputs = {node.input(0)->name, tab};
     } else if (op == "Concat") {
       const auto rank = static_cast<int64_t>(out_shape->size());
       a.axis = node.attr_int("axis", 0);
@@ -409,8 +466,75 @@ class Builder {
     pending_.push_back(std::move(p));
   }
 
+  // LSTM with the default activations, no clip, layout 0: one primitive
+  // writing Y, Y_h and Y_c into one buffer, and a strided copy out of it for
+  // each of them the model reads.
+  void lstm(const core::Node& node) {
+    const core::Shape& x = data_input(node, 0);
+    const core::Shape& w = data_input(node, 1);
+    const core::Shape& r = data_input(node, 2);
+    if (x.size() != 3 || w.size() != 3 || r.size() != 3) fail(HETERO_INVALID_MODEL, "X, W and R must be 3-D");
+    Primitive p;
+    p.id = node.name;
+    p.kind = PrimKind::Lstm;
+    p.op = node.op_type;
+    auto& a = p.attrs;
+    a.hidden = node.attr_int("hidden_size", r[2]);
+    a.direction = node.attr_string("direction", "forward");
+    const int64_t dirs = a.direction == "bidirectional" ? 2 : 1;
+    if (a.direction != "forward" && a.direction != "reverse" && a.direction != "bidirectional")
+      fail(HETERO_INVALID_MODEL, "direction '" + a.direction + "'");
+    if (node.attr_int("layout", 0) != 0) fail(HETERO_NOT_SUPPORTED, "layout 1 (batch first)");
+    if (node.attr("clip") || node.attr_int("input_forget", 0) != 0)
+      fail(HETERO_NOT_SUPPORTED, "clip or input_forget");
+    const core::Attribute* act_attr = node.attr("activations");
+    const std::vector<std::string> acts = act_attr ? act_attr->strings : std::vector<std::string>{};
+    for (size_t i = 0; i < acts.size(); ++i)
+      if (acts[i] != (i % 3 == 0 ? "Sigmoid" : "Tanh"))
+        fail(HETERO_NOT_SUPPORTED, "activations other than Sigmoid, Tanh, Tanh");
+    const int64_t seq = x[0], batch = x[1], hid = a.hidden;
+    if (w != core::Shape{dirs, 4 * hid, x[2]} || r != core::Shape{dirs, 4 * hid, hid})
+      fail(HETERO_INVALID_MODEL, "W or R does not match hidden_size " + std::to_string(hid) + " and the input");
+    if (const core::Value* lens = node.input(4)) {
+      const core::Tensor* l = constant(lens);
+      bool full = l != nullptr;
+      for (size_t i = 0; full && i < l->numel(); ++i) full = l->as_int64(i) == seq;
+      if (!full) fail(HETERO_NOT_SUPPORTED, "sequence_lens other than the whole sequence");
+    }
+    const core::Shape state{dirs, batch, hid};
+    auto optional_input = [&](size_t i, const core::Shape& want, const char* what) -> std::string {
+      if (!node.input(i)) return "";
+      if (data_input(node, i) != want)
+        fail(HETERO_INVALID_MODEL, std::string(what) + " is not " + core::shape_to_string(want));
+      return node.input(i)->name;
+    };
+    p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2)->name,
+                optional_input(3, {dirs, 8 * hid}, "B"), optional_input(5, state, "initial_h"),
+                optional_input(6, state, "initial_c"), optional_input(7, {dirs, 3 * hid}, "P")};
+    const int64_t y_count = seq * dirs * batch * hid, state_count = dirs * batch * hid;
+    p.output = node.name + "/lstm_all";
+    t_.shapes[p.output] = {y_count + 2 * state_count};
+    pending_.push_back(p);
+    const core::Shape shapes[3] = {{seq, dirs, batch, hid}, state, state};
+    const int64_t offsets[3] = {0, y_count, y_count + state_count};
+    for (size_t k = 0; k < 3 && k < node.outputs.size(); ++k) {
+      const core::Value* o = node.outputs[k];
+      if (!o || (o->uses.empty() && !is_graph_output(o))) continue;
+      const std::string flat = o->name + "/flat";
+      Primitive copy{node.name + "/out" + std::to_string(k), PrimKind::Transpose, "Slice", {p.output}, flat, {}};
+      copy.attrs.perm = {0};
+      copy.attrs.starts = {offsets[k]};
+      copy.attrs.steps = {1};
+      t_.shapes[flat] = {static_cast<int64_t>(core::shape_numel(shapes[k]))};
+      pending_.push_back(copy);
+      pending_.push_back({node.name + "/view" + std::to_string(k), PrimKind::View, "Reshape", {flat}, o->name, {}});
+      t_.shapes[o->name] = shapes[k];
+    }
+  }
+
   std::vector<Primitive> take_pending() { return std::move(pending_); }
   void set_graph(const core::Graph& g) { graph_ = &g; }
+  const core::Graph* graph() const { return graph_; }
 
  private:
   bool is_graph_output(const core::Value* v) const {
@@ -633,6 +757,89 @@ class Builder {
 
 }  // namespace
 
+namespace {
+
+// If bodies inlined inside one another at most this deep: what a model
+// needs is a few levels, and the bound keeps a hostile model's recursion
+// off the stack.
+constexpr int kMaxIfDepth = 16;
+
+// Adds `node` to the topology: folded to a constant, converted to
+// primitives, or, for an If whose condition folds, replaced by the nodes of
+// the branch it takes. Models exported from PyTorch branch on shapes (a
+// rank, a batch of one) and on inputs frozen at compile time; with static
+// shapes those conditions are constants, and the branch is just more of the
+// graph.
+void add_node(Topology& t, Builder& b, const core::Node& node, int depth) {
+  auto shape_of = [&](const core::Value* v) -> const core::Shape* {
+    if (auto it = t.shapes.find(v->name); it != t.shapes.end()) return &it->second;
+    if (auto s = v->static_shape()) return &(t.shapes[v->name] = *s);
+    return nullptr;
+  };
+  if (node.domain.empty() && (node.op_type == "QuantizeLinear" || node.op_type == "DequantizeLinear")) {
+    b.quantization(node);
+    for (Primitive& p : b.take_pending()) t.primitives.push_back(std::move(p));
+    return;
+  }
+  if (node.domain.empty() && node.op_type == "If") {
+    const core::Tensor* cond = b.constant(node.input(0));
+    if (!cond)
+      fail(HETERO_NOT_SUPPORTED, "its condition is only known at run time (the GPU runs an If whose condition is known "
+                                 "when the model is compiled: from static shapes, or an input given a fixed value)");
+    if (cond->numel() != 1) fail(HETERO_INVALID_MODEL, "the condition holds " + std::to_string(cond->numel()) + " values");
+    const char* branch = cond->as_double(0) != 0 ? "then_branch" : "else_branch";
+    const core::Attribute* a = node.attr(branch);
+    if (!a || a->type != core::AttrType::Graph || !a->g) fail(HETERO_INVALID_MODEL, std::string(branch) + " is missing");
+    const core::Graph& body = *a->g;
+    if (body.outputs.size() != node.outputs.size())
+      fail(HETERO_INVALID_MODEL, std::string(branch) + " has " + std::to_string(body.outputs.size()) + " outputs, the If " +
+                                     std::to_string(node.outputs.size()));
+    if (depth >= kMaxIfDepth) fail(HETERO_NOT_SUPPORTED, "Ifs nested deeper than " + std::to_string(kMaxIfDepth));
+    for (const auto& v : body.values())
+      if (v->constant) {
+        t.constants[v->name] = *v->constant;
+        t.shapes[v->name] = v->constant->shape();
+      }
+    const core::Graph* outer = b.graph();
+    b.set_graph(body);
+    for (const auto& inner : body.nodes()) {
+      try {
+        add_node(t, b, *inner, depth + 1);
+      } catch (const Error& e) {
+        b.set_graph(*outer);
+        fail(e.status(), std::string("in its ") + branch + ", " + inner->describe() + ": " + e.what());
+      }
+    }
+    b.set_graph(*outer);
+    // The branch's outputs become the If's: constants stay constants, the
+    // rest are views (the same bytes under the If's output names).
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const core::Value* out = node.outputs[i];
+      const core::Value* src = body.outputs[i];
+      if (!out || !src) continue;
+      if (const core::Tensor* c = b.constant(src)) {
+        t.constants[out->name] = *c;
+        t.shapes[out->name] = c->shape();
+        continue;
+      }
+      const core::Shape* s = shape_of(src);
+      if (!s) fail(HETERO_NOT_SUPPORTED, "output '" + src->name + "' of its " + branch + " has no static shape");
+      t.shapes[out->name] = *s;
+      t.primitives.push_back({node.name + "/" + std::to_string(i), PrimKind::View, "If", {src->name}, out->name, {}});
+    }
+    return;
+  }
+  if (auto folded = fold_node(node, [&](const core::Value* v) { return b.constant(v); }, shape_of)) {
+    t.constants[node.outputs[0]->name] = *folded;
+    t.shapes[node.outputs[0]->name] = folded->shape();
+    return;
+  }
+  b.convert(node);
+  for (Primitive& p : b.take_pending()) t.primitives.push_back(std::move(p));
+}
+
+}  // namespace
+
 Topology build_topology(const core::Graph& graph, std::vector<std::string>* reasons) {
   Topology t;
   Builder b(t);
@@ -651,26 +858,13 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
   for (const core::Value* v : graph.outputs) t.outputs.push_back(v->name);
 
   for (const auto& node : graph.nodes()) {
+    const size_t before = t.primitives.size();
     try {
-      auto shape_of = [&](const core::Value* v) -> const core::Shape* {
-        if (auto it = t.shapes.find(v->name); it != t.shapes.end()) return &it->second;
-        if (auto s = v->static_shape()) return &(t.shapes[v->name] = *s);
-        return nullptr;
-      };
-      if (node->domain.empty() && (node->op_type == "QuantizeLinear" || node->op_type == "DequantizeLinear")) {
-        b.quantization(*node);
-        for (Primitive& p : b.take_pending()) t.primitives.push_back(std::move(p));
-        continue;
-      }
-      if (auto folded = fold_node(*node, [&](const core::Value* v) { return b.constant(v); }, shape_of)) {
-        t.constants[node->outputs[0]->name] = *folded;
-        t.shapes[node->outputs[0]->name] = folded->shape();
-        continue;
-      }
-      b.convert(*node);
-      for (Primitive& p : b.take_pending()) t.primitives.push_back(std::move(p));
+      add_node(t, b, *node, 0);
     } catch (const Error& e) {
       b.take_pending();
+      t.primitives.resize(before);  // what an If's branch added before it failed
+      b.set_graph(graph);
       if (!reasons) fail(HETERO_NOT_SUPPORTED, node->describe() + " cannot run on the GPU: " + e.what());
       (*reasons)[node->index] = e.what();
     }

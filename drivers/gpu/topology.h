@@ -30,6 +30,9 @@ enum class PrimKind {
   Concat,
   Resize,     // Resize and Upsample: nearest or (bi)linear, per-axis scales
   View,       // Reshape, Flatten, Squeeze, Unsqueeze, Identity: same bytes
+  Pad,        // constant, edge or reflect; pads may be negative (a crop)
+  Gather,     // along one axis, constant indices (inputs: data, the index table)
+  Lstm,       // every time step in one launch; its output holds Y, Y_h and Y_c one after another
 };
 
 const char* prim_kind_name(PrimKind kind);
@@ -47,6 +50,9 @@ struct PrimAttrs {
   // the ONNX mode, coordinate_transformation_mode and nearest_mode
   std::vector<double> scales;
   std::string resize_mode, coordinate_mode, nearest_mode;
+  std::string pad_mode;                     // pad: constant, edge, reflect (the constant value: alpha)
+  int64_t hidden = 0;                       // lstm: hidden_size
+  std::string direction;                    // lstm: forward, reverse, bidirectional
 };
 
 struct Primitive {

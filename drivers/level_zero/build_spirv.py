@@ -61,6 +61,17 @@ VARIANTS = {
                        "OCG": "4", "ICG": "2", "KH": "3", "KW": "3", "SH": "2", "SW": "2", "DH": "1", "DW": "1",
                        "PH": "1", "PW": "1", "BIAS_ARG": ", __global const float* bias", "BIAS_VALUE": "bias[oc]",
                        **POST},
+    # Constant padding of one axis of [4, 8] by 2 and 1: [4, 11].
+    "pad": {"TOTAL": "44UL", "PAD_VALUE": "0.5f",
+            "PAD_INDEX": "{ size_t t_ = o; long c_; c_ = (long)(t_ % 11UL) - 2; t_ /= 11UL; "
+            "if (c_ < 0 || c_ >= 8) inside = 0; ix += (size_t)c_ * 1UL; ix += t_ * 8UL; }"},
+    "gather": {"TOTAL": "24UL", "AXIS": "8", "NIDX": "3", "INNER": "4"},
+    # Bidirectional, with bias, initial states and peepholes.
+    "lstm": {"SEQ": "3", "NDIR": "2", "BATCH": "2", "HID": "8", "INP": "5", "REVERSE(d)": "((d) == 1)",
+             "BIAS_ARG": ", __global const float* bias", "BIAS(d, r)": "(bias[(d) * 64 + (r)] + bias[(d) * 64 + 32 + (r)])",
+             "H0_ARG": ", __global const float* h0", "H0(d, b, j)": "h0[((d) * 2 + (b)) * 8 + (j)]",
+             "C0_ARG": ", __global const float* c0", "C0(d, b, j)": "c0[((d) * 2 + (b)) * 8 + (j)]",
+             "PEEP_ARG": ", __global const float* peep", "PEEP(d, g, j)": "peep[(d) * 24 + (g) * 8 + (j)]"},
     # Bilinear along the last two axes of [2, 8, 8] -> [2, 16, 16].
     "resize": {"TOTAL": "512UL",
                "RESIZE_INDEX": "size_t t_ = o; size_t i_; i_ = t_ % 16UL; t_ /= 16UL; "

@@ -32,10 +32,10 @@ std::unique_ptr<core::Model> model(const std::string& text);
 
 // A small CNN in the shape of PP-OCR cls, input float[1,3,16,16]: conv +
 // batch norm + hard-swish, a depthwise conv, pooling, a classifier head
-// reshaped by shape arithmetic. With `gather`, a Gather of channels after
-// the pooling, which OPENCL has no kernel for, so that HETERO:OPENCL,CPU
-// runs it as OPENCL, CPU, OPENCL stages.
-std::string small_cnn(bool gather = false);
+// reshaped by shape arithmetic. With `cpu_stage`, a Shrink after the
+// pooling, which OPENCL has no kernel for, so that HETERO:OPENCL,CPU runs it
+// as OPENCL, CPU, OPENCL stages.
+std::string small_cnn(bool cpu_stage = false);
 std::vector<core::Tensor> run_on(const core::Model& model, const std::string& device,
                                  const std::vector<core::Tensor>& inputs, const driver::Config& config = {});
 

@@ -426,6 +426,116 @@ TEST(OpenClKernels, QuantizeDequantize) {
   }
 }
 
+// Pad in each mode, pads per axis (negative ones crop, constant mode only).
+TEST(OpenClKernels, Pad) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(14);
+  auto list = [](const std::vector<int64_t>& v) {
+    std::string s;
+    for (int64_t x : v) s += (s.empty() ? "" : ", ") + std::to_string(x);
+    return s;
+  };
+  for (const std::string mode : {"constant", "edge", "reflect"})
+    for (int rep = 0; rep < 4; ++rep) {
+      const core::Shape s = random_shape(rng, 1, 4, 5);
+      std::vector<int64_t> pads(2 * s.size());
+      core::Shape ys = s;
+      for (size_t d = 0; d < 2 * s.size(); ++d) {
+        const int64_t n = s[d % s.size()];
+        // reflect: up to n - 1; constant: a crop of up to half the axis too.
+        const int64_t hi = mode == "reflect" ? n - 1 : 3, lo = mode == "constant" ? -(n / 2) : 0;
+        pads[d] = lo + int64_t(rng() % uint64_t(hi - lo + 1));
+        ys[d % s.size()] += pads[d];
+      }
+      const std::string k = std::to_string(pads.size());
+      const std::string text = one_node(type_text("float", s) + " x", type_text("float", ys) + " y",
+                                        "y = Pad <mode = \"" + mode + "\">(x, p, v)",
+                                        "int64[" + k + "] p = {" + list(pads) + "}, float v = {0.75}");
+      expect_same_as_cpu(text, {random_tensor(s, rng)}, mode + " " + type_text("", s) + " pads " + list(pads));
+    }
+}
+
+// Gather with constant indices (negative ones count from the end; a scalar
+// index drops the axis) along every axis.
+TEST(OpenClKernels, Gather) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(15);
+  for (int rep = 0; rep < 8; ++rep) {
+    const core::Shape s = random_shape(rng, 1, 4, 6);
+    const auto axis = int64_t(rng() % s.size());
+    const int64_t n = s[size_t(axis)];
+    const bool scalar = rep % 3 == 0;
+    std::vector<int64_t> idx(scalar ? 1 : 1 + rng() % 5);
+    std::string list;
+    for (int64_t& i : idx) {
+      i = int64_t(rng() % uint64_t(2 * n)) - n;
+      list += (list.empty() ? "" : ", ") + std::to_string(i);
+    }
+    core::Shape ys(s.begin(), s.begin() + axis);
+    if (!scalar) ys.push_back(int64_t(idx.size()));
+    ys.insert(ys.end(), s.begin() + axis + 1, s.end());
+    const std::string ind = scalar ? "int64 i = {" + list + "}" : "int64[" + std::to_string(idx.size()) + "] i = {" + list + "}";
+    expect_same_as_cpu(one_node(type_text("float", s) + " x", type_text("float", ys) + " y",
+                                "y = Gather <axis = " + std::to_string(axis) + ">(x, i)", ind),
+                       {random_tensor(s, rng)}, "gather " + type_text("", s) + " axis " + std::to_string(axis) + " [" + list + "]");
+  }
+}
+
+// LSTM in every direction, with and without the optional inputs (bias,
+// initial states, peepholes), every output read.
+TEST(OpenClKernels, Lstm) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(16);
+  const int64_t seq = 5, batch = 2, in = 3, hid = 4;
+  for (const std::string dir : {"forward", "reverse", "bidirectional"})
+    for (const bool optional : {false, true}) {
+      const int64_t d = dir == "bidirectional" ? 2 : 1;
+      std::string inits = initializer("w", {d, 4 * hid, in}, rng) + ", " + initializer("r", {d, 4 * hid, hid}, rng);
+      std::string args = "x, w, r";
+      std::string inputs = type_text("float", {seq, batch, in}) + " x";
+      std::vector<core::Tensor> values = {random_tensor({seq, batch, in}, rng, -2, 2)};
+      if (optional) {
+        inits += ", " + initializer("b", {d, 8 * hid}, rng) + ", " + initializer("p", {d, 3 * hid}, rng);
+        inputs += ", " + type_text("float", {d, batch, hid}) + " h, " + type_text("float", {d, batch, hid}) + " c";
+        values.push_back(random_tensor({d, batch, hid}, rng));
+        values.push_back(random_tensor({d, batch, hid}, rng));
+        args += ", b, , h, c, p";
+      }
+      const std::string state = type_text("float", {d, batch, hid});
+      expect_same_as_cpu(one_node(inputs, type_text("float", {seq, d, batch, hid}) + " y, " + state + " yh, " + state + " yc",
+                                  "y, yh, yc = LSTM <hidden_size = " + std::to_string(hid) + ", direction = \"" + dir +
+                                      "\">(" + args + ")",
+                                  inits),
+                         values, "LSTM " + dir + (optional ? " with bias, states and peepholes" : ""));
+    }
+}
+
+// An If whose condition is known at compile time (here from the input's
+// shape, nested one level) runs the branch it takes, inlined; one known
+// only at run time is named as the reason the GPU refuses the node.
+TEST(OpenClKernels, IfWithAKnownCondition) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(17);
+  const std::string text = one_node(
+      "float[2,3] x", "float[2,3] y",
+      "s = Shape(x)\nn = Size(s)\nc = Equal(n, two)\n"
+      "y = If(c) <then_branch = g1 () => (float[2,3] t) {\n"
+      "    k = Not(c)\n"
+      "    t = If(k) <then_branch = g3 () => (float[2,3] a) { a = Neg(x) },\n"
+      "               else_branch = g4 () => (float[2,3] b) { b = Sigmoid(x) }>\n"
+      "  },\n"
+      "  else_branch = g2 () => (float[2,3] e) { e = Relu(x) }>",
+      "int64 two = {2}");
+  expect_same_as_cpu(text, {random_tensor({2, 3}, rng)}, "If on the rank, nested");
+  auto m = model(one_node("float[2,3] x, bool c", "float[2,3] y",
+                          "y = If(c) <then_branch = g1 () => (float[2,3] t) { t = Neg(x) },\n"
+                          "  else_branch = g2 () => (float[2,3] e) { e = Relu(x) }>"));
+  const auto support = runtime().query(*m, "OPENCL");
+  ASSERT_EQ(support.size(), 1u);
+  EXPECT_FALSE(support[0].supported);
+  EXPECT_NE(support[0].reason.find("run time"), std::string::npos) << support[0].reason;
+}
+
 TEST(OpenClKernels, UnfusedMatchesFused) {
   REQUIRE_OPENCL();
   std::mt19937 rng(10);
