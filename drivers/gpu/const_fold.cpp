@@ -74,7 +74,8 @@ const core::Shape* output_shape(const core::Node& node, const ConstantLookup& co
 bool is_foldable_op(const std::string& op) {
   static const std::set<std::string> ops = {"Constant", "Shape", "Cast", "Slice", "Gather", "Concat", "Unsqueeze",
                                             "Squeeze", "Reshape", "Flatten", "Identity", "Add", "Sub", "Mul",
-                                            "Div", "Size", "Equal", "Not", "ConstantOfShape", "Transpose"};
+                                            "Div", "Size", "Equal", "Less", "LessOrEqual", "Greater",
+                                            "GreaterOrEqual", "And", "Or", "Not", "ConstantOfShape", "Transpose"};
   return ops.count(op) > 0;
 }
 
@@ -204,16 +205,22 @@ std::optional<core::Tensor> fold_node(const core::Node& node, const ConstantLook
     }
     return make(x.dtype(), g->out, out);
   }
-  // The conditions models compute from shapes (an If on a rank or a dim):
-  // comparisons of integers, equal shapes or a scalar side.
-  if (op == "Equal") {
+  // The conditions models compute from shapes (an If on a rank or a dim) and
+  // from small inputs: comparisons and logic on integers, equal shapes or a
+  // scalar side.
+  static const std::set<std::string> comparisons = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+                                                     "And", "Or"};
+  if (comparisons.count(op)) {
     if (in.size() != 2 || !in[1] || !is_integer(x.dtype()) || !is_integer(in[1]->dtype())) return std::nullopt;
     const core::Tensor& y = *in[1];
     if (x.numel() != y.numel() && x.numel() != 1 && y.numel() != 1) return std::nullopt;
     const core::Tensor& big = x.numel() >= y.numel() ? x : y;
     std::vector<double> out(big.numel());
-    for (size_t i = 0; i < out.size(); ++i)
-      out[i] = x.as_int64(x.numel() == 1 ? 0 : i) == y.as_int64(y.numel() == 1 ? 0 : i);
+    for (size_t i = 0; i < out.size(); ++i) {
+      const int64_t a = x.as_int64(x.numel() == 1 ? 0 : i), b = y.as_int64(y.numel() == 1 ? 0 : i);
+      out[i] = op == "Equal" ? a == b : op == "Less" ? a < b : op == "LessOrEqual" ? a <= b : op == "Greater" ? a > b
+             : op == "GreaterOrEqual" ? a >= b : op == "And" ? (a && b) : (a || b);
+    }
     return make(core::DType::Bool, big.shape(), out);
   }
   if (op == "Not") {

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/infer_request.h"
 #include "drivers/gpu/network.h"
-#include "drivers/gpu/program.h"
+#include "drivers/gpu/program_set.h"
 #include "drivers/gpu/tuner.h"
 #include "hetero_build_config.h"
 
@@ -63,46 +63,50 @@ core::ConfigTable<Options> gpu_config(const std::string& driver) {
               });
 }
 
+// One infer request: a network per program of the set, made when an
+// inference first needs it (most sets have one program).
 class GpuInferStep final : public core::InferStep {
  public:
-  explicit GpuInferStep(std::shared_ptr<const CompiledProgram> program) : program_(program), network_(program) {}
-
-  const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
-  const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
+  explicit GpuInferStep(std::shared_ptr<const ProgramSet> set) : set_(std::move(set)), networks_(set_->variants.size()) {}
+  const std::vector<driver::Port>& inputs() const override { return set_->inputs; }
+  const std::vector<driver::Port>& outputs() const override { return set_->outputs; }
   std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
-    return network_.execute(inputs);
+    const size_t v = set_->select(inputs);
+    if (!networks_[v]) networks_[v] = std::make_unique<Network>(set_->variants[v].program);
+    return networks_[v]->execute(inputs);
   }
 
  private:
-  std::shared_ptr<const CompiledProgram> program_;
-  Network network_;
+  std::shared_ptr<const ProgramSet> set_;
+  std::vector<std::unique_ptr<Network>> networks_;
 };
 
 class GpuCompiledModel final : public driver::CompiledModel {
  public:
-  GpuCompiledModel(std::shared_ptr<const CompiledProgram> program, std::string device, bool warm_up_before_export)
-      : program_(std::move(program)), device_(std::move(device)), warm_up_before_export_(warm_up_before_export) {}
-  const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
-  const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
+  GpuCompiledModel(std::shared_ptr<const ProgramSet> set, std::string device, bool warm_up_before_export)
+      : set_(std::move(set)), device_(std::move(device)), warm_up_before_export_(warm_up_before_export) {}
+
+  const std::vector<driver::Port>& inputs() const override { return set_->inputs; }
+  const std::vector<driver::Port>& outputs() const override { return set_->outputs; }
   std::unique_ptr<driver::InferRequest> create_infer_request() override {
-    return core::make_infer_request(std::make_unique<GpuInferStep>(program_));
+    return core::make_infer_request(std::make_unique<GpuInferStep>(set_));
   }
   std::vector<uint8_t> export_blob() const override {
     if (warm_up_before_export_) warm_up();
-    return export_program(*program_);
+    return export_program_set(*set_);
   }
   std::string device() const override { return device_; }
 
  private:
-  // Runs every kernel once, on zeros, before the binaries are read: an
-  // OpenCL implementation may generate a kernel's machine code only at its
-  // first launch (PoCL does, per kernel and work-group size) and its
-  // program binaries carry what it has generated, so that an imported blob's
-  // first inference does not generate it again (PoCL with an empty kernel
-  // cache: 4.4 s instead of 13 ms for PP-OCR cls).
+  // Runs every kernel of every program once, on zeros, before the binaries
+  // are read: an OpenCL implementation may generate a kernel's machine code
+  // only at its first launch (PoCL does, per kernel and work-group size) and
+  // its program binaries carry what it has generated, so that an imported
+  // blob's first inference does not generate it again (PoCL with an empty
+  // kernel cache: 4.4 s instead of 13 ms for PP-OCR cls).
   void warm_up() const {
     std::vector<core::Tensor> zeros;
-    for (const driver::Port& port : program_->inputs) {
+    for (const driver::Port& port : set_->inputs) {
       core::Shape shape;
       for (const core::Dim& d : port.shape) {
         if (!d.known()) return;  // cannot happen for a compiled program (static shapes); nothing to warm then
@@ -110,10 +114,11 @@ class GpuCompiledModel final : public driver::CompiledModel {
       }
       zeros.push_back(core::Tensor::allocate(port.dtype, shape));
     }
-    Network(program_).execute(zeros);
+    for (const ProgramSet::Variant& v : set_->variants)
+      if (v.program) Network(v.program).execute(zeros);
   }
 
-  std::shared_ptr<const CompiledProgram> program_;
+  std::shared_ptr<const ProgramSet> set_;
   std::string device_;
   bool warm_up_before_export_;
 };
@@ -218,21 +223,19 @@ class GpuDriver final : public driver::Driver {
     build.optimize = options.optimize;
     build.kernels_per_batch = static_cast<size_t>(options.kernels_per_batch);
     build.tuning = options.tuning;
-    auto program = build_program(model, device(device_id), build);
-    return compiled(std::move(program), device_id);
+    return compiled(build_program_set(model, device(device_id), build), device_id);
   }
 
   std::unique_ptr<driver::CompiledModel> import_blob(std::span<const uint8_t> blob, const std::string& device_id,
                                                      const driver::Config& config) override {
     (void)options_with(config);  // rejects unknown keys
-    auto program = import_program(blob, device(device_id));
-    return compiled(std::move(program), device_id);
+    return compiled(import_program_set(blob, device(device_id)), device_id);
   }
 
  private:
-  std::unique_ptr<driver::CompiledModel> compiled(std::shared_ptr<const CompiledProgram> program,
+  std::unique_ptr<driver::CompiledModel> compiled(std::shared_ptr<const ProgramSet> set,
                                                   const std::string& device_id) const {
-    return std::make_unique<GpuCompiledModel>(std::move(program), device_name(device_id),
+    return std::make_unique<GpuCompiledModel>(std::move(set), device_name(device_id),
                                               family_->warm_up_before_export());
   }
   size_t index_of(const std::string& device_id) const {

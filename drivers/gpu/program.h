@@ -99,9 +99,11 @@ std::map<std::string, std::string> select_kernels(ProgramGraph& g, size_t max_wo
 
 // Builds a model's program on `device`: topology, passes, variant choice
 // (tuning), kernel selection, batch compilation, memory plan. NOT_SUPPORTED
-// naming the node when a node cannot run.
+// naming the node when a node cannot run; OpenCondition at an If whose
+// condition the host works out and `choices` does not settle
+// (program_set.h builds one program per outcome).
 std::shared_ptr<CompiledProgram> build_program(const core::Model& model, std::shared_ptr<Device> device,
-                                               const BuildOptions& options);
+                                               const BuildOptions& options, const ConditionChoices& choices = {});
 // The same from the program nodes on (the ports are left empty): what a
 // benchmark or the tuner uses for a part of a model.
 std::shared_ptr<CompiledProgram> build_program(ProgramGraph g, std::shared_ptr<Device> device,

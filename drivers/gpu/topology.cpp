@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "core/error.h"
@@ -56,6 +57,9 @@ class Builder {
   const core::Shape& data_input(const core::Node& node, size_t i) {
     const core::Value* v = node.input(i);
     if (!v) fail(HETERO_INVALID_MODEL, "input " + std::to_string(i) + " is missing");
+    if (is_host_value(v->name))
+      fail(HETERO_NOT_SUPPORTED, "input '" + v->name + "' is integer arithmetic the host does for If conditions; the "
+                                 "GPU kernels take float32 device tensors");
     auto it = t_.shapes.find(v->name);
     if (it == t_.shapes.end()) {
       auto s = v->static_shape();
@@ -533,6 +537,9 @@ class Builder {
   }
 
   std::vector<Primitive> take_pending() { return std::move(pending_); }
+  // Values the host computes from small integer inputs, for If conditions.
+  void mark_host_value(const std::string& name) { host_values_.insert(name); }
+  bool is_host_value(const std::string& name) const { return host_values_.count(name) > 0; }
   void set_graph(const core::Graph& g) { graph_ = &g; }
   const core::Graph* graph() const { return graph_; }
 
@@ -753,6 +760,7 @@ class Builder {
   Topology& t_;
   const core::Graph* graph_ = nullptr;
   std::vector<Primitive> pending_;
+  std::set<std::string> host_values_;
 };
 
 }  // namespace
@@ -764,13 +772,92 @@ namespace {
 // off the stack.
 constexpr int kMaxIfDepth = 16;
 
+// The node of `graph` that is `node` or holds it in a body (an If's branch,
+// nested or not); null if none does.
+const core::Node* top_level_of(const core::Node& node, const core::Graph& graph) {
+  if (node.index < graph.nodes().size() && graph.nodes()[node.index].get() == &node) return &node;
+  std::function<bool(const core::Graph&)> holds = [&](const core::Graph& g) {
+    for (const auto& n : g.nodes()) {
+      if (n.get() == &node) return true;
+      for (const core::Attribute& a : n->attributes) {
+        if (a.g && holds(*a.g)) return true;
+        for (const auto& sub : a.graphs)
+          if (sub && holds(*sub)) return true;
+      }
+    }
+    return false;
+  };
+  for (const auto& n : graph.nodes())
+    for (const core::Attribute& a : n->attributes)
+      if ((a.g && holds(*a.g)) || std::any_of(a.graphs.begin(), a.graphs.end(), [&](const auto& sub) { return sub && holds(*sub); }))
+        return n.get();
+  return nullptr;
+}
+
+// What add_node() needs besides the node: the model's main graph (whose
+// inputs a host condition may read), the outcomes chosen for host
+// conditions, and whether this is a query (no program is built).
+struct Context {
+  const core::Graph& main;
+  const ConditionChoices& choices;
+  bool query;
+};
+
+void add_node(Topology& t, Builder& b, const core::Node& node, int depth, const Context& ctx);
+
+// The nodes of If `node`'s `branch` in its place, and the branch's outputs
+// as the If's: constants stay constants, the rest are views (the same bytes
+// under the If's output names).
+void add_branch(Topology& t, Builder& b, const core::Node& node, const char* branch, int depth, const Context& ctx) {
+  const core::Attribute* a = node.attr(branch);
+  if (!a || a->type != core::AttrType::Graph || !a->g) fail(HETERO_INVALID_MODEL, std::string(branch) + " is missing");
+  const core::Graph& body = *a->g;
+  if (body.outputs.size() != node.outputs.size())
+    fail(HETERO_INVALID_MODEL, std::string(branch) + " has " + std::to_string(body.outputs.size()) + " outputs, the If " +
+                                   std::to_string(node.outputs.size()));
+  if (depth >= kMaxIfDepth) fail(HETERO_NOT_SUPPORTED, "Ifs nested deeper than " + std::to_string(kMaxIfDepth));
+  for (const auto& v : body.values())
+    if (v->constant) {
+      t.constants[v->name] = *v->constant;
+      t.shapes[v->name] = v->constant->shape();
+    }
+  const core::Graph* outer = b.graph();
+  b.set_graph(body);
+  for (const auto& inner : body.nodes()) {
+    try {
+      add_node(t, b, *inner, depth + 1, ctx);
+    } catch (const Error& e) {
+      b.set_graph(*outer);
+      fail(e.status(), std::string("in its ") + branch + ", " + inner->describe() + ": " + e.what());
+    } catch (...) {
+      b.set_graph(*outer);
+      throw;
+    }
+  }
+  b.set_graph(*outer);
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    const core::Value* out = node.outputs[i];
+    const core::Value* src = body.outputs[i];
+    if (!out || !src) continue;
+    if (const core::Tensor* c = b.constant(src)) {
+      t.constants[out->name] = *c;
+      t.shapes[out->name] = c->shape();
+      continue;
+    }
+    auto it = t.shapes.find(src->name);
+    if (it == t.shapes.end()) fail(HETERO_NOT_SUPPORTED, "output '" + src->name + "' of its " + branch + " has no static shape");
+    t.shapes[out->name] = it->second;
+    t.primitives.push_back({node.name + "/" + std::to_string(i), PrimKind::View, "If", {src->name}, out->name, {}});
+  }
+}
+
 // Adds `node` to the topology: folded to a constant, converted to
-// primitives, or, for an If whose condition folds, replaced by the nodes of
-// the branch it takes. Models exported from PyTorch branch on shapes (a
-// rank, a batch of one) and on inputs frozen at compile time; with static
-// shapes those conditions are constants, and the branch is just more of the
-// graph.
-void add_node(Topology& t, Builder& b, const core::Node& node, int depth) {
+// primitives, or, for an If, replaced by the nodes of the branch it takes.
+// Models exported from PyTorch branch on shapes (a rank, a batch of one),
+// which static shapes make constants, and on small inputs (a sample rate),
+// which the host works out before each inference (host_conditions.h): either
+// way the branch is just more of the graph.
+void add_node(Topology& t, Builder& b, const core::Node& node, int depth, const Context& ctx) {
   auto shape_of = [&](const core::Value* v) -> const core::Shape* {
     if (auto it = t.shapes.find(v->name); it != t.shapes.end()) return &it->second;
     if (auto s = v->static_shape()) return &(t.shapes[v->name] = *s);
@@ -782,51 +869,34 @@ void add_node(Topology& t, Builder& b, const core::Node& node, int depth) {
     return;
   }
   if (node.domain.empty() && node.op_type == "If") {
-    const core::Tensor* cond = b.constant(node.input(0));
-    if (!cond)
-      fail(HETERO_NOT_SUPPORTED, "its condition is only known at run time (the GPU runs an If whose condition is known "
-                                 "when the model is compiled: from static shapes, or an input given a fixed value)");
-    if (cond->numel() != 1) fail(HETERO_INVALID_MODEL, "the condition holds " + std::to_string(cond->numel()) + " values");
-    const char* branch = cond->as_double(0) != 0 ? "then_branch" : "else_branch";
-    const core::Attribute* a = node.attr(branch);
-    if (!a || a->type != core::AttrType::Graph || !a->g) fail(HETERO_INVALID_MODEL, std::string(branch) + " is missing");
-    const core::Graph& body = *a->g;
-    if (body.outputs.size() != node.outputs.size())
-      fail(HETERO_INVALID_MODEL, std::string(branch) + " has " + std::to_string(body.outputs.size()) + " outputs, the If " +
-                                     std::to_string(node.outputs.size()));
-    if (depth >= kMaxIfDepth) fail(HETERO_NOT_SUPPORTED, "Ifs nested deeper than " + std::to_string(kMaxIfDepth));
-    for (const auto& v : body.values())
-      if (v->constant) {
-        t.constants[v->name] = *v->constant;
-        t.shapes[v->name] = v->constant->shape();
-      }
-    const core::Graph* outer = b.graph();
-    b.set_graph(body);
-    for (const auto& inner : body.nodes()) {
+    bool taken = false;
+    if (const core::Tensor* cond = b.constant(node.input(0))) {
+      if (cond->numel() != 1) fail(HETERO_INVALID_MODEL, "the condition holds " + std::to_string(cond->numel()) + " values");
+      taken = cond->as_double(0) != 0;
+    } else if (auto it = ctx.choices.find(node.name); it != ctx.choices.end()) {
+      taken = it->second;
+    } else {
+      auto host = host_condition(node, ctx.main, [&](const core::Value* v) { return b.constant(v); });
+      if (!host)
+        fail(HETERO_NOT_SUPPORTED, "its condition is computed from device values at run time (the GPU runs an If "
+                                   "whose condition is known at compile time, or follows from small integer inputs)");
+      if (!ctx.query) throw OpenCondition{std::move(*host)};
+      // A query: the If runs here when a branch does (the other may not
+      // fit the input shapes given: Silero VAD's 8 kHz branch on a 16 kHz
+      // chunk), and inferences that take a branch that does not fail then.
       try {
-        add_node(t, b, *inner, depth + 1);
-      } catch (const Error& e) {
-        b.set_graph(*outer);
-        fail(e.status(), std::string("in its ") + branch + ", " + inner->describe() + ": " + e.what());
+        add_branch(t, b, node, "then_branch", depth, ctx);
+      } catch (const Error&) {
+        add_branch(t, b, node, "else_branch", depth, ctx);
+        return;
       }
-    }
-    b.set_graph(*outer);
-    // The branch's outputs become the If's: constants stay constants, the
-    // rest are views (the same bytes under the If's output names).
-    for (size_t i = 0; i < node.outputs.size(); ++i) {
-      const core::Value* out = node.outputs[i];
-      const core::Value* src = body.outputs[i];
-      if (!out || !src) continue;
-      if (const core::Tensor* c = b.constant(src)) {
-        t.constants[out->name] = *c;
-        t.shapes[out->name] = c->shape();
-        continue;
+      try {
+        add_branch(t, b, node, "else_branch", depth, ctx);
+      } catch (const Error&) {
       }
-      const core::Shape* s = shape_of(src);
-      if (!s) fail(HETERO_NOT_SUPPORTED, "output '" + src->name + "' of its " + branch + " has no static shape");
-      t.shapes[out->name] = *s;
-      t.primitives.push_back({node.name + "/" + std::to_string(i), PrimKind::View, "If", {src->name}, out->name, {}});
+      return;
     }
+    add_branch(t, b, node, taken ? "then_branch" : "else_branch", depth, ctx);
     return;
   }
   if (auto folded = fold_node(node, [&](const core::Value* v) { return b.constant(v); }, shape_of)) {
@@ -834,13 +904,28 @@ void add_node(Topology& t, Builder& b, const core::Node& node, int depth) {
     t.shapes[node.outputs[0]->name] = folded->shape();
     return;
   }
+  // Arithmetic on small integer inputs (a condition's cone): the host's,
+  // never the device's.
+  if (node.domain.empty() && is_foldable_op(node.op_type) && node.op_type != "Shape" && node.op_type != "Size") {
+    bool host = true, reads_inputs = false;
+    for (const core::Value* in : node.inputs) {
+      const bool from_inputs = in && (b.is_host_value(in->name) || is_condition_input(*in, ctx.main));
+      host = host && (!in || b.constant(in) || from_inputs);
+      reads_inputs = reads_inputs || from_inputs;
+    }
+    if (host && reads_inputs) {
+      for (const core::Value* o : node.outputs)
+        if (o) b.mark_host_value(o->name);
+      return;
+    }
+  }
   b.convert(node);
   for (Primitive& p : b.take_pending()) t.primitives.push_back(std::move(p));
 }
 
 }  // namespace
 
-Topology build_topology(const core::Graph& graph, std::vector<std::string>* reasons) {
+Topology build_topology(const core::Graph& graph, std::vector<std::string>* reasons, const ConditionChoices& choices) {
   Topology t;
   Builder b(t);
   b.set_graph(graph);
@@ -860,13 +945,39 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
   for (const auto& node : graph.nodes()) {
     const size_t before = t.primitives.size();
     try {
-      add_node(t, b, *node, 0);
+      add_node(t, b, *node, 0, Context{graph, choices, reasons != nullptr});
     } catch (const Error& e) {
       b.take_pending();
       t.primitives.resize(before);  // what an If's branch added before it failed
+      for (const core::Value* o : node->outputs)
+        if (o) t.shapes.erase(o->name), t.constants.erase(o->name);
       b.set_graph(graph);
       if (!reasons) fail(HETERO_NOT_SUPPORTED, node->describe() + " cannot run on the GPU: " + e.what());
       (*reasons)[node->index] = e.what();
+    }
+  }
+  // Host arithmetic serves the conditions of Ifs that run here, and only
+  // those: a value it computes cannot leave as an output (compile), and a
+  // query says so for each node whose result goes elsewhere.
+  for (auto it = graph.nodes().rbegin(); it != graph.nodes().rend(); ++it) {
+    const core::Node& n = **it;
+    for (const core::Value* o : n.outputs) {
+      if (!o || !b.is_host_value(o->name) || (reasons && !(*reasons)[n.index].empty())) continue;
+      bool served = std::find(graph.outputs.begin(), graph.outputs.end(), o) == graph.outputs.end();
+      for (const core::Use& use : o->uses) {
+        const core::Node& u = *use.node;
+        const core::Node* top = top_level_of(u, graph);
+        served = served && top && (!reasons || (*reasons)[top->index].empty()) &&
+                 ((u.op_type == "If" && use.input_index == 0) ||
+                  std::any_of(u.outputs.begin(), u.outputs.end(),
+                              [&](const core::Value* x) { return x && b.is_host_value(x->name); }));
+      }
+      if (served) continue;
+      const std::string why = "output '" + o->name + "' is " + core::dtype_name(o->dtype) +
+                              "; the GPU kernels produce float32 only (the host works out integer arithmetic on "
+                              "inputs, but only for the conditions of Ifs that run here)";
+      if (!reasons) fail(HETERO_NOT_SUPPORTED, n.describe() + " cannot run on the GPU: " + why);
+      (*reasons)[n.index] = why;
     }
   }
   // A DequantizeLinear of a folded QuantizeLinear is a view of its float

@@ -14,6 +14,7 @@
 
 #include "core/graph.h"
 #include "core/tensor.h"
+#include "drivers/gpu/host_conditions.h"
 
 namespace hetero::gpu {
 
@@ -71,9 +72,14 @@ struct Topology {
   std::vector<std::string> inputs, outputs;  // graph inputs and outputs, in order
 };
 
-// Builds the topology of `graph`. With `reasons` (one slot per node), a node
+// Builds the topology of `graph`, a model's main graph. With `reasons` (one slot per node), a node
 // the device cannot run gets its reason there and the build goes on (query);
 // without it the first such node fails with NOT_SUPPORTED naming it.
-Topology build_topology(const core::Graph& graph, std::vector<std::string>* reasons = nullptr);
+// An If whose condition the host computes from the inputs
+// (host_conditions.h) takes the branch `choices` gives it; one it does not
+// settle throws OpenCondition (compile), or has both branches checked
+// (query).
+Topology build_topology(const core::Graph& graph, std::vector<std::string>* reasons = nullptr,
+                        const ConditionChoices& choices = {});
 
 }  // namespace hetero::gpu

@@ -221,8 +221,8 @@ TEST(LevelZeroSpirv, BuildTimeModulesCoverEveryTemplateAndValidate) {
     EXPECT_EQ(validate_spirv(tools, std::vector<uint8_t>(m.data, m.data + m.size)), "") << m.name;
   }
   EXPECT_EQ(names, (std::set<std::string>{"binary", "concat", "conv", "conv_channel", "conv_spatial", "conv_transpose",
-                                          "gemm", "matmul", "pool", "reduce", "resize", "softmax", "transpose",
-                                          "unary"}));
+                                          "gather", "gemm", "lstm", "matmul", "pad", "pool", "reduce", "resize",
+                                          "softmax", "transpose", "unary"}));
   // The validator really validates: a damaged module fails.
   const PrebuiltSpirv conv = prebuilt_spirv().front();  // a copy: the list is a temporary
   std::vector<uint8_t> bad(conv.data, conv.data + conv.size);

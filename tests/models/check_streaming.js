@@ -12,11 +12,14 @@
 //                that each call reads and then replaces (--output NAME=FILE);
 //                the first 20 calls (each is a process of its own)
 //   cli-connect  the same through heterod (`hetero --connect`), 20 calls
+// With --device D (a GPU device: OPENCL), only the first two, the model
+// whole on D, in process and through a blob compiled for D.
 // Every output of every call must match ONNX Runtime's within rtol 1e-3 and
 // atol 1e-4 (|got - ref| <= atol + rtol * |ref|); the report gives the
 // largest error over all calls.
 //
 //   node check_streaming.js HETERO HETEROD STREAM_MODEL [--only NAME] [--calls N] [--cli-calls N] [--keep DIR]
+//                           [--device D]
 //
 // Skips (exit 77) without the test cache, as check_models.js does.
 'use strict';
@@ -36,12 +39,12 @@ const SKIP = 77;
 
 function usage(why) {
   console.error(`check_streaming: ${why}\nusage: node check_streaming.js HETERO HETEROD STREAM_MODEL ` +
-    '[--only NAME] [--calls N] [--cli-calls N] [--keep DIR]');
+    '[--only NAME] [--calls N] [--cli-calls N] [--keep DIR] [--device D]');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const o = { only: '', calls: 100, cliCalls: 20, keep: '', programs: [] };
+  const o = { only: '', calls: 100, cliCalls: 20, keep: '', device: '', programs: [] };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -52,6 +55,7 @@ function parseArgs(argv) {
     else if (a === '--calls') o.calls = Number(value());
     else if (a === '--cli-calls') o.cliCalls = Number(value());
     else if (a === '--keep') o.keep = value();
+    else if (a === '--device') o.device = value();
     else if (a.startsWith('--')) usage(`unknown option ${a}`);
     else o.programs.push(a);
   }
@@ -221,13 +225,19 @@ async function checkModel(model, o, ctx, work) {
     return `${m[1]} submodels`;
   };
 
+  // A GPU device compiles static shapes: the chunk's and the states'.
+  const device = ['--device', o.device || 'CPU'];
+  if (o.device) {
+    device.push('--shape', `${model.chunk.name}=1x${model.chunk.context + model.chunk.samples}`);
+    for (const st of model.states) device.push('--shape', `${st.input}=${st.shape.join('x')}`);
+  }
   const runs = [
-    { name: 'c-abi', calls: o.calls, go: (out) => void run(o.stream, [file, out, ...streamArgs], 'in process') },
+    { name: 'c-abi', calls: o.calls, go: (out) => void run(o.stream, [file, out, ...device, ...streamArgs], 'in process') },
     {
       name: 'blob',
       calls: o.calls,
       go: (out) => {
-        run(o.hetero, ['compile', file, '--device', 'CPU', '-o', blob], 'hetero compile');
+        run(o.hetero, ['compile', file, ...device, '-o', blob], 'hetero compile');
         run(o.stream, [blob, out, ...streamArgs], 'blob');
       },
     },
@@ -264,7 +274,8 @@ async function checkModel(model, o, ctx, work) {
       ok = false;
     }
   };
-  for (const r of runs) await attempt(r);
+  for (const r of (o.device ? runs.slice(0, 2) : runs)) await attempt(r);
+  if (o.device) return { ok, lines };
 
   // Through the daemon: a C client, then the CLI.
   let d = null;

@@ -10,6 +10,8 @@
  *     MODEL               an ONNX file or a blob; with --connect, the name of
  *                         a model heterod serves
  *     --device D          compile for D (default CPU)
+ *     --shape NAME=DIMS   compile with input NAME's shape DIMS (1x576), as a
+ *                         GPU device needs for a model with dynamic dims
  *     --config K=V        DRIVER.key to the core, other keys to compilation
  *     --connect SOCKET    run through the daemon at SOCKET
  *     --input NAME=FILE   an input bound once (initial states, constants)
@@ -41,7 +43,7 @@ static int failed(const char* what) {
 }
 
 static int usage(const char* why) {
-  fprintf(stderr, "stream_model: %s\nusage: stream_model MODEL OUT_DIR [--device D] [--config K=V] "
+  fprintf(stderr, "stream_model: %s\nusage: stream_model MODEL OUT_DIR [--device D] [--shape NAME=DIMS] [--config K=V] "
                   "[--connect SOCKET] [--input NAME=FILE] [--chunk NAME=FMT] [--calls N] [--feed OUT=IN]\n",
           why);
   return 2;
@@ -165,7 +167,11 @@ int main(int argc, char** argv) {
   const char* socket = NULL;
   long calls = 1;
   pair inputs[MAX_ARGS], feeds[MAX_ARGS], core_config[MAX_ARGS], compile_config[MAX_ARGS], chunk;
-  size_t input_count = 0, feed_count = 0, core_count = 0, compile_count = 0;
+  size_t input_count = 0, feed_count = 0, core_count = 0, compile_count = 0, shape_count = 0;
+  const char* shape_names[MAX_ARGS];
+  int64_t shape_storage[MAX_ARGS][8];
+  const int64_t* shape_dims[MAX_ARGS];
+  size_t shape_ranks[MAX_ARGS];
   int have_chunk = 0;
   for (int i = 3; i < argc; ++i) {
     const char* opt = argv[i];
@@ -182,8 +188,19 @@ int main(int argc, char** argv) {
     } else if (!split(value, &p)) {
       return usage("expected K=V");
     } else if (input_count == MAX_ARGS || feed_count == MAX_ARGS || core_count == MAX_ARGS ||
-               compile_count == MAX_ARGS) {
+               compile_count == MAX_ARGS || shape_count == MAX_ARGS) {
       return usage("too many options");
+    } else if (strcmp(opt, "--shape") == 0) {
+      size_t rank = 0;
+      for (char* d = (char*)p.value; *d && rank < 8; ++rank) {
+        char* end;
+        shape_storage[shape_count][rank] = strtoll(d, &end, 10);
+        if (end == d || (*end && *end != 'x')) return usage("--shape wants NAME=AxBxC");
+        d = *end ? end + 1 : end;
+      }
+      shape_names[shape_count] = p.key;
+      shape_dims[shape_count] = shape_storage[shape_count];
+      shape_ranks[shape_count++] = rank;
     } else if (strcmp(opt, "--input") == 0) {
       inputs[input_count++] = p;
     } else if (strcmp(opt, "--feed") == 0) {
@@ -220,7 +237,9 @@ int main(int argc, char** argv) {
   hetero_status status;
   if (socket) status = hetero_compiled_model_open(&compiled, core, model);
   else if (blob) status = hetero_compiled_model_import_file(&compiled, core, model, keys, values, compile_count);
-  else status = hetero_compile_file(&compiled, core, model, NULL, NULL, NULL, 0, device, keys, values, compile_count);
+  else
+    status = hetero_compile_file(&compiled, core, model, shape_names, shape_dims, shape_ranks, shape_count, device, keys,
+                                 values, compile_count);
   int rc;
   if (status) {
     rc = failed("cannot load the model");

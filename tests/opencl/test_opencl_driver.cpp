@@ -166,6 +166,53 @@ TEST(OpenClDriver, ImportedBlobCompilesNoKernelSource) {
   for (size_t i = 0; i < a.numel(); ++i) EXPECT_EQ(a.data<float>()[i], c.data<float>()[i]) << i;
 }
 
+// A model that branches on an input compiles a program per outcome; its
+// blob carries them all and the condition, and the import runs either
+// branch building no kernel source. An outcome whose branch the GPU cannot
+// compile (an op it has no kernel for) fails only the inferences that take it.
+TEST(OpenClDriver, BlobOfAModelThatBranchesOnAnInput) {
+  REQUIRE_OPENCL();
+  core::Runtime& rt = runtime();
+  auto m = model(
+      "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+      "g (float[2,3] x, int64 rate) => (float[2,3] y) <int64 k = {16000}> {\n"
+      "c = Equal(rate, k)\n"
+      "g2 = Greater(rate, k)\n"
+      "y = If(c) <then_branch = b1 () => (float[2,3] t) { t = Neg(x) },\n"
+      "  else_branch = b2 () => (float[2,3] e) {\n"
+      "    e = If(g2) <then_branch = b3 () => (float[2,3] u) { u = Shrink(x) },\n"
+      "                else_branch = b4 () => (float[2,3] v) { v = Relu(x) }>\n"
+      "  }>\n}\n");
+  std::mt19937 rng(19);
+  const core::Tensor x = random_tensor({2, 3}, rng);
+  auto builds = [&] { return std::stoull(rt.metric("OPENCL", "KERNEL_SOURCE_BUILDS")); };
+  auto compiled = rt.compile(*m, "OPENCL");
+  const uint64_t after_compile = builds();
+  auto imported = rt.import_blob(rt.export_blob(*compiled, {}));
+  EXPECT_EQ(builds(), after_compile) << "an imported blob built kernel source";
+  auto run = [&](driver::CompiledModel& c, int64_t rate) {
+    auto r = c.create_infer_request();
+    r->set_input(0, x);
+    r->set_input(1, core::Tensor::from_vector<int64_t>({rate}, {}));
+    r->infer();
+    return r->output(0);
+  };
+  for (driver::CompiledModel* c : {compiled.get(), imported.get()}) {
+    const core::Tensor neg = run(*c, 16000), relu = run(*c, 8000);
+    for (size_t i = 0; i < x.numel(); ++i) {
+      EXPECT_EQ(neg.data<float>()[i], -x.data<float>()[i]) << i;
+      EXPECT_EQ(relu.data<float>()[i], std::max(0.0f, x.data<float>()[i])) << i;
+    }
+    try {
+      run(*c, 44100);
+      ADD_FAILURE() << "a branch with an op the GPU lacks ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("a branch the GPU could not compile"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(builds(), after_compile) << "running an imported blob built kernel source";
+}
+
 // The memory pool on the API-neutral program (no device needed): buffers
 // are shared only between tensors whose live ranges do not overlap.
 TEST(GpuMemoryPool, ReusesBuffersOfEndedLiveRanges) {

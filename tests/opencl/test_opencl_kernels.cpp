@@ -511,8 +511,7 @@ TEST(OpenClKernels, Lstm) {
 }
 
 // An If whose condition is known at compile time (here from the input's
-// shape, nested one level) runs the branch it takes, inlined; one known
-// only at run time is named as the reason the GPU refuses the node.
+// shape, nested one level) runs the branch it takes, inlined.
 TEST(OpenClKernels, IfWithAKnownCondition) {
   REQUIRE_OPENCL();
   std::mt19937 rng(17);
@@ -527,13 +526,32 @@ TEST(OpenClKernels, IfWithAKnownCondition) {
       "  else_branch = g2 () => (float[2,3] e) { e = Relu(x) }>",
       "int64 two = {2}");
   expect_same_as_cpu(text, {random_tensor({2, 3}, rng)}, "If on the rank, nested");
-  auto m = model(one_node("float[2,3] x, bool c", "float[2,3] y",
+}
+
+// An If whose condition follows from a small integer input (as Silero VAD
+// branches on its sample rate) runs on the GPU whichever way it goes: a
+// program per outcome, chosen on the host. One whose condition comes from
+// a device tensor is refused, with that reason.
+TEST(OpenClKernels, IfOnAnInput) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(18);
+  const std::string text = one_node(
+      "float[2,3] x, int64 rate", "float[2,3] y",
+      "c = Equal(rate, k)\n"
+      "y = If(c) <then_branch = g1 () => (float[2,3] t) { t = Neg(x) },\n"
+      "  else_branch = g2 () => (float[2,3] e) { e = Relu(x) }>",
+      "int64 k = {16000}");
+  const core::Tensor x = random_tensor({2, 3}, rng);
+  for (const int64_t rate : {16000, 8000})
+    expect_same_as_cpu(text, {x, core::Tensor::from_vector<int64_t>({rate}, {})}, "rate " + std::to_string(rate));
+  auto m = model(one_node("float[2,3] x", "float[2,3] y",
+                          "r = ReduceMax <keepdims = 0>(x)\nc = Cast <to = 9>(r)\n"
                           "y = If(c) <then_branch = g1 () => (float[2,3] t) { t = Neg(x) },\n"
                           "  else_branch = g2 () => (float[2,3] e) { e = Relu(x) }>"));
   const auto support = runtime().query(*m, "OPENCL");
-  ASSERT_EQ(support.size(), 1u);
-  EXPECT_FALSE(support[0].supported);
-  EXPECT_NE(support[0].reason.find("run time"), std::string::npos) << support[0].reason;
+  ASSERT_EQ(support.size(), 3u);
+  EXPECT_FALSE(support[2].supported);
+  EXPECT_NE(support[2].reason.find("device values at run time"), std::string::npos) << support[2].reason;
 }
 
 TEST(OpenClKernels, UnfusedMatchesFused) {
