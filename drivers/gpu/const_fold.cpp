@@ -48,8 +48,16 @@ std::vector<double> values(const core::Tensor& t) {
 }
 
 // Folding is for shape-sized tensors only; a large constant computation
-// belongs on the device.
+// belongs on the device. Moving constants around (weights sliced per gate
+// and concatenated again, as exported LSTMs do) is folded up to a larger
+// size: done once here, it is not a copy per inference there.
 constexpr size_t kMaxFoldElements = 4096;
+constexpr size_t kMaxMovedElements = size_t{1} << 20;
+
+bool moves_data_only(const std::string& op) {
+  return op == "Slice" || op == "Concat" || op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" ||
+         op == "Flatten" || op == "Identity" || op == "Transpose";
+}
 
 int64_t norm_axis(int64_t axis, int64_t rank, const core::Node& node) {
   if (axis < -rank || axis >= rank)
@@ -114,7 +122,8 @@ std::optional<core::Tensor> fold_node(const core::Node& node, const ConstantLook
   for (const core::Value* v : node.inputs) {
     const core::Tensor* t = v ? constant_of(v) : nullptr;
     if (v && !t) return std::nullopt;
-    if (t && (t->numel() > kMaxFoldElements || !is_supported_type(t->dtype()))) return std::nullopt;
+    const size_t limit = moves_data_only(op) ? kMaxMovedElements : kMaxFoldElements;
+    if (t && (t->numel() > limit || !is_supported_type(t->dtype()))) return std::nullopt;
     in.push_back(t);
   }
   if (in.empty() || !in[0]) return std::nullopt;
