@@ -5,8 +5,11 @@
 #include "core/config_table.h"
 #include "core/error.h"
 #include "core/infer_request.h"
+#include "core/onnx_export.h"
+#include "core/ports.h"
 #include "drivers/gpu/network.h"
 #include "drivers/gpu/program_set.h"
+#include "drivers/gpu/shape_specializations.h"
 #include "drivers/gpu/tuner.h"
 #include "hetero_build_config.h"
 
@@ -63,50 +66,76 @@ core::ConfigTable<Options> gpu_config(const std::string& driver) {
               });
 }
 
-// One infer request: a network per program of the set, made when an
-// inference first needs it (most sets have one program).
+// A compiled model's programs: one set for a model whose inputs have static
+// shapes, or a set per input shapes seen (shape_specializations.h).
+struct Programs {
+  std::shared_ptr<const ProgramSet> fixed;
+  std::shared_ptr<ShapeSpecializations> per_shape;
+
+  const std::vector<driver::Port>& inputs() const { return fixed ? fixed->inputs : per_shape->inputs(); }
+  const std::vector<driver::Port>& outputs() const { return fixed ? fixed->outputs : per_shape->outputs(); }
+  std::shared_ptr<const ProgramSet> for_inputs(const std::vector<core::Tensor>& inputs) const {
+    return fixed ? fixed : per_shape->get(inputs);
+  }
+};
+
+// One infer request: a network per program of the set its inputs use, made
+// when an inference first needs it (most sets have one program).
 class GpuInferStep final : public core::InferStep {
  public:
-  explicit GpuInferStep(std::shared_ptr<const ProgramSet> set) : set_(std::move(set)), networks_(set_->variants.size()) {}
-  const std::vector<driver::Port>& inputs() const override { return set_->inputs; }
-  const std::vector<driver::Port>& outputs() const override { return set_->outputs; }
+  explicit GpuInferStep(Programs programs) : programs_(std::move(programs)) {}
+
+  const std::vector<driver::Port>& inputs() const override { return programs_.inputs(); }
+  const std::vector<driver::Port>& outputs() const override { return programs_.outputs(); }
   std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
+    auto set = programs_.for_inputs(inputs);
+    if (set != set_) {  // other input shapes than the last inference's
+      set_ = std::move(set);
+      networks_.clear();
+      networks_.resize(set_->variants.size());
+    }
     const size_t v = set_->select(inputs);
     if (!networks_[v]) networks_[v] = std::make_unique<Network>(set_->variants[v].program);
     return networks_[v]->execute(inputs);
   }
 
  private:
-  std::shared_ptr<const ProgramSet> set_;
+  Programs programs_;
+  std::shared_ptr<const ProgramSet> set_;  // the set networks_ run
   std::vector<std::unique_ptr<Network>> networks_;
 };
 
 class GpuCompiledModel final : public driver::CompiledModel {
  public:
-  GpuCompiledModel(std::shared_ptr<const ProgramSet> set, std::string device, bool warm_up_before_export)
-      : set_(std::move(set)), device_(std::move(device)), warm_up_before_export_(warm_up_before_export) {}
+  GpuCompiledModel(Programs programs, std::string device, bool warm_up_before_export)
+      : programs_(std::move(programs)), device_(std::move(device)), warm_up_before_export_(warm_up_before_export) {}
 
-  const std::vector<driver::Port>& inputs() const override { return set_->inputs; }
-  const std::vector<driver::Port>& outputs() const override { return set_->outputs; }
+  const std::vector<driver::Port>& inputs() const override { return programs_.inputs(); }
+  const std::vector<driver::Port>& outputs() const override { return programs_.outputs(); }
   std::unique_ptr<driver::InferRequest> create_infer_request() override {
-    return core::make_infer_request(std::make_unique<GpuInferStep>(set_));
+    return core::make_infer_request(std::make_unique<GpuInferStep>(programs_));
   }
   std::vector<uint8_t> export_blob() const override {
-    if (warm_up_before_export_) warm_up();
-    return export_program_set(*set_);
+    if (programs_.fixed) {
+      if (warm_up_before_export_) warm_up(*programs_.fixed);
+      return export_program_set(*programs_.fixed);
+    }
+    if (warm_up_before_export_)
+      for (const auto& set : programs_.per_shape->held()) warm_up(*set);
+    return programs_.per_shape->export_blob();
   }
   std::string device() const override { return device_; }
 
  private:
-  // Runs every kernel of every program once, on zeros, before the binaries
-  // are read: an OpenCL implementation may generate a kernel's machine code
-  // only at its first launch (PoCL does, per kernel and work-group size) and
-  // its program binaries carry what it has generated, so that an imported
-  // blob's first inference does not generate it again (PoCL with an empty
-  // kernel cache: 4.4 s instead of 13 ms for PP-OCR cls).
-  void warm_up() const {
+  // Runs every kernel of every program of `set` once, on zeros, before the
+  // binaries are read: an OpenCL implementation may generate a kernel's
+  // machine code only at its first launch (PoCL does, per kernel and
+  // work-group size) and its program binaries carry what it has generated,
+  // so that an imported blob's first inference does not generate it again
+  // (PoCL with an empty kernel cache: 4.4 s instead of 13 ms for PP-OCR cls).
+  static void warm_up(const ProgramSet& set) {
     std::vector<core::Tensor> zeros;
-    for (const driver::Port& port : set_->inputs) {
+    for (const driver::Port& port : set.inputs) {
       core::Shape shape;
       for (const core::Dim& d : port.shape) {
         if (!d.known()) return;  // cannot happen for a compiled program (static shapes); nothing to warm then
@@ -114,11 +143,11 @@ class GpuCompiledModel final : public driver::CompiledModel {
       }
       zeros.push_back(core::Tensor::allocate(port.dtype, shape));
     }
-    for (const ProgramSet::Variant& v : set_->variants)
+    for (const ProgramSet::Variant& v : set.variants)
       if (v.program) Network(v.program).execute(zeros);
   }
 
-  std::shared_ptr<const ProgramSet> set_;
+  Programs programs_;
   std::string device_;
   bool warm_up_before_export_;
 };
@@ -219,23 +248,42 @@ class GpuDriver final : public driver::Driver {
     for (const auto& node : model.graph.nodes())
       if (!options.allows(*node))
         fail(HETERO_NOT_SUPPORTED, node->describe() + " is left out by the " + name_ + " device's 'ops' config");
-    BuildOptions build;
-    build.optimize = options.optimize;
-    build.kernels_per_batch = static_cast<size_t>(options.kernels_per_batch);
-    build.tuning = options.tuning;
-    return compiled(build_program_set(model, device(device_id), build), device_id);
+    const BuildOptions build = build_options(options);
+    bool dynamic = false;
+    for (const core::Value* v : model.graph.inputs) dynamic = dynamic || !v->static_shape();
+    if (dynamic)  // compiled per input shapes, as inferences bring them
+      return compiled({nullptr, std::make_shared<ShapeSpecializations>(core::export_onnx(model), model.source,
+                                                                        ports_of(model.graph.inputs),
+                                                                        ports_of(model.graph.outputs),
+                                                                        device(device_id), build)},
+                      device_id);
+    return compiled({build_program_set(model, device(device_id), build), nullptr}, device_id);
   }
 
   std::unique_ptr<driver::CompiledModel> import_blob(std::span<const uint8_t> blob, const std::string& device_id,
                                                      const driver::Config& config) override {
-    (void)options_with(config);  // rejects unknown keys
-    return compiled(import_program_set(blob, device(device_id)), device_id);
+    const Options options = options_with(config);  // rejects unknown keys
+    if (ShapeSpecializations::is_blob(blob))
+      return compiled({nullptr, ShapeSpecializations::import_blob(blob, device(device_id), build_options(options))},
+                      device_id);
+    return compiled({import_program_set(blob, device(device_id)), nullptr}, device_id);
   }
 
  private:
-  std::unique_ptr<driver::CompiledModel> compiled(std::shared_ptr<const ProgramSet> set,
-                                                  const std::string& device_id) const {
-    return std::make_unique<GpuCompiledModel>(std::move(set), device_name(device_id),
+  static BuildOptions build_options(const Options& options) {
+    BuildOptions build;
+    build.optimize = options.optimize;
+    build.kernels_per_batch = static_cast<size_t>(options.kernels_per_batch);
+    build.tuning = options.tuning;
+    return build;
+  }
+  static std::vector<driver::Port> ports_of(const std::vector<core::Value*>& values) {
+    std::vector<driver::Port> ports;
+    for (const core::Value* v : values) ports.push_back(core::port_of(*v));
+    return ports;
+  }
+  std::unique_ptr<driver::CompiledModel> compiled(Programs programs, const std::string& device_id) const {
+    return std::make_unique<GpuCompiledModel>(std::move(programs), device_name(device_id),
                                               family_->warm_up_before_export());
   }
   size_t index_of(const std::string& device_id) const {

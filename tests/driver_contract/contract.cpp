@@ -66,14 +66,12 @@ const std::vector<DeviceCase>& device_cases() {
                       .bad_values = cpu_bad};
     DeviceCase opencl{.device = "OPENCL",
                       .exact = false,
-                      .dynamic_shapes = false,
                       .deterministic_blobs = false,
                       .config_keys = gpu_keys,
                       .bad_values = gpu_bad};
     DeviceCase level_zero{.device = "LEVEL_ZERO",
                           .must_be_present = false,
                           .exact = false,
-                          .dynamic_shapes = false,
                           .deterministic_blobs = false,
                           .config_keys = gpu_keys,
                           .bad_values = gpu_bad};

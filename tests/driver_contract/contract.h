@@ -36,8 +36,6 @@ struct DeviceCase {
   bool must_be_present = true;
   // Outputs equal to the CPU driver's bit for bit (else rtol 1e-3, atol 1e-4).
   bool exact = true;
-  // Runs dynamic dims; else compiling a model with one is refused.
-  bool dynamic_shapes = true;
   // Two compiles of one model export the same bytes (OpenCL device binaries
   // are the OpenCL implementation's, and PoCL's differ between builds).
   bool deterministic_blobs = true;

@@ -213,6 +213,47 @@ TEST(OpenClDriver, BlobOfAModelThatBranchesOnAnInput) {
   EXPECT_EQ(builds(), after_compile) << "running an imported blob built kernel source";
 }
 
+// A model with dynamic input dims compiles per input shapes as inferences
+// bring them, keeps the last few, and its blob carries those: the import
+// runs them building no kernel source, and compiles only a new shape.
+TEST(OpenClDriver, DynamicShapesCompileWhenFirstSeen) {
+  REQUIRE_OPENCL();
+  core::Runtime& rt = runtime();
+  std::mt19937 rng(20);
+  auto m = model("<ir_version: 8, opset_import: [\"\" : 13]>\n"
+                 "g (float[N,4,H,W] x) => (float[N,6,H,W] y) <" +
+                 initializer("w", {6, 4, 3, 3}, rng) + ", " + initializer("b", {6}, rng) +
+                 "> {\nc = Conv <pads = [1,1,1,1]>(x, w, b)\ny = Relu(c)\n}\n");
+  auto cpu = rt.compile(*m, "CPU");
+  auto builds = [&] { return std::stoull(rt.metric("OPENCL", "KERNEL_SOURCE_BUILDS")); };
+  auto run = [](driver::CompiledModel& c, const core::Tensor& x) {
+    auto r = c.create_infer_request();
+    r->set_input(0, x);
+    r->infer();
+    return r->output(0);
+  };
+  auto compiled = rt.compile(*m, "OPENCL");
+  const std::vector<core::Tensor> xs = {random_tensor({1, 4, 8, 8}, rng), random_tensor({2, 4, 5, 7}, rng),
+                                        random_tensor({1, 4, 8, 8}, rng)};
+  uint64_t before = builds();
+  for (size_t k = 0; k < xs.size(); ++k) {
+    EXPECT_TRUE(same_values({run(*cpu, xs[k])}, {run(*compiled, xs[k])})) << "shape " << core::shape_to_string(xs[k].shape());
+    const uint64_t after = builds();
+    if (k < 2) EXPECT_GT(after, before) << "a new shape compiles";
+    else EXPECT_EQ(after, before) << "a shape seen before compiled again";
+    before = after;
+  }
+  EXPECT_FALSE(compiled->inputs()[0].shape[0].known()) << "the compiled model's input stays dynamic";
+
+  auto imported = rt.import_blob(rt.export_blob(*compiled, {}));
+  const uint64_t after_import = builds();
+  for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(same_values({run(*cpu, xs[k])}, {run(*imported, xs[k])}));
+  EXPECT_EQ(builds(), after_import) << "the blob's shapes built kernel source";
+  const core::Tensor x3 = random_tensor({1, 4, 3, 9}, rng);
+  EXPECT_TRUE(same_values({run(*cpu, x3)}, {run(*imported, x3)}));
+  EXPECT_GT(builds(), after_import) << "a shape the blob lacks compiles";
+}
+
 // The memory pool on the API-neutral program (no device needed): buffers
 // are shared only between tensors whose live ranges do not overlap.
 TEST(GpuMemoryPool, ReusesBuffersOfEndedLiveRanges) {
