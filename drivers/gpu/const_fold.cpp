@@ -214,24 +214,6 @@ std::optional<core::Tensor> fold_node(const core::Node& node, const ConstantLook
     }
     return make(x.dtype(), g->out, out);
   }
-  // The conditions models compute from shapes (an If on a rank or a dim) and
-  // from small inputs: comparisons and logic on integers, equal shapes or a
-  // scalar side.
-  static const std::set<std::string> comparisons = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-                                                     "And", "Or"};
-  if (comparisons.count(op)) {
-    if (in.size() != 2 || !in[1] || !is_integer(x.dtype()) || !is_integer(in[1]->dtype())) return std::nullopt;
-    const core::Tensor& y = *in[1];
-    if (x.numel() != y.numel() && x.numel() != 1 && y.numel() != 1) return std::nullopt;
-    const core::Tensor& big = x.numel() >= y.numel() ? x : y;
-    std::vector<double> out(big.numel());
-    for (size_t i = 0; i < out.size(); ++i) {
-      const int64_t a = x.as_int64(x.numel() == 1 ? 0 : i), b = y.as_int64(y.numel() == 1 ? 0 : i);
-      out[i] = op == "Equal" ? a == b : op == "Less" ? a < b : op == "LessOrEqual" ? a <= b : op == "Greater" ? a > b
-             : op == "GreaterOrEqual" ? a >= b : op == "And" ? (a && b) : (a || b);
-    }
-    return make(core::DType::Bool, big.shape(), out);
-  }
   if (op == "Not") {
     if (x.dtype() != core::DType::Bool) return std::nullopt;
     std::vector<double> out = values(x);
@@ -251,19 +233,38 @@ std::optional<core::Tensor> fold_node(const core::Node& node, const ConstantLook
     const core::DType dt = a ? a->t.dtype() : core::DType::F32;
     return make(dt, shape, std::vector<double>(core::shape_numel(shape), a ? a->t.as_double(0) : 0.0));
   }
-  // Integer arithmetic on shapes: equal shapes or a scalar side only.
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-    if (in.size() != 2 || !in[1] || !is_integer(x.dtype()) || x.dtype() != in[1]->dtype()) return std::nullopt;
+  // Integer arithmetic on shapes, and the comparisons and logic of the
+  // conditions models compute from shapes and small inputs (an If on a rank,
+  // a dim, a sample rate): equal shapes or a scalar side only.
+  static const std::set<std::string> comparisons = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+                                                     "And", "Or"};
+  const bool compare = comparisons.count(op) > 0;
+  if (compare || op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
+    if (in.size() != 2 || !in[1] || !is_integer(x.dtype()) || !is_integer(in[1]->dtype())) return std::nullopt;
     const core::Tensor& y = *in[1];
-    if (x.numel() != y.numel() && x.numel() != 1 && y.numel() != 1) return std::nullopt;
+    if ((!compare && x.dtype() != y.dtype()) || (x.numel() != y.numel() && x.numel() != 1 && y.numel() != 1))
+      return std::nullopt;
     const core::Tensor& big = x.numel() >= y.numel() ? x : y;
     std::vector<double> out(big.numel());
-    for (size_t i = 0; i < out.size(); ++i) {
-      const auto a = x.as_int64(x.numel() == 1 ? 0 : i), b = y.as_int64(y.numel() == 1 ? 0 : i);
-      if (op == "Div" && b == 0) fail(HETERO_INVALID_MODEL, node.describe() + ": integer division by zero");
-      out[i] = static_cast<double>(op == "Add" ? a + b : op == "Sub" ? a - b : op == "Mul" ? a * b : a / b);
-    }
-    return make(x.dtype(), big.shape(), out);
+    auto apply = [&](int64_t a, int64_t b) -> int64_t {
+      if (op == "Add") return a + b;
+      if (op == "Sub") return a - b;
+      if (op == "Mul") return a * b;
+      if (op == "Div") {
+        if (b == 0) fail(HETERO_INVALID_MODEL, node.describe() + ": integer division by zero");
+        return a / b;
+      }
+      if (op == "Equal") return a == b;
+      if (op == "Less") return a < b;
+      if (op == "LessOrEqual") return a <= b;
+      if (op == "Greater") return a > b;
+      if (op == "GreaterOrEqual") return a >= b;
+      if (op == "And") return a && b;
+      return a || b;  // Or
+    };
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = static_cast<double>(apply(x.as_int64(x.numel() == 1 ? 0 : i), y.as_int64(y.numel() == 1 ? 0 : i)));
+    return make(compare ? core::DType::Bool : x.dtype(), big.shape(), out);
   }
   return std::nullopt;
 }
