@@ -79,9 +79,13 @@ def test_a_cancelled_det_inference_stops_at_its_next_node(local_core: heterod.Co
     with local_core.compile_model(DET, shapes={"x": (1, 3, 640, 640)}) as compiled, \
             compiled.create_infer_request() as request:
         request.infer({"x": x})  # warm
-        start = time.monotonic()
-        expected = request.infer({"x": x})
-        whole = time.monotonic() - start
+        # The shortest of three: on a busy machine one inference can take
+        # twice another, and the cancel must land inside the next one.
+        whole = float("inf")
+        for _ in range(3):
+            start = time.monotonic()
+            expected = request.infer({"x": x})
+            whole = min(whole, time.monotonic() - start)
         name = next(iter(expected))
         expected_out = np.array(expected[name])
 
@@ -95,13 +99,20 @@ def test_a_cancelled_det_inference_stops_at_its_next_node(local_core: heterod.Co
                 failure.append(e)
             ended.append(time.monotonic())
 
-        worker = threading.Thread(target=run)
-        worker.start()
-        time.sleep(whole / 3)
-        cancelled = time.monotonic()
-        request.cancel()
-        worker.join(60)
-        assert failure and failure[0].status == heterod.Status.CANCELLED, "det finished before the cancel"
+        # A third of the way in; sooner on a retry, should the machine have
+        # run this inference faster than the timed ones (a cancel with no
+        # inference running does nothing).
+        for attempt in range(3):
+            ended.clear()
+            worker = threading.Thread(target=run)
+            worker.start()
+            time.sleep(whole / 3 / (attempt + 1))
+            cancelled = time.monotonic()
+            request.cancel()
+            worker.join(60)
+            if failure:
+                break
+        assert failure and failure[0].status == heterod.Status.CANCELLED, "det finished before the cancel, three times"
         stop_ms = (ended[0] - cancelled) * 1e3
         print(f"det: whole inference {whole * 1e3:.1f} ms, cancel to return {stop_ms:.2f} ms")
         # It stops at the next node, not at the end: well under the two
