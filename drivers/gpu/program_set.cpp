@@ -29,7 +29,10 @@ void explore(const core::Model& model, const std::shared_ptr<Device>& device, co
   } catch (OpenCondition& c) {
     open = std::move(c);
   } catch (const Error& e) {
-    if (outcomes.empty()) throw;  // no condition: the model's own error
+    // A branch the device cannot run, recorded for the inferences that take
+    // it; anything else (no condition yet: the model's own error; a
+    // compile's deadline, memory) ends the compile.
+    if (outcomes.empty() || (e.status() != HETERO_NOT_SUPPORTED && e.status() != HETERO_INVALID_MODEL)) throw;
     set.variants.push_back({outcomes, nullptr, e.status(), e.what()});
     return;
   }

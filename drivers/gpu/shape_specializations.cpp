@@ -34,6 +34,7 @@ std::shared_ptr<const ProgramSet> ShapeSpecializations::get(const std::vector<co
     auto it = entries_.find(shapes);
     if (it == entries_.end()) return nullptr;
     it->second.last_use = ++uses_;
+    if (!it->second.set) fail(it->second.status, it->second.error);
     return it->second.set;
   };
   if (auto set = lookup()) return set;
@@ -41,27 +42,38 @@ std::shared_ptr<const ProgramSet> ShapeSpecializations::get(const std::vector<co
   if (auto set = lookup()) return set;  // compiled meanwhile by another request
   core::ImportOptions options;
   for (size_t i = 0; i < inputs_.size() && i < shapes.size(); ++i) options.input_shapes[inputs_[i].name] = shapes[i];
-  auto model = core::import_onnx_bytes(onnx_, options, source_);
-  auto set = build_program_set(*model, device_, options_);
-  std::lock_guard lock(mutex_);
-  insert(std::move(shapes), set);
-  return set;
+  try {
+    auto set = build_program_set(*core::import_onnx_bytes(onnx_, options, source_), device_, options_);
+    std::lock_guard lock(mutex_);
+    insert(std::move(shapes), {set, 0, HETERO_OK, {}});
+    return set;
+  } catch (const Error& e) {
+    // What these shapes cannot do is remembered like what they can: the
+    // next inference of them fails at once instead of compiling again.
+    if (e.status() == HETERO_NOT_SUPPORTED || e.status() == HETERO_INVALID_MODEL) {
+      std::lock_guard lock(mutex_);
+      insert(std::move(shapes), {nullptr, 0, e.status(), e.what()});
+    }
+    throw;
+  }
 }
 
-void ShapeSpecializations::insert(std::vector<core::Shape> shapes, std::shared_ptr<const ProgramSet> set) {
+void ShapeSpecializations::insert(std::vector<core::Shape> shapes, Entry entry) {
   if (entries_.size() >= kMaxShapeSpecializations) {
     auto oldest = entries_.begin();
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
       if (it->second.last_use < oldest->second.last_use) oldest = it;
     entries_.erase(oldest);  // requests running it keep it until they are done
   }
-  entries_[std::move(shapes)] = {std::move(set), ++uses_};
+  entry.last_use = ++uses_;
+  entries_[std::move(shapes)] = std::move(entry);
 }
 
 std::vector<std::shared_ptr<const ProgramSet>> ShapeSpecializations::held() const {
   std::lock_guard lock(mutex_);
   std::vector<std::shared_ptr<const ProgramSet>> sets;
-  for (const auto& [shapes, e] : entries_) sets.push_back(e.set);
+  for (const auto& [shapes, e] : entries_)
+    if (e.set) sets.push_back(e.set);
   return sets;
 }
 
@@ -79,8 +91,11 @@ std::vector<uint8_t> ShapeSpecializations::export_blob() const {
   w.u64(onnx_.size());
   w.raw(onnx_);
   std::lock_guard lock(mutex_);
-  w.u32(static_cast<uint32_t>(entries_.size()));
+  uint32_t built = 0;
+  for (const auto& [shapes, e] : entries_) built += e.set != nullptr;
+  w.u32(built);
   for (const auto& [shapes, e] : entries_) {
+    if (!e.set) continue;  // a failure is this process's to remember
     w.u32(static_cast<uint32_t>(shapes.size()));
     for (const core::Shape& s : shapes) {
       w.u32(static_cast<uint32_t>(s.size()));
@@ -125,7 +140,7 @@ std::shared_ptr<ShapeSpecializations> ShapeSpecializations::import_blob(std::spa
     }
     auto set = import_program_set(sized("programs"), device);
     std::lock_guard lock(result->mutex_);
-    result->insert(std::move(shapes), std::move(set));
+    result->insert(std::move(shapes), {std::move(set), 0, HETERO_OK, {}});
   }
   if (r.remaining()) r.corrupt(std::to_string(r.remaining()) + " bytes after the end");
   return result;

@@ -36,7 +36,8 @@ class ShapeSpecializations {
   const std::vector<driver::Port>& outputs() const { return outputs_; }
 
   // The programs for the shapes of `inputs` (already checked against the
-  // ports), compiled now if they are new; fails as compiling would.
+  // ports), compiled now if they are new; fails as compiling would (and
+  // remembers a refusal, so that those shapes fail at once next time).
   std::shared_ptr<const ProgramSet> get(const std::vector<core::Tensor>& inputs);
   // Every program set held now (export, warm-up).
   std::vector<std::shared_ptr<const ProgramSet>> held() const;
@@ -49,10 +50,12 @@ class ShapeSpecializations {
 
  private:
   struct Entry {
-    std::shared_ptr<const ProgramSet> set;
+    std::shared_ptr<const ProgramSet> set;  // null: these shapes do not compile, for `error`
     uint64_t last_use = 0;
+    hetero_status status = HETERO_OK;
+    std::string error;
   };
-  void insert(std::vector<core::Shape> shapes, std::shared_ptr<const ProgramSet> set);  // under mutex_
+  void insert(std::vector<core::Shape> shapes, Entry entry);  // under mutex_
 
   const std::vector<uint8_t> onnx_;
   const std::string source_;
