@@ -27,6 +27,11 @@ class ByteWriter {
     u32(bits);
   }
   void raw(std::span<const uint8_t> bytes) { out_.insert(out_.end(), bytes.begin(), bytes.end()); }
+  // A u64 byte count, then the bytes (ByteReader::sized reads them back).
+  void sized(std::span<const uint8_t> bytes) {
+    u64(bytes.size());
+    raw(bytes);
+  }
   void string(const std::string& s) {
     u32(static_cast<uint32_t>(s.size()));
     out_.insert(out_.end(), s.begin(), s.end());
@@ -90,6 +95,13 @@ class ByteReader {
   std::string string(const std::string& field, uint32_t max = 1 << 20) {
     auto s = take(count(field, max), field);
     return std::string(s.begin(), s.end());
+  }
+  // What ByteWriter::sized wrote: a u64 byte count, then the bytes; a count
+  // past the end of the input is refused before anything is taken.
+  std::span<const uint8_t> sized(const std::string& field) {
+    const uint64_t n = uint(8, field + " size");
+    if (n > remaining()) corrupt(field + " of " + std::to_string(n) + " bytes runs past the end");
+    return take(static_cast<size_t>(n), field);
   }
   void align(size_t alignment, const std::string& field) {
     const size_t to = (pos_ + alignment - 1) / alignment * alignment;

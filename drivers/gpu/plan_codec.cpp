@@ -82,9 +82,7 @@ std::vector<uint8_t> export_program(const CompiledProgram& program) {
   w.u32(static_cast<uint32_t>(plan.programs.size()));
   for (size_t i = 0; i < plan.programs.size(); ++i) {
     w.string(plan.programs[i].options);
-    const std::vector<uint8_t> bin = program.executables.at(i)->binary();
-    w.u64(bin.size());
-    w.raw(bin);
+    w.sized(program.executables.at(i)->binary());
   }
   w.u32(static_cast<uint32_t>(plan.kernels.size()));
   for (const KernelRef& k : plan.kernels) {
@@ -151,9 +149,7 @@ std::shared_ptr<CompiledProgram> import_program(std::span<const uint8_t> blob, s
   plan.programs.resize(r.count("programs", kMaxItems, 12));
   for (ProgramSource& ps : plan.programs) {
     ps.options = r.string("program.options");
-    const uint64_t n = r.uint(8, "program.binary_size");
-    if (n > r.remaining()) r.corrupt("program binary of " + std::to_string(n) + " bytes runs past the end");
-    program->executables.push_back(device->load(r.take(static_cast<size_t>(n), "program.binary"), ps.options));
+    program->executables.push_back(device->load(r.sized("program binary"), ps.options));
   }
   plan.kernels.resize(r.count("kernels", kMaxItems, 8));
   for (KernelRef& k : plan.kernels) {

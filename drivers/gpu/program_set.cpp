@@ -99,9 +99,7 @@ std::vector<uint8_t> export_program_set(const ProgramSet& set) {
   w.u32(static_cast<uint32_t>(set.conditions.size()));
   for (const HostCondition& c : set.conditions) {
     w.string(c.node);
-    const std::vector<uint8_t> cone = core::encode_model(*c.cone);
-    w.u64(cone.size());
-    w.raw(cone);
+    w.sized(core::encode_model(*c.cone));
   }
   w.u32(static_cast<uint32_t>(set.variants.size()));
   for (const ProgramSet::Variant& v : set.variants) {
@@ -112,9 +110,7 @@ std::vector<uint8_t> export_program_set(const ProgramSet& set) {
       w.string(v.error);
       continue;
     }
-    const std::vector<uint8_t> program = export_program(*v.program);
-    w.u64(program.size());
-    w.raw(program);
+    w.sized(export_program(*v.program));
   }
   return std::move(w.bytes());
 }
@@ -134,15 +130,10 @@ std::shared_ptr<const ProgramSet> import_program_set(std::span<const uint8_t> by
     r.corrupt("program set format version " + std::to_string(version) + ", this driver reads " + std::to_string(kVersion));
   set->inputs = core::decode_ports(r, "inputs");
   set->outputs = core::decode_ports(r, "outputs");
-  auto sized = [&](const std::string& what) {
-    const uint64_t n = r.uint(8, what + ".size");
-    if (n > r.remaining()) r.corrupt(what + " of " + std::to_string(n) + " bytes runs past the end");
-    return r.take(static_cast<size_t>(n), what);
-  };
   set->conditions.resize(r.count("conditions", 3, 13));
   for (HostCondition& c : set->conditions) {
     c.node = r.string("condition.node", 4096);
-    c.cone = core::decode_model(sized("condition.cone"), device->name() + " blob: condition of If '" + c.node + "'");
+    c.cone = core::decode_model(r.sized("condition.cone"), device->name() + " blob: condition of If '" + c.node + "'");
     if (c.cone->graph.outputs.size() != 1) r.corrupt("the condition of If '" + c.node + "' does not have one output");
   }
   set->variants.resize(r.count("variants", kMaxProgramVariants, 9));
@@ -153,7 +144,7 @@ std::shared_ptr<const ProgramSet> import_program_set(std::span<const uint8_t> by
       if (o > 2) r.corrupt("a variant has an unknown outcome " + std::to_string(o));
       v.outcomes.push_back(static_cast<int8_t>(o - 1));
     }
-    const auto program = sized("variant.program");
+    const auto program = r.sized("variant.program");
     if (!program.empty()) {
       v.program = import_program(program, device);
       if (v.program->inputs.size() != set->inputs.size() || v.program->outputs.size() != set->outputs.size())

@@ -88,8 +88,7 @@ std::vector<uint8_t> ShapeSpecializations::export_blob() const {
   w.string(source_);
   core::encode_ports(w, inputs_);
   core::encode_ports(w, outputs_);
-  w.u64(onnx_.size());
-  w.raw(onnx_);
+  w.sized(onnx_);
   std::lock_guard lock(mutex_);
   uint32_t built = 0;
   for (const auto& [shapes, e] : entries_) built += e.set != nullptr;
@@ -101,9 +100,7 @@ std::vector<uint8_t> ShapeSpecializations::export_blob() const {
       w.u32(static_cast<uint32_t>(s.size()));
       for (int64_t d : s) w.i64(d);
     }
-    const std::vector<uint8_t> set = export_program_set(*e.set);
-    w.u64(set.size());
-    w.raw(set);
+    w.sized(export_program_set(*e.set));
   }
   return std::move(w.bytes());
 }
@@ -119,12 +116,7 @@ std::shared_ptr<ShapeSpecializations> ShapeSpecializations::import_blob(std::spa
   std::string source = r.string("source", 4096);
   auto inputs = core::decode_ports(r, "inputs");
   auto outputs = core::decode_ports(r, "outputs");
-  auto sized = [&](const std::string& what) {
-    const uint64_t n = r.uint(8, what + ".size");
-    if (n > r.remaining()) r.corrupt(what + " of " + std::to_string(n) + " bytes runs past the end");
-    return r.take(static_cast<size_t>(n), what);
-  };
-  const auto onnx = sized("model");
+  const auto onnx = r.sized("model");
   auto result = std::make_shared<ShapeSpecializations>(std::vector<uint8_t>(onnx.begin(), onnx.end()), std::move(source),
                                                        std::move(inputs), std::move(outputs), device, options);
   const uint32_t count = r.count("shape sets", kMaxShapeSpecializations, 12);
@@ -138,7 +130,7 @@ std::shared_ptr<ShapeSpecializations> ShapeSpecializations::import_blob(std::spa
         if (d < 0) r.corrupt("a shape has a negative dimension");
       }
     }
-    auto set = import_program_set(sized("programs"), device);
+    auto set = import_program_set(r.sized("programs"), device);
     std::lock_guard lock(result->mutex_);
     result->insert(std::move(shapes), {std::move(set), 0, HETERO_OK, {}});
   }
