@@ -13,6 +13,12 @@ driver::Port port_of(const Value& value) {
   return p;
 }
 
+std::vector<driver::Port> ports_of(const std::vector<Value*>& values) {
+  std::vector<driver::Port> ports;
+  for (const Value* v : values) ports.push_back(port_of(*v));
+  return ports;
+}
+
 void check_input(const driver::Port& port, const Tensor& t) {
   if (t.dtype() != port.dtype)
     fail(HETERO_INVALID_ARGUMENT, "input '" + port.name + "' must be " + dtype_name(port.dtype) + ", got " +

@@ -3,6 +3,8 @@
 // by HETERO, so a wrong input reads the same whatever runs the model.
 #pragma once
 
+#include <vector>
+
 #include "core/driver.h"
 #include "core/graph.h"
 #include "core/tensor.h"
@@ -10,6 +12,8 @@
 namespace hetero::core {
 
 driver::Port port_of(const Value& value);
+// port_of() of each value: a graph's inputs or outputs.
+std::vector<driver::Port> ports_of(const std::vector<Value*>& values);
 
 // Fails with INVALID_ARGUMENT naming the input when `tensor`'s dtype, rank or
 // a known dimension differs from `port`.

@@ -158,8 +158,8 @@ std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime
     layout.stages.push_back(std::move(stage));
   }
   core::report_progress(kStage, parts, parts);
-  for (const core::Value* v : model.graph.inputs) layout.inputs.push_back(core::port_of(*v));
-  for (const core::Value* v : model.graph.outputs) layout.outputs.push_back(core::port_of(*v));
+  layout.inputs = core::ports_of(model.graph.inputs);
+  layout.outputs = core::ports_of(model.graph.outputs);
   layout.output_sources = std::move(plan.cut.outputs);
   return std::make_unique<HeteroCompiledModel>(core::parse_device_string(device).to_string(), std::move(layout));
 }

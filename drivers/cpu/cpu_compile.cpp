@@ -114,8 +114,8 @@ std::shared_ptr<CpuProgram> plan_program(PreparedModel prepared, const CpuOption
   // Weight reorders at compile time use the same thread count as inference.
   omp_set_num_threads(program->threads);
   program->plan = Plan::compile(program->model->graph, *program->model, program->engine);
-  for (const core::Value* v : program->model->graph.inputs) program->inputs.push_back(core::port_of(*v));
-  for (const core::Value* v : program->model->graph.outputs) program->outputs.push_back(core::port_of(*v));
+  program->inputs = core::ports_of(program->model->graph.inputs);
+  program->outputs = core::ports_of(program->model->graph.outputs);
   return program;
 }
 

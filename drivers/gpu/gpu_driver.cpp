@@ -253,8 +253,8 @@ class GpuDriver final : public driver::Driver {
     for (const core::Value* v : model.graph.inputs) dynamic = dynamic || !v->static_shape();
     if (dynamic)  // compiled per input shapes, as inferences bring them
       return compiled({nullptr, std::make_shared<ShapeSpecializations>(core::export_onnx(model), model.source,
-                                                                        ports_of(model.graph.inputs),
-                                                                        ports_of(model.graph.outputs),
+                                                                        core::ports_of(model.graph.inputs),
+                                                                        core::ports_of(model.graph.outputs),
                                                                         device(device_id), build)},
                       device_id);
     return compiled({build_program_set(model, device(device_id), build), nullptr}, device_id);
@@ -276,11 +276,6 @@ class GpuDriver final : public driver::Driver {
     build.kernels_per_batch = static_cast<size_t>(options.kernels_per_batch);
     build.tuning = options.tuning;
     return build;
-  }
-  static std::vector<driver::Port> ports_of(const std::vector<core::Value*>& values) {
-    std::vector<driver::Port> ports;
-    for (const core::Value* v : values) ports.push_back(core::port_of(*v));
-    return ports;
   }
   std::unique_ptr<driver::CompiledModel> compiled(Programs programs, const std::string& device_id) const {
     return std::make_unique<GpuCompiledModel>(std::move(programs), device_name(device_id),

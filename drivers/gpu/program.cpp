@@ -97,8 +97,8 @@ std::shared_ptr<CompiledProgram> build_program(ProgramGraph g, std::shared_ptr<D
 std::shared_ptr<CompiledProgram> build_program(const core::Model& model, std::shared_ptr<Device> device,
                                                const BuildOptions& options, const ConditionChoices& choices) {
   auto program = build_program(init_program(build_topology(model.graph, nullptr, choices)), std::move(device), options);
-  for (const core::Value* v : model.graph.inputs) program->inputs.push_back(core::port_of(*v));
-  for (const core::Value* v : model.graph.outputs) program->outputs.push_back(core::port_of(*v));
+  program->inputs = core::ports_of(model.graph.inputs);
+  program->outputs = core::ports_of(model.graph.outputs);
   return program;
 }
 

@@ -223,8 +223,8 @@ TEST(GpuProgram, LibraryCallsPastTheirBuffersAreCorruptBlobs) {
   passes::reorder_weights(g);
   BuiltKernels built = build_kernels(*device, select_kernels(g, 256), 8, 1);
   auto program = assemble_program(g, device, built);
-  for (const core::Value* v : model->graph.inputs) program->inputs.push_back(core::port_of(*v));
-  for (const core::Value* v : model->graph.outputs) program->outputs.push_back(core::port_of(*v));
+  program->inputs = core::ports_of(model->graph.inputs);
+  program->outputs = core::ports_of(model->graph.outputs);
   size_t library_steps = 0;
   for (const Step& s : program->plan.steps) library_steps += s.gemm.has_value();
   ASSERT_EQ(library_steps, 1u);
