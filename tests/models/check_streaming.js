@@ -225,7 +225,9 @@ async function checkModel(model, o, ctx, work) {
     return `${m[1]} submodels`;
   };
 
-  // A GPU device compiles static shapes: the chunk's and the states'.
+  // On a GPU device, the chunk's and the states' shapes given, so that the
+  // compile builds them up front and the blob carries them (without, a GPU
+  // compiles a model's dynamic dims at the first inference of each shape).
   const device = ['--device', o.device || 'CPU'];
   if (o.device) {
     device.push('--shape', `${model.chunk.name}=1x${model.chunk.context + model.chunk.samples}`);

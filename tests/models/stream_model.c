@@ -10,8 +10,9 @@
  *     MODEL               an ONNX file or a blob; with --connect, the name of
  *                         a model heterod serves
  *     --device D          compile for D (default CPU)
- *     --shape NAME=DIMS   compile with input NAME's shape DIMS (1x576), as a
- *                         GPU device needs for a model with dynamic dims
+ *     --shape NAME=DIMS   compile with input NAME's shape DIMS (1x576): a GPU
+ *                         device then builds it up front, not at the first
+ *                         inference of that shape
  *     --config K=V        DRIVER.key to the core, other keys to compilation
  *     --connect SOCKET    run through the daemon at SOCKET
  *     --input NAME=FILE   an input bound once (initial states, constants)
