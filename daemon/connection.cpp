@@ -112,9 +112,11 @@ void Connection::update_poll() {
     if (reading_ && !closing_ && !behind && !waiting_for_budget_) events |= UV_READABLE;
     if (!out_.empty()) events |= UV_WRITABLE;
   }
+  if (events == polled_events_) return;
   const int rc = events ? uv_poll_start(poll_, events, &Connection::on_poll) : uv_poll_stop(poll_);
   // A connection the loop cannot watch would hang its client: end it.
-  if (rc < 0) drop(uv_failure(events ? "uv_poll_start" : "uv_poll_stop", rc));
+  if (rc < 0) return drop(uv_failure(events ? "uv_poll_start" : "uv_poll_stop", rc));
+  polled_events_ = events;
 }
 
 void Connection::drop(const std::string& why) {

@@ -86,6 +86,10 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   wire::UniqueFd fd_;
   PeerCredentials peer_;
   uv_poll_t* poll_ = nullptr;  // freed by its close callback
+  // The events poll_ watches now. uv_poll_start() re-registers the socket
+  // with epoll (a DEL and an ADD) even when the events are the same, so
+  // update_poll() calls it only when they change.
+  int polled_events_ = 0;
   wire::FrameDecoder decoder_;
   mutable std::mutex out_mutex_;
   std::deque<wire::EncodedFrame> out_;
