@@ -52,6 +52,30 @@ inline dnnl::memory scratchpad_memory(size_t bytes, const dnnl::engine& engine) 
 // thread's OpenMP setting); no-op when it already is or threads <= 0.
 void use_threads(int threads);
 
+// The team for a primitive of `work` multiply-adds, while it lives: one
+// thread below kSerialWork, else `threads`, which it restores at the end
+// (kernels' own OpenMP loops read the same setting). A parallel region wakes
+// the team's other threads, which then spin for milliseconds waiting for
+// the next region: for a matmul of a few thousand multiply-adds (a small
+// model's dense layer) that costs more than the work, and on a two-core box
+// it holds a core the request's other threads (heterod's loop, its client)
+// need. oneDNN fixes a primitive's team when it is created, so the team
+// belongs in the primitive's cache key: key it on threads().
+class TeamForWork {
+ public:
+  static constexpr double kSerialWork = 32768;
+  TeamForWork(int threads, double work) : threads_(threads), team_(work < kSerialWork ? 1 : threads) {
+    use_threads(team_);
+  }
+  ~TeamForWork() { use_threads(threads_); }
+  TeamForWork(const TeamForWork&) = delete;
+  TeamForWork& operator=(const TeamForWork&) = delete;
+  int threads() const noexcept { return team_; }
+
+ private:
+  int threads_, team_;
+};
+
 // Runs `body`, turning a dnnl::error into hetero::Error naming the node, so
 // that a primitive oneDNN cannot create (or run) is reported, not a crash.
 template <typename Body>

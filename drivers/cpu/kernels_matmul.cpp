@@ -148,7 +148,6 @@ ProductKernel::Entry ProductKernel::make_entry(KernelRun& r, const core::Shape& 
 }
 
 void ProductKernel::run(KernelRun& r) {
-  use_threads(r.threads());
   const core::Tensor* a = r.input(0);
   const core::Tensor* b = r.input(1);
   if (!a || !b) fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input A or B is missing");
@@ -157,12 +156,15 @@ void ProductKernel::run(KernelRun& r) {
   if (gemm_ && (a->rank() != 2 || b->rank() != 2))
     fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": Gemm takes matrices, got " +
                                       core::shape_to_string(a->shape()) + " and " + core::shape_to_string(b->shape()));
+  // Multiply-adds (at least): each of A's elements meets each of B's N columns.
+  const int64_t n = b->rank() < 2 ? 1 : b->shape()[b->rank() - (trans_b_ ? 2 : 1)];
+  const TeamForWork team(r.threads(), static_cast<double>(a->numel()) * static_cast<double>(n));
   std::vector<int64_t> key;
   key.reserve(16);
   append_key(key, a->shape());
   append_key(key, b->shape());
   post_.append_key(key, r);
-  key.push_back(r.threads());
+  key.push_back(team.threads());
   auto e = with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return make_entry(r, a->shape(), b->shape()); }); });
 
   core::Tensor& y = r.output(0, core::DType::F32, e->shapes.out);
