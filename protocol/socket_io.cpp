@@ -15,7 +15,7 @@
 
 namespace hetero::wire {
 
-ssize_t receive(int socket, std::span<uint8_t> buffer, std::vector<UniqueFd>& fds) {
+ssize_t receive(int socket, std::span<uint8_t> buffer, std::vector<UniqueFd>& fds, int flags) {
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame)];
   iovec iov{buffer.data(), buffer.size()};
   msghdr msg{};
@@ -25,7 +25,7 @@ ssize_t receive(int socket, std::span<uint8_t> buffer, std::vector<UniqueFd>& fd
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do {
-    n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
+    n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC | flags);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return -errno;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {

@@ -17,7 +17,8 @@ namespace hetero::wire {
 // recvmsg() into `buffer`, appending received descriptors (close-on-exec) to
 // `fds`. Returns bytes read, 0 at end of stream, or -errno. -EPROTO when the
 // kernel had to drop descriptors (more than kMaxFdsPerFrame at once).
-ssize_t receive(int socket, std::span<uint8_t> buffer, std::vector<UniqueFd>& fds);
+// `flags` are recvmsg's (MSG_DONTWAIT to poll).
+ssize_t receive(int socket, std::span<uint8_t> buffer, std::vector<UniqueFd>& fds, int flags = 0);
 
 // sendmsg() of `bytes`, with `fds` attached to the first byte when not empty.
 // Returns bytes written (possibly fewer) or -errno; MSG_NOSIGNAL.

@@ -11,6 +11,7 @@
 // calls wait and no caller holds it.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -68,13 +69,15 @@ class RemoteConnection {
     bool async = false;
   };
   void send(wire::Request& request, std::span<const int> fds, Pending pending);
+  using Clock = std::chrono::steady_clock;
   // The reading role's work: one read from the socket, and every reply it
   // completes delivered. False once the connection has ended (every pending
-  // call then failed).
-  bool read_once();
+  // call then failed). Until `spin_until` it polls the socket instead of
+  // sleeping in recvmsg (see call()).
+  bool read_once(Clock::time_point spin_until = {});
   // pending_mutex_ held by `lock`, the role free: takes it for one
   // read_once(), then lets it go for whoever waits.
-  void read_in_turn(std::unique_lock<std::mutex>& lock);
+  void read_in_turn(std::unique_lock<std::mutex>& lock, Clock::time_point spin_until = {});
   // The stream has ended (`why`): every pending call fails; false.
   bool end(hetero_status status, const std::string& why);
   void reader_loop();
@@ -94,6 +97,8 @@ class RemoteConnection {
   bool stopping_ = false;  // the destructor has begun
   // A reply was delivered, or the reading role was let go.
   std::condition_variable read_cv_;
+  // How long call()s have waited for their replies lately (a moving average).
+  Clock::duration typical_wait_;
 
   // The reading role's own state, touched only by the thread that holds it.
   wire::FrameDecoder decoder_;
