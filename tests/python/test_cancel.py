@@ -99,10 +99,18 @@ def test_a_cancelled_det_inference_stops_at_its_next_node(local_core: heterod.Co
                 failure.append(e)
             ended.append(time.monotonic())
 
+        # Within 5 ms here, where det takes 55-80 ms and its longest node
+        # about 1 ms. A loaded machine stretches every node alike (and the
+        # thread that returns may wait for a core), so the bound is also a
+        # twelfth of the inference as this machine runs it now.
+        bound_ms = max(5.0, whole * 1e3 / 12)
         # A third of the way in; sooner on a retry, should the machine have
         # run this inference faster than the timed ones (a cancel with no
-        # inference running does nothing).
+        # inference running does nothing). Up to three tries, until one
+        # stops within the bound.
+        stops_ms: list[float] = []
         for attempt in range(3):
+            failure.clear()
             ended.clear()
             worker = threading.Thread(target=run)
             worker.start()
@@ -111,11 +119,15 @@ def test_a_cancelled_det_inference_stops_at_its_next_node(local_core: heterod.Co
             request.cancel()
             worker.join(60)
             if failure:
-                break
-        assert failure and failure[0].status == heterod.Status.CANCELLED, "det finished before the cancel, three times"
-        stop_ms = (ended[0] - cancelled) * 1e3
-        print(f"det: whole inference {whole * 1e3:.1f} ms, cancel to return {stop_ms:.2f} ms")
-        # It stops at the next node, not at the end: well under the two
-        # thirds of the inference that were left.
-        assert stop_ms < whole * 1e3 / 4
+                assert failure[0].status == heterod.Status.CANCELLED, failure
+                stops_ms.append((ended[0] - cancelled) * 1e3)
+                if stops_ms[-1] < bound_ms:
+                    break
+        assert stops_ms, "det finished before the cancel, three times"
+        print(f"det: whole inference {whole * 1e3:.1f} ms, cancel to return "
+              + ", ".join(f"{ms:.2f}" for ms in stops_ms) + " ms")
+        # It stops at the next node, not at the end; never later than a
+        # quarter of the inference.
+        assert min(stops_ms) < bound_ms
+        assert max(stops_ms) < whole * 1e3 / 4
         np.testing.assert_array_equal(request.infer({"x": x})[name], expected_out)
