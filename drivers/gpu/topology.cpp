@@ -90,15 +90,14 @@ class Builder {
     if (out->dtype != core::DType::F32)
       fail(HETERO_NOT_SUPPORTED, std::string("output '") + out->name + "' is " + core::dtype_name(out->dtype) +
                                      "; the GPU kernels produce float32 only");
+    const auto shape_of = [&](const core::Value* v) -> const core::Shape* {
+      if (auto it = t_.shapes.find(v->name); it != t_.shapes.end()) return &it->second;
+      return nullptr;
+    };
+    const auto constant_of = [&](const core::Value* v) { return constant(v); };
     auto out_shape = out->static_shape();
     if (!out_shape)  // shape inference stopped at shape arithmetic folded since
-      out_shape = infer_output_shape(
-          node,
-          [&](const core::Value* v) -> const core::Shape* {
-            if (auto it = t_.shapes.find(v->name); it != t_.shapes.end()) return &it->second;
-            return nullptr;
-          },
-          [&](const core::Value* v) { return constant(v); });
+      out_shape = infer_output_shape(node, shape_of, constant_of);
     if (!out_shape) fail(HETERO_NOT_SUPPORTED, "output '" + out->name + "' has no static shape");
 
     Primitive p;
@@ -147,6 +146,13 @@ class Builder {
       const core::Shape& in = data_input(node, 0);
       if (core::shape_numel(in) != core::shape_numel(*out_shape))
         fail(HETERO_INVALID_MODEL, "changes the element count");
+      // A view takes the shape its output is declared with, so that shape
+      // must be the one the CPU driver computes at run time from the shape
+      // input; a model may declare another with the same element count.
+      if (op == "Reshape")
+        if (const auto target = infer_output_shape(node, shape_of, constant_of); target && *target != *out_shape)
+          fail(HETERO_INVALID_MODEL, "its shape input makes " + core::shape_to_string(*target) + ", but its output '" +
+                                         out->name + "' is declared " + core::shape_to_string(*out_shape));
       p.kind = PrimKind::View;
       p.inputs = {node.input(0)->name};
     } else if (op == "Clip" && (!const_or_absent(node.input(1)) || !const_or_absent(node.input(2)))) {
@@ -952,6 +958,9 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
       for (const core::Value* o : node->outputs)
         if (o) t.shapes.erase(o->name), t.constants.erase(o->name);
       b.set_graph(graph);
+      // A model that breaks ONNX's rules stays INVALID_MODEL: no device runs it.
+      if (!reasons && e.status() == HETERO_INVALID_MODEL)
+        fail(HETERO_INVALID_MODEL, node->describe() + ": " + e.what());
       if (!reasons) fail(HETERO_NOT_SUPPORTED, node->describe() + " cannot run on the GPU: " + e.what());
       (*reasons)[node->index] = e.what();
     }

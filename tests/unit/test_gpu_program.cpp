@@ -263,5 +263,37 @@ g (float[3,4] x, int64[2] i) => (float[2,4] y) {
   }
 }
 
+// A Reshape is a view: the GPU takes the shape its output is declared with.
+// One declared other than its shape input makes (the same element count) is
+// an invalid model, not a tensor of the declared shape. ONNX's shape
+// inference catches that in a main graph, not in an If's branch.
+TEST(GpuProgram, ReshapeDeclaredOtherThanItsShapeInputIsInvalid) {
+  auto model = test::model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[6] x) => (float[2,3] y) {
+  c = Constant<value = bool {1}>()
+  y = If(c) <
+    then_branch = t () => (float[2,3] ty) {
+      s = Constant<value = int64[2] {3, 2}>()
+      ty = Reshape(x, s)
+    },
+    else_branch = e () => (float[2,3] ey) {
+      s2 = Constant<value = int64[2] {2, 3}>()
+      ey = Reshape(x, s2)
+    }
+  >
+}
+)");
+  try {
+    build_topology(model->graph);
+    ADD_FAILURE() << "a Reshape to [3,2] declared [2,3] built";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), HETERO_INVALID_MODEL);
+    EXPECT_NE(std::string(e.what()).find("its shape input makes 3x2, but its output 'ty' is declared 2x3"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace hetero::gpu
