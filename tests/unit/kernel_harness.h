@@ -22,6 +22,7 @@
 #include "core/runtime.h"
 #include "core/tensor.h"
 #include "drivers/cpu/kernel.h"
+#include "tests/unit/expect_error.h"
 
 namespace hetero::cpu::testing {
 
@@ -134,20 +135,7 @@ int64_t ravel(const std::vector<int64_t>& idx, const core::Shape& shape);
 // first element that is not.
 ::testing::AssertionResult near(const core::Tensor& a, const std::vector<double>& b, double atol, double rtol = 0);
 
-// Expects `fn` to throw hetero::Error with `status` and every one of `parts`
-// in its message.
-template <class F>
-void expect_error(F&& fn, hetero_status status, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), status) << e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
-    return;
-  }
-  ADD_FAILURE() << "no error was raised";
-}
+using hetero::test::expect_error;
 
 // Compiling the text model for CPU fails with `status` and `parts` (the
 // node's name, what is wrong).

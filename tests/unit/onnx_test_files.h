@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tests/unit/expect_error.h"
 
 namespace hetero::test {
 
@@ -90,20 +91,5 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
-
-// Runs `f` and checks that it fails with `status` and a message containing
-// every one of `parts`.
-inline void expect_error(const std::function<void()>& f, hetero_status status,
-                         std::initializer_list<std::string> parts) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), status) << status_name(e.status()) << ": " << e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
-    return;
-  }
-  ADD_FAILURE() << "no error; expected " << status_name(status);
-}
 
 }  // namespace hetero::test
