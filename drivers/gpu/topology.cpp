@@ -149,7 +149,7 @@ class Builder {
       // A view takes the shape its output is declared with, so that shape
       // must be the one the CPU driver computes at run time from the shape
       // input; a model may declare another with the same element count.
-      if (op == "Reshape")
+      if (op == "Reshape" && out->static_shape())  // else out_shape was inferred the same way
         if (const auto target = infer_output_shape(node, shape_of, constant_of); target && *target != *out_shape)
           fail(HETERO_INVALID_MODEL, "its shape input makes " + core::shape_to_string(*target) + ", but its output '" +
                                          out->name + "' is declared " + core::shape_to_string(*out_shape));
