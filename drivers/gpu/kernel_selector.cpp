@@ -72,6 +72,27 @@ std::string binary_expr(const std::string& op, const std::string& a, const std::
   fail(HETERO_INTERNAL, "no GPU expression for binary op " + op);
 }
 
+// The binary ops on int32 and int64 operands and those with a bool result
+// (topology.cpp checks the types); the rest are binary_expr's, on floats.
+std::string typed_binary_expr(const std::string& op, core::DType t, const std::string& a, const std::string& b) {
+  if (op == "Equal") return "(" + a + " == " + b + ")";
+  if (op == "Less") return "(" + a + " < " + b + ")";
+  if (op == "Greater") return "(" + a + " > " + b + ")";
+  if (op == "LessOrEqual") return "(" + a + " <= " + b + ")";
+  if (op == "GreaterOrEqual") return "(" + a + " >= " + b + ")";
+  if (op == "And") return "(" + a + " && " + b + ")";
+  if (op == "Or") return "(" + a + " || " + b + ")";
+  if (op == "Xor") return "((" + a + " != 0) != (" + b + " != 0))";
+  if (t == core::DType::F32) return binary_expr(op, a, b);
+  if (op == "Max") return "max(" + a + ", " + b + ")";
+  if (op == "Min") return "min(" + a + ", " + b + ")";
+  // The divisor is a constant without zeros; -1 is a negation, so that the
+  // smallest value divided by it wraps instead of trapping.
+  if (op == "Div") return "(" + b + " == -1 ? -" + a + " : " + a + " / " + b + ")";
+  if (op == "Pow") fail(HETERO_INTERNAL, "no GPU expression for integer Pow");
+  return binary_expr(op, a, b);
+}
+
 std::vector<int64_t> contiguous_strides(const core::Shape& s) {
   std::vector<int64_t> st(s.size(), 1);
   for (size_t d = s.size(); d-- > 1;) st[d - 1] = st[d] * s[d];
@@ -251,7 +272,7 @@ struct Selector {
     ProgramNode after = n;
     after.post_ops = epilogue;
     const size_t total = core::shape_numel(out);
-    Defines d{{"TOTAL", std::to_string(total) + "UL"}, {"UNARY_OP(v)", "(v)"}};
+    Defines d{{"TOTAL", std::to_string(total) + "UL"}, {"TX", "float"}, {"TY", "float"}, {"UNARY_OP(v)", "(v)"}};
     std::vector<std::string> args = {product, p.output};
     post_ops(after, d, args);
     n.launches.push_back({instantiate("unary", d), args, 1, range(total), {}});
@@ -273,14 +294,26 @@ struct Selector {
       n.launches.push_back({instantiate(tmpl, d), args, output_arg, tiled_range(v, global), {}});
     };
     switch (p.kind) {
-      case PrimKind::Unary:
-        d.emplace_back("UNARY_OP(v)", unary_expr(p.op, p.attrs.alpha, p.attrs.beta, "(v)"));
+      case PrimKind::Unary: {
+        const core::DType from = g.dtype(p.inputs[0]), to = g.dtype(p.output);
+        d.emplace_back("TX", device_ctype(from));
+        d.emplace_back("TY", device_ctype(to));
+        std::string expr;
+        if (p.op == "Cast") expr = to == core::DType::Bool ? "((v) != 0)" : "((TY)(v))";
+        else if (p.op == "Not") expr = "(!(v))";
+        else if (p.op == "Abs" && from != core::DType::F32) expr = "((v) < 0 ? -(v) : (v))";
+        else expr = unary_expr(p.op, p.attrs.alpha, p.attrs.beta, "(v)");
+        d.emplace_back("UNARY_OP(v)", expr);
         args = {p.inputs[0], p.output};
         post_ops(n, d, args);
         launch("unary", 1, total);
         break;
+      }
       case PrimKind::Binary: {
-        d.emplace_back("BINARY_OP(a, b)", binary_expr(p.op, "(a)", "(b)"));
+        const core::DType operands = g.dtype(p.inputs[0]);
+        d.emplace_back("TA", device_ctype(operands));
+        d.emplace_back("TY", device_ctype(g.dtype(p.output)));
+        d.emplace_back("BINARY_OP(a, b)", typed_binary_expr(p.op, operands, "(a)", "(b)"));
         d.emplace_back("INDEX_AB", index_code("o", out, {{"ia", broadcast_strides(out, shape(p.inputs[0]))},
                                                          {"ib", broadcast_strides(out, shape(p.inputs[1]))}}));
         args = {p.inputs[0], p.inputs[1], p.output};
@@ -432,10 +465,25 @@ struct Selector {
         for (size_t ax = 0; ax < a.starts.size(); ++ax) base += a.starts[ax] * st[ax];
         // A stride of 0 would drop the term; a dim of 1 contributes nothing anyway.
         d.emplace_back("INDEX_IN", "ix = " + std::to_string(base) + "UL; " + index_code("o", out, {{"ix", perm_st}}));
+        d.emplace_back("T", device_ctype(g.dtype(p.output)));
         args = {p.inputs[0], p.output};
         launch("transpose", 1, total);
         break;
       }
+      case PrimKind::Expand:  // a copy whose broadcast axes have stride 0
+        d.emplace_back("INDEX_IN", index_code("o", out, {{"ix", broadcast_strides(out, shape(p.inputs[0]))}}));
+        d.emplace_back("T", device_ctype(g.dtype(p.output)));
+        args = {p.inputs[0], p.output};
+        launch("transpose", 1, total);
+        break;
+      case PrimKind::Where:
+        d.emplace_back("INDEX_CAB", index_code("o", out, {{"ic", broadcast_strides(out, shape(p.inputs[0]))},
+                                                          {"ia", broadcast_strides(out, shape(p.inputs[1]))},
+                                                          {"ib", broadcast_strides(out, shape(p.inputs[2]))}}));
+        d.emplace_back("T", device_ctype(g.dtype(p.output)));
+        args = {p.inputs[0], p.inputs[1], p.inputs[2], p.output};
+        launch("where", 3, total);
+        break;
       case PrimKind::Concat: {
         const auto axis = static_cast<size_t>(p.attrs.axis);
         int64_t inner = 1, offset = 0;
@@ -444,7 +492,8 @@ struct Selector {
           const core::Shape& s = shape(in);
           const size_t count = core::shape_numel(s);
           if (count) {
-            d = {{"TOTAL", std::to_string(count) + "UL"}, {"A_IN", std::to_string(s[axis])},
+            d = {{"TOTAL", std::to_string(count) + "UL"}, {"T", device_ctype(g.dtype(p.output))},
+                 {"A_IN", std::to_string(s[axis])},
                  {"A_OUT", std::to_string(out[axis])}, {"INNER", std::to_string(inner)},
                  {"OFFSET", std::to_string(offset)}};
             args = {in, p.output};
@@ -504,7 +553,7 @@ struct Selector {
         int64_t inner = 1;
         for (size_t k = axis + 1; k < x.size(); ++k) inner *= x[k];
         const size_t nidx = core::shape_numel(shape(p.inputs[1]));  // the index table
-        d.insert(d.end(), {{"AXIS", std::to_string(x[axis])}, {"NIDX", std::to_string(nidx)},
+        d.insert(d.end(), {{"T", device_ctype(g.dtype(p.output))}, {"AXIS", std::to_string(x[axis])}, {"NIDX", std::to_string(nidx)},
                            {"INNER", std::to_string(inner)}});
         args = {p.inputs[0], p.inputs[1], p.output};
         launch("gather", 2, total);

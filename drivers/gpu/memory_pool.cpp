@@ -26,7 +26,7 @@ void plan_network(const ProgramGraph& g, const std::map<std::string, uint32_t>& 
     for (auto it = alias.find(v); it != alias.end(); it = alias.find(v)) v = it->second;
     return v;
   };
-  auto bytes_of = [&](const std::string& v) { return core::shape_numel(g.shapes.at(v)) * sizeof(float); };
+  auto bytes_of = [&](const std::string& v) { return core::shape_numel(g.shapes.at(v)) * core::dtype_size(g.dtype(v)); };
 
   struct Use {
     const Launch* launch;
@@ -143,6 +143,7 @@ void plan_network(const ProgramGraph& g, const std::map<std::string, uint32_t>& 
     const std::string r = root_of(o);
     NetworkPlan::Output out;
     out.shape = g.shapes.at(o);
+    out.dtype = g.dtype(o);
     if (auto it = refs.find(r); it != refs.end()) {
       out.ref = it->second;
     } else if (g.constants.count(r)) {

@@ -171,7 +171,7 @@ std::vector<core::Tensor> Network::execute(const std::vector<core::Tensor>& inpu
     std::vector<EventPtr> deps;
     if (o.last_writer >= 0) deps.push_back(events[size_t(o.last_writer)]);
     if (const std::shared_ptr<void>& host = lent_memory[o.ref.index]) {
-      core::Tensor t = core::Tensor::wrap(core::DType::F32, o.shape, host.get(), host);
+      core::Tensor t = core::Tensor::wrap(o.dtype, o.shape, host.get(), host);
       if (t.nbytes() && !synced[o.ref.index]) {
         // The whole buffer: two outputs may view one.
         enqueued.push_back(queue_->sync_to_host(buffer(o.ref), plan.pool_bytes[o.ref.index], deps));
@@ -180,7 +180,7 @@ std::vector<core::Tensor> Network::execute(const std::vector<core::Tensor>& inpu
       outputs.push_back(std::move(t));
       continue;
     }
-    core::Tensor t = core::Tensor::allocate(core::DType::F32, o.shape, false);
+    core::Tensor t = core::Tensor::allocate(o.dtype, o.shape, false);
     if (t.nbytes()) {
       enqueued.push_back(queue_->read(buffer(o.ref), t.raw(), t.nbytes(), deps));
       device.count_copied(t.nbytes());

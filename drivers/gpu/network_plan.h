@@ -61,6 +61,7 @@ struct NetworkPlan {
   struct Output {
     Ref ref;
     core::Shape shape;
+    core::DType dtype = core::DType::F32;  // a blob takes it from the output's port
     int32_t last_writer = -1;  // step whose event the read waits for; -1: none
   };
   std::vector<Output> outputs;

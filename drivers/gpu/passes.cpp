@@ -56,7 +56,7 @@ int broadcast_axis(const core::Shape& out, const core::Shape& other) {
   return axis;
 }
 
-bool is_fusable_unary(const std::string& op) { return op != "Identity"; }
+bool is_fusable_unary(const std::string& op) { return op != "Identity" && op != "Cast" && op != "Not"; }
 
 // The nodes whose kernels apply post-ops to each value they compute
 // (POST_OPS in their templates, kernels/*.cl).
@@ -240,13 +240,14 @@ void fuse_post_ops(ProgramGraph& g) {
   std::set<const ProgramNode*> gone;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ProgramNode& head = g.nodes[i];
-    if (gone.count(&head) || !takes_post_ops(head.prim.kind)) continue;
+    // Post-ops compute in float: integer and bool nodes take none.
+    if (gone.count(&head) || !takes_post_ops(head.prim.kind) || g.dtype(head.prim.output) != core::DType::F32) continue;
     for (;;) {
       const Uses uses(g);
       const std::string& out = head.prim.output;
       if (!uses.single_internal(out)) break;
       ProgramNode* next = reader_of(g, out, i);
-      if (!next || gone.count(next)) break;
+      if (!next || gone.count(next) || g.dtype(next->prim.output) != core::DType::F32) break;
       const core::Shape& shape = g.shapes.at(out);
       if (g.shapes.at(next->prim.output) != shape) break;
       PostOp p;
@@ -258,7 +259,7 @@ void fuse_post_ops(ProgramGraph& g) {
       } else if (next->prim.kind == PrimKind::Binary) {
         const bool first = next->prim.inputs[1] == out;
         const std::string& other = first ? next->prim.inputs[0] : next->prim.inputs[1];
-        if (other == out) break;  // x op x
+        if (other == out || g.dtype(other) != core::DType::F32) break;  // x op x, or an operand not float
         // The other operand must be ready before the head runs: a constant,
         // a graph input or a value produced by an earlier node.
         bool ready = g.constants.count(other) ||

@@ -194,7 +194,12 @@ std::shared_ptr<CompiledProgram> import_program(std::span<const uint8_t> blob, s
   }
   plan.outputs.resize(r.count("outputs", kMaxItems, 13));
   if (plan.outputs.size() != program->outputs.size()) r.corrupt("plan outputs differ from the outputs");
-  for (NetworkPlan::Output& o : plan.outputs) {
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    NetworkPlan::Output& o = plan.outputs[i];
+    // The element type is the output port's (read above with the ports).
+    o.dtype = program->outputs[i].dtype;
+    if (!is_device_dtype(o.dtype))
+      r.corrupt("output " + std::to_string(i) + " is " + core::dtype_name(o.dtype) + ", which no GPU tensor holds");
     o.ref = read_ref(r, plan, "output");
     o.shape.resize(r.count("output.rank", 64, 8));
     for (int64_t& d : o.shape) {
@@ -203,7 +208,7 @@ std::shared_ptr<CompiledProgram> import_program(std::span<const uint8_t> blob, s
     }
     o.last_writer = static_cast<int32_t>(r.uint(4, "output.last_writer"));
     if (o.last_writer < -1 || o.last_writer >= static_cast<int32_t>(plan.steps.size())) r.corrupt("output waits for a step that is not there");
-    if (o.ref.kind == Ref::Kind::Pool && core::shape_numel(o.shape) * 4 > plan.pool_bytes[o.ref.index])
+    if (o.ref.kind == Ref::Kind::Pool && core::shape_numel(o.shape) * core::dtype_size(o.dtype) > plan.pool_bytes[o.ref.index])
       r.corrupt("output is larger than its buffer");
   }
   plan.tuning.resize(r.count("tuning", kMaxItems, 10));

@@ -21,6 +21,7 @@ ProgramGraph init_program(Topology topology) {
     g.nodes.push_back(std::move(n));
   }
   g.shapes = std::move(topology.shapes);
+  g.dtypes = std::move(topology.dtypes);
   g.constants = std::move(topology.constants);
   g.inputs = std::move(topology.inputs);
   g.outputs = std::move(topology.outputs);

@@ -56,8 +56,10 @@ struct ProgramNode {
 struct ProgramGraph {
   std::vector<ProgramNode> nodes;
   std::map<std::string, core::Shape> shapes;
+  std::map<std::string, core::DType> dtypes;  // values other than float32
   std::map<std::string, core::Tensor> constants;
   std::vector<std::string> inputs, outputs;
+  core::DType dtype(const std::string& v) const { return value_dtype(dtypes, constants, v); }
 };
 
 struct BuildOptions {

@@ -29,8 +29,32 @@ const char* prim_kind_name(PrimKind kind) {
     case PrimKind::Pad: return "pad";
     case PrimKind::Gather: return "gather";
     case PrimKind::Lstm: return "lstm";
+    case PrimKind::Where: return "where";
+    case PrimKind::Expand: return "expand";
   }
   return "?";
+}
+
+bool is_device_dtype(core::DType dtype) {
+  return dtype == core::DType::F32 || dtype == core::DType::I32 || dtype == core::DType::I64 ||
+         dtype == core::DType::Bool;
+}
+
+const char* device_ctype(core::DType dtype) {
+  switch (dtype) {
+    case core::DType::F32: return "float";
+    case core::DType::I32: return "int";
+    case core::DType::I64: return "long";
+    case core::DType::Bool: return "uchar";
+    default: fail(HETERO_INTERNAL, std::string("no device type for ") + core::dtype_name(dtype));
+  }
+}
+
+core::DType value_dtype(const std::map<std::string, core::DType>& dtypes,
+                        const std::map<std::string, core::Tensor>& constants, const std::string& v) {
+  if (auto c = constants.find(v); c != constants.end()) return c->second.dtype();
+  auto it = dtypes.find(v);
+  return it == dtypes.end() ? core::DType::F32 : it->second;
 }
 
 namespace {
@@ -42,6 +66,17 @@ const std::set<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Pow", "Ma
 const std::set<std::string> kViewOps = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
 const std::set<std::string> kPoolOps = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
 const std::set<std::string> kReduceOps = {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"};
+// Binary ops on int32 and int64 as well as float32.
+const std::set<std::string> kIntegerBinaryOps = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"};
+// Binary ops whose result is bool: comparisons of any device type, and logic on bools.
+const std::set<std::string> kCompareOps = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+const std::set<std::string> kLogicOps = {"And", "Or", "Xor"};
+// Ops whose kernels take other device types than float32 (each checks its own).
+const std::set<std::string> kTypedOps = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
+                                         "Transpose", "Slice", "Concat", "Gather", "Expand", "Where", "Cast",
+                                         "Not", "And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual",
+                                         "GreaterOrEqual", "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum",
+                                         "Abs", "Neg"};
 
 class Builder {
  public:
@@ -53,24 +88,48 @@ class Builder {
     return it == t_.constants.end() ? nullptr : &it->second;
   }
 
+  // The element type of value `v`.
+  core::DType dtype_of(const core::Value* v) const {
+    const core::Tensor* c = constant(v);
+    return c ? c->dtype() : v->dtype;
+  }
+
   // The static shape of a data input, which must be float32.
   const core::Shape& data_input(const core::Node& node, size_t i) {
+    const core::Shape& s = input_shape(node, i);
+    const core::DType dt = dtype_of(node.input(i));
+    if (dt != core::DType::F32)
+      fail(HETERO_NOT_SUPPORTED, std::string("input '") + node.input(i)->name + "' is " + core::dtype_name(dt) +
+                                     "; the GPU kernel of " + node.op_type + " takes float32 only");
+    return s;
+  }
+
+  // The static shape of a data input of any device type (float32, int32,
+  // int64, bool), which must be `want` when given.
+  const core::Shape& typed_input(const core::Node& node, size_t i, std::optional<core::DType> want = {}) {
+    const core::Shape& s = input_shape(node, i);
+    const core::DType dt = dtype_of(node.input(i));
+    if (!is_device_dtype(dt))
+      fail(HETERO_NOT_SUPPORTED, std::string("input '") + node.input(i)->name + "' is " + core::dtype_name(dt) +
+                                     "; GPU tensors are float32, int32, int64 or bool");
+    if (want && dt != *want)
+      fail(HETERO_INVALID_MODEL, std::string("input '") + node.input(i)->name + "' is " + core::dtype_name(dt) + ", not " +
+                                     core::dtype_name(*want));
+    return s;
+  }
+
+  // The static shape of input `i`, of whatever type.
+  const core::Shape& input_shape(const core::Node& node, size_t i) {
     const core::Value* v = node.input(i);
     if (!v) fail(HETERO_INVALID_MODEL, "input " + std::to_string(i) + " is missing");
-    if (is_host_value(v->name))
-      fail(HETERO_NOT_SUPPORTED, "input '" + v->name + "' is integer arithmetic the host does for If conditions; the "
-                                 "GPU kernels take float32 device tensors");
+    if (const Error* why = host_only(v->name))
+      fail(why->status(), "input '" + v->name + "' is worked out by the host for If conditions only: " + why->what());
     auto it = t_.shapes.find(v->name);
     if (it == t_.shapes.end()) {
       auto s = v->static_shape();
       if (!s) fail(HETERO_NOT_SUPPORTED, "input '" + v->name + "' has no static shape (give the model's input shapes)");
       it = t_.shapes.emplace(v->name, *s).first;
     }
-    const core::Tensor* c = constant(v);
-    const core::DType dt = c ? c->dtype() : v->dtype;
-    if (dt != core::DType::F32)
-      fail(HETERO_NOT_SUPPORTED, std::string("input '") + v->name + "' is " + core::dtype_name(dt) +
-                                     "; the GPU kernels take float32 only");
     return it->second;
   }
 
@@ -87,9 +146,10 @@ class Builder {
     if (wanted_outputs > 1 || (wanted_outputs == 1 && node.outputs[0]->uses.empty() && !is_graph_output(node.outputs[0])))
       fail(HETERO_NOT_SUPPORTED, "only the first output of " + op + " is supported");
     const core::Value* out = node.outputs[0];
-    if (out->dtype != core::DType::F32)
+    if (!is_device_dtype(out->dtype))
       fail(HETERO_NOT_SUPPORTED, std::string("output '") + out->name + "' is " + core::dtype_name(out->dtype) +
-                                     "; the GPU kernels produce float32 only");
+                                     "; GPU tensors are float32, int32, int64 or bool");
+    if (out->dtype != core::DType::F32) t_.dtypes[out->name] = out->dtype;
     const auto shape_of = [&](const core::Value* v) -> const core::Shape* {
       if (auto it = t_.shapes.find(v->name); it != t_.shapes.end()) return &it->second;
       return nullptr;
@@ -142,8 +202,9 @@ class Builder {
       t_.shapes[out->name] = *out_shape;
       return;
     }
-    if (kViewOps.count(op) || (op == "Cast" && node.attr_int("to", 0) == 1)) {
-      const core::Shape& in = data_input(node, 0);
+    const bool same_type_cast = op == "Cast" && node.input(0) && node.attr_int("to", 0) == int64_t(dtype_of(node.input(0)));
+    if (kViewOps.count(op) || same_type_cast) {
+      const core::Shape& in = typed_input(node, 0, out->dtype);
       if (core::shape_numel(in) != core::shape_numel(*out_shape))
         fail(HETERO_INVALID_MODEL, "changes the element count");
       // A view takes the shape its output is declared with, so that shape
@@ -178,6 +239,60 @@ class Builder {
       pending_.back().output = out->name;
       t_.shapes[out->name] = *out_shape;
       return;
+    } else if (op == "Cast") {
+      typed_input(node, 0);
+      if (node.attr_int("to", 0) != int64_t(out->dtype))
+        fail(HETERO_INVALID_MODEL, std::string("casts to type ") + std::to_string(node.attr_int("to", 0)) +
+                                       ", but its output is declared " + core::dtype_name(out->dtype));
+      p.kind = PrimKind::Unary;
+      p.inputs = {node.input(0)->name};
+    } else if (op == "Not") {
+      typed_input(node, 0, core::DType::Bool);
+      p.kind = PrimKind::Unary;
+      p.inputs = {node.input(0)->name};
+    } else if ((op == "Abs" || op == "Neg") && node.input(0) && dtype_of(node.input(0)) != core::DType::F32) {
+      typed_input(node, 0, out->dtype);
+      if (out->dtype != core::DType::I32 && out->dtype != core::DType::I64)
+        fail(HETERO_NOT_SUPPORTED, op + " of " + core::dtype_name(out->dtype));
+      p.kind = PrimKind::Unary;
+      p.inputs = {node.input(0)->name};
+    } else if (kCompareOps.count(op) || kLogicOps.count(op) ||
+               (kIntegerBinaryOps.count(op) && out->dtype != core::DType::F32)) {
+      // Comparisons, logic and integer arithmetic: both operands of one type.
+      if (node.inputs.size() != 2) fail(HETERO_NOT_SUPPORTED, op + " with " + std::to_string(node.inputs.size()) + " inputs (2 supported)");
+      const core::DType t = kLogicOps.count(op) ? core::DType::Bool : dtype_of(node.input(0));
+      const core::Shape& x = typed_input(node, 0, t);
+      const core::Shape& y = typed_input(node, 1, t);
+      if (x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+      if (op == "Div" && t != core::DType::F32) {
+        // The CPU driver refuses a zero divisor (and x86 traps on one, which
+        // PoCL's kernels run on): only a constant divisor without zeros.
+        const core::Tensor* divisor = constant(node.input(1));
+        if (!divisor) fail(HETERO_NOT_SUPPORTED, "integer Div by a value computed at run time");
+        for (size_t i = 0; i < divisor->numel(); ++i)
+          if (divisor->as_int64(i) == 0) fail(HETERO_INVALID_MODEL, "integer Div by zero");
+      }
+      const bool to_bool = kCompareOps.count(op) || kLogicOps.count(op);
+      if (out->dtype != (to_bool ? core::DType::Bool : t))
+        fail(HETERO_INVALID_MODEL, std::string("output '") + out->name + "' is declared " + core::dtype_name(out->dtype));
+      p.kind = PrimKind::Binary;
+      if (op == "Sum") p.op = "Add";
+      p.inputs = {node.input(0)->name, node.input(1)->name};
+    } else if (op == "Where") {
+      const core::Shape& c = typed_input(node, 0, core::DType::Bool);
+      const core::Shape& x = typed_input(node, 1, out->dtype);
+      const core::Shape& y = typed_input(node, 2, out->dtype);
+      if (c.size() > 6 || x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+      p.kind = PrimKind::Where;
+      p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2)->name};
+    } else if (op == "Expand") {
+      const core::Shape& x = typed_input(node, 0, out->dtype);
+      if (x.size() > out_shape->size()) fail(HETERO_INVALID_MODEL, "expands to a lower rank");
+      for (size_t d = 0; d < x.size(); ++d)
+        if (x[d] != 1 && x[d] != (*out_shape)[d + out_shape->size() - x.size()])
+          fail(HETERO_INVALID_MODEL, core::shape_to_string(x) + " does not broadcast to " + core::shape_to_string(*out_shape));
+      p.kind = PrimKind::Expand;
+      p.inputs = {node.input(0)->name};
     } else if (kUnaryOps.count(op)) {
       data_input(node, 0);
       p.kind = PrimKind::Unary;
@@ -316,7 +431,7 @@ class Builder {
       p.kind = axes.empty() ? PrimKind::View : PrimKind::Reduce;
       p.inputs = {node.input(0)->name};
     } else if (op == "Transpose") {
-      const core::Shape& x = data_input(node, 0);
+      const core::Shape& x = typed_input(node, 0, out->dtype);
       const auto rank = static_cast<int64_t>(x.size());
       if (rank > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
       a.perm = node.attr_ints("perm");
@@ -359,7 +474,7 @@ class Builder {
       p.kind = PrimKind::Pad;
       p.inputs = {node.input(0)->name};
     } else if (op == "Gather") {
-      const core::Shape& x = data_input(node, 0);
+      const core::Shape& x = typed_input(node, 0, out->dtype);
       const core::Tensor* idx = constant(node.input(1));
       if (!idx) fail(HETERO_NOT_SUPPORTED, "Gather with indices computed at run time");
       if (x.empty()) fail(HETERO_INVALID_MODEL, "Gather of a scalar");
@@ -390,7 +505,7 @@ class Builder {
       if (a.axis < 0) a.axis += rank;
       p.kind = PrimKind::Concat;
       for (size_t i = 0; i < node.inputs.size(); ++i) {
-        data_input(node, i);
+        typed_input(node, i, out->dtype);
         p.inputs.push_back(node.input(i)->name);
       }
     } else if (op == "BatchNormalization") {
@@ -429,6 +544,9 @@ class Builder {
     } else {
       fail(HETERO_NOT_SUPPORTED, "no GPU kernel for " + op);
     }
+    if (out->dtype != core::DType::F32 && !kTypedOps.count(op))
+      fail(HETERO_NOT_SUPPORTED, std::string("output '") + out->name + "' is " + core::dtype_name(out->dtype) +
+                                     "; the GPU kernel of " + op + " produces float32 only");
     t_.shapes[out->name] = *out_shape;
     pending_.push_back(std::move(p));
   }
@@ -543,9 +661,18 @@ class Builder {
   }
 
   std::vector<Primitive> take_pending() { return std::move(pending_); }
-  // Values the host computes from small integer inputs, for If conditions.
-  void mark_host_value(const std::string& name) { host_values_.insert(name); }
+  // Values the host computes from small integer inputs, for If conditions;
+  // host-only ones, with why the GPU cannot compute them, have no device
+  // tensor.
+  void mark_host_value(const std::string& name, std::optional<Error> only = {}) {
+    host_values_.insert(name);
+    if (only) host_only_.emplace(name, std::move(*only));
+  }
   bool is_host_value(const std::string& name) const { return host_values_.count(name) > 0; }
+  const Error* host_only(const std::string& name) const {
+    auto it = host_only_.find(name);
+    return it == host_only_.end() ? nullptr : &it->second;
+  }
   void set_graph(const core::Graph& g) { graph_ = &g; }
   const core::Graph* graph() const { return graph_; }
 
@@ -749,7 +876,7 @@ class Builder {
   // Slice with constant parameters: a strided copy, the Transpose kernel
   // with the identity perm, a start offset and strides scaled by the steps.
   void slice(const core::Node& node, Primitive& p, const core::Shape& out) {
-    const core::Shape& x = data_input(node, 0);
+    const core::Shape& x = typed_input(node, 0, node.outputs[0]->dtype);
     if (x.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
     auto g = slice_geometry(node, x, [&](const core::Value* v) { return constant(v); });
     if (!g) fail(HETERO_NOT_SUPPORTED, "Slice's starts, ends, axes or steps are not constant");
@@ -767,6 +894,7 @@ class Builder {
   const core::Graph* graph_ = nullptr;
   std::vector<Primitive> pending_;
   std::set<std::string> host_values_;
+  std::map<std::string, Error> host_only_;
 };
 
 }  // namespace
@@ -853,6 +981,8 @@ void add_branch(Topology& t, Builder& b, const core::Node& node, const char* bra
     auto it = t.shapes.find(src->name);
     if (it == t.shapes.end()) fail(HETERO_NOT_SUPPORTED, "output '" + src->name + "' of its " + branch + " has no static shape");
     t.shapes[out->name] = it->second;
+    if (const core::DType dt = value_dtype(t.dtypes, t.constants, src->name); dt != core::DType::F32)
+      t.dtypes[out->name] = dt;
     t.primitives.push_back({node.name + "/" + std::to_string(i), PrimKind::View, "If", {src->name}, out->name, {}});
   }
 }
@@ -920,8 +1050,21 @@ void add_node(Topology& t, Builder& b, const core::Node& node, int depth, const 
       reads_inputs = reads_inputs || from_inputs;
     }
     if (host && reads_inputs) {
+      // Also a device tensor where the GPU can compute it, for the nodes
+      // other than conditions that read it (what only conditions read is
+      // dropped as dead code).
+      std::optional<Error> not_on_device;
+      try {
+        b.convert(node);
+        for (Primitive& p : b.take_pending()) t.primitives.push_back(std::move(p));
+      } catch (const Error& e) {
+        not_on_device = e;
+        b.take_pending();
+        for (const core::Value* o : node.outputs)
+          if (o) t.shapes.erase(o->name), t.dtypes.erase(o->name);
+      }
       for (const core::Value* o : node.outputs)
-        if (o) b.mark_host_value(o->name);
+        if (o) b.mark_host_value(o->name, not_on_device);
       return;
     }
   }
@@ -942,6 +1085,7 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
     }
   for (const core::Value* v : graph.inputs) {
     t.inputs.push_back(v->name);
+    if (v->dtype != core::DType::F32) t.dtypes[v->name] = v->dtype;
     if (auto s = v->static_shape()) t.shapes[v->name] = *s;
     else if (!reasons)
       fail(HETERO_NOT_SUPPORTED, "input '" + v->name + "' has no static shape; give its shape when reading the model");
@@ -956,7 +1100,7 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
       b.take_pending();
       t.primitives.resize(before);  // what an If's branch added before it failed
       for (const core::Value* o : node->outputs)
-        if (o) t.shapes.erase(o->name), t.constants.erase(o->name);
+        if (o) t.shapes.erase(o->name), t.constants.erase(o->name), t.dtypes.erase(o->name);
       b.set_graph(graph);
       // A model that breaks ONNX's rules stays INVALID_MODEL: no device runs it.
       if (!reasons && e.status() == HETERO_INVALID_MODEL)
@@ -971,7 +1115,8 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
   for (auto it = graph.nodes().rbegin(); it != graph.nodes().rend(); ++it) {
     const core::Node& n = **it;
     for (const core::Value* o : n.outputs) {
-      if (!o || !b.is_host_value(o->name) || (reasons && !(*reasons)[n.index].empty())) continue;
+      const Error* why = o ? b.host_only(o->name) : nullptr;
+      if (!why || (reasons && !(*reasons)[n.index].empty())) continue;
       bool served = std::find(graph.outputs.begin(), graph.outputs.end(), o) == graph.outputs.end();
       for (const core::Use& use : o->uses) {
         const core::Node& u = *use.node;
@@ -982,11 +1127,12 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
                               [&](const core::Value* x) { return x && b.is_host_value(x->name); }));
       }
       if (served) continue;
-      const std::string why = "output '" + o->name + "' is " + core::dtype_name(o->dtype) +
-                              "; the GPU kernels produce float32 only (the host works out integer arithmetic on "
-                              "inputs, but only for the conditions of Ifs that run here)";
-      if (!reasons) fail(HETERO_NOT_SUPPORTED, n.describe() + " cannot run on the GPU: " + why);
-      (*reasons)[n.index] = why;
+      // The GPU could not compute it, for the reason it gave then.
+      const std::string reason = std::string(why->what()) +
+                                 " (the host works it out, but only for the conditions of Ifs that run here)";
+      if (!reasons && why->status() == HETERO_INVALID_MODEL) fail(HETERO_INVALID_MODEL, n.describe() + ": " + reason);
+      if (!reasons) fail(HETERO_NOT_SUPPORTED, n.describe() + " cannot run on the GPU: " + reason);
+      (*reasons)[n.index] = reason;
     }
   }
   // A DequantizeLinear of a folded QuantizeLinear is a view of its float

@@ -3,7 +3,11 @@
 // from a submodel's main graph: every node becomes a primitive, except what
 // is known at compile time (Constant, Shape of a static shape and the integer
 // arithmetic on shapes that follows), which is folded into constants here.
-// Every value must have a static shape; data values must be float32.
+// Every value must have a static shape. Device tensors are float32, int32,
+// int64 or bool: the heavy and numeric ops take float32, while copies
+// (views, Transpose, Slice, Concat, Gather, Expand), comparisons, Where, Cast,
+// logic and integer arithmetic take the others too, so that the index, mask
+// and shape arithmetic of real models stays on the device.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +38,14 @@ enum class PrimKind {
   Pad,        // constant, edge or reflect; pads may be negative (a crop)
   Gather,     // along one axis, constant indices (inputs: data, the index table)
   Lstm,       // every time step in one launch; its output holds Y, Y_h and Y_c one after another
+  Where,      // inputs: condition (bool), x, y; numpy broadcasting
+  Expand,     // numpy broadcasting of its one input to the output's shape
 };
+
+// Whether device tensors hold `dtype`: float32, int32, int64 and bool.
+bool is_device_dtype(core::DType dtype);
+// The OpenCL C type of a device element type (float, int, long, uchar).
+const char* device_ctype(core::DType dtype);
 
 const char* prim_kind_name(PrimKind kind);
 
@@ -68,6 +79,7 @@ struct Primitive {
 struct Topology {
   std::vector<Primitive> primitives;         // in topological order
   std::map<std::string, core::Shape> shapes;  // every value's static shape
+  std::map<std::string, core::DType> dtypes;  // values other than float32 (value_dtype())
   std::map<std::string, core::Tensor> constants;  // initializers and folded values
   std::vector<std::string> inputs, outputs;  // graph inputs and outputs, in order
 };
@@ -79,6 +91,11 @@ struct Topology {
 // (host_conditions.h) takes the branch `choices` gives it; one it does not
 // settle throws OpenCondition (compile), or has both branches checked
 // (query).
+// The element type of value `v` given the non-float32 ones and the
+// constants (which carry their own).
+core::DType value_dtype(const std::map<std::string, core::DType>& dtypes,
+                        const std::map<std::string, core::Tensor>& constants, const std::string& v);
+
 Topology build_topology(const core::Graph& graph, std::vector<std::string>* reasons = nullptr,
                         const ConditionChoices& choices = {});
 

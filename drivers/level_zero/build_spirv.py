@@ -23,11 +23,16 @@ POST = {"POST_OPS(v, o)": "do { v = fmax((v), 0.0f); v = ((v) + p0[(o)]); } whil
 VPOST = {"VPOST_OPS(v, o)": "do { v = fmax((v), 0.0f); v = ((v) + VLOADF(VW)(0, p0 + (o))); } while (0)"}
 IDX = "{ size_t t_ = o; size_t i_; i_ = t_ % 8UL; t_ /= 8UL; ia += i_ * 1UL; ib += i_ * 1UL; (void)t_; (void)i_; }"
 
-# Reference instantiation of each template (kernel file name -> defines).
+# Reference instantiation of each template (kernel file name -> defines); the
+# copies (transpose, concat, gather) and where take any device element type T.
 VARIANTS = {
-    "unary": {"TOTAL": "256UL", "UNARY_OP(v)": "(1.0f / (1.0f + exp(-(v))))", **POST},
-    "binary": {"TOTAL": "256UL", "BINARY_OP(a, b)": "act_pow((a), (b))",
+    "unary": {"TOTAL": "256UL", "TX": "float", "TY": "float", "UNARY_OP(v)": "(1.0f / (1.0f + exp(-(v))))", **POST},
+    "binary": {"TOTAL": "256UL", "TA": "float", "TY": "float", "BINARY_OP(a, b)": "act_pow((a), (b))",
                "INDEX_AB": IDX, **POST},
+    # A comparison of int64 operands into bool, as Where reads it.
+    "where": {"TOTAL": "256UL", "T": "long",
+              "INDEX_CAB": "{ size_t t_ = o; size_t i_; i_ = t_ % 8UL; t_ /= 8UL; ic += i_ * 1UL; ia += i_ * 1UL; "
+              "ib += t_ * 1UL; (void)t_; (void)i_; }"},
     "conv": {"TOTAL": "1024UL", "OC": "4", "OH": "16", "OW": "16", "IC": "3", "IH": "16", "IW": "16",
              "OCG": "4", "ICG": "3", "KH": "3", "KW": "3", "SH": "1", "SW": "1", "DH": "1", "DW": "1",
              "PH": "1", "PW": "1", "BIAS_ARG": ", __global const float* bias", "BIAS_VALUE": "bias[oc]", **POST},
@@ -53,9 +58,9 @@ VARIANTS = {
                "RED_FINAL(a)": "((a) / (float)16)",
                "INDEX_KEEP": "{ size_t t_ = o; base += t_ * 16UL; }",
                "INDEX_RED": "{ size_t t_ = r; off += t_ * 1UL; }", **POST},
-    "transpose": {"TOTAL": "64UL", "INDEX_IN": "{ size_t t_ = o; size_t i_; i_ = t_ % 8UL; t_ /= 8UL; "
+    "transpose": {"TOTAL": "64UL", "T": "int", "INDEX_IN": "{ size_t t_ = o; size_t i_; i_ = t_ % 8UL; t_ /= 8UL; "
                   "ix += i_ * 8UL; ix += t_ * 1UL; }"},
-    "concat": {"TOTAL": "64UL", "A_IN": "4", "A_OUT": "8", "INNER": "16", "OFFSET": "4"},
+    "concat": {"TOTAL": "64UL", "T": "uchar", "A_IN": "4", "A_OUT": "8", "INNER": "16", "OFFSET": "4"},
     # Stride 2, a kernel of 3: outputs that no input reaches along an axis.
     "conv_transpose": {"TOTAL": "2048UL", "OC": "8", "OH": "16", "OW": "16", "IC": "4", "IH": "8", "IW": "8",
                        "OCG": "4", "ICG": "2", "KH": "3", "KW": "3", "SH": "2", "SW": "2", "DH": "1", "DW": "1",
@@ -65,7 +70,7 @@ VARIANTS = {
     "pad": {"TOTAL": "44UL", "PAD_VALUE": "0.5f",
             "PAD_INDEX": "{ size_t t_ = o; long c_; c_ = (long)(t_ % 11UL) - 2; t_ /= 11UL; "
             "if (c_ < 0 || c_ >= 8) inside = 0; ix += (size_t)c_ * 1UL; ix += t_ * 8UL; }"},
-    "gather": {"TOTAL": "24UL", "AXIS": "8", "NIDX": "3", "INNER": "4"},
+    "gather": {"TOTAL": "24UL", "T": "float", "AXIS": "8", "NIDX": "3", "INNER": "4"},
     # Bidirectional, with bias, initial states and peepholes.
     "lstm": {"SEQ": "3", "NDIR": "2", "BATCH": "2", "HID": "8", "INP": "5", "REVERSE(d)": "((d) == 1)",
              "BIAS_ARG": ", __global const float* bias", "BIAS(d, r)": "(bias[(d) * 64 + (r)] + bias[(d) * 64 + 32 + (r)])",
