@@ -464,9 +464,11 @@ struct Selector {
         int64_t base = 0;
         for (size_t ax = 0; ax < a.starts.size(); ++ax) base += a.starts[ax] * st[ax];
         // A stride of 0 would drop the term; a dim of 1 contributes nothing anyway.
-        d.emplace_back("INDEX_IN", "ix = " + std::to_string(base) + "UL; " + index_code("o", out, {{"ix", perm_st}}));
+        const core::Shape walk = a.walk.empty() ? out : core::Shape(a.walk.begin(), a.walk.end());
+        d.emplace_back("INDEX_IN", "ix = " + std::to_string(base) + "UL; " + index_code("o", walk, {{"ix", perm_st}}));
         d.emplace_back("T", device_ctype(g.dtype(p.output)));
         args = {p.inputs[0], p.output};
+        post_ops(n, d, args);
         launch("transpose", 1, total);
         break;
       }
@@ -474,6 +476,7 @@ struct Selector {
         d.emplace_back("INDEX_IN", index_code("o", out, {{"ix", broadcast_strides(out, shape(p.inputs[0]))}}));
         d.emplace_back("T", device_ctype(g.dtype(p.output)));
         args = {p.inputs[0], p.output};
+        post_ops(n, d, args);  // none: defines the template's empty POST_OPS
         launch("transpose", 1, total);
         break;
       case PrimKind::Where:
@@ -625,6 +628,22 @@ struct Selector {
       if (x[ax] == y[ax] && a.scales[ax] == 1.0) {
         index += "base += i_ * " + std::to_string(in_st[ax]) + "UL; ";
         continue;
+      }
+      if (!linear && y[ax] % x[ax] == 0) {
+        // Nearest by a whole factor f whose every source is o / f (what
+        // detectors' x2 upsampling comes to in every coordinate mode they
+        // use): the division, which the compiler turns into a shift or a
+        // multiply, instead of a table read per element and axis.
+        const int64_t f = y[ax] / x[ax];
+        bool whole = true;
+        for (int64_t o = 0; o < y[ax] && whole; ++o) {
+          const double c = source_coordinate(a, static_cast<double>(o), a.scales[ax], x[ax], y[ax]);
+          whole = std::min<double>(std::max<double>(nearest(a.nearest_mode, c), 0), double(x[ax] - 1)) == double(o / f);
+        }
+        if (whole) {
+          index += "base += (i_ / " + std::to_string(f) + "UL) * " + std::to_string(in_st[ax]) + "UL; ";
+          continue;
+        }
       }
       const size_t offset = table.size();
       for (int64_t o = 0; o < y[ax]; ++o) {

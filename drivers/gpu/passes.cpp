@@ -69,6 +69,8 @@ bool takes_post_ops(PrimKind k) {
     case PrimKind::Unary:
     case PrimKind::Pool:
     case PrimKind::Reduce:
+    case PrimKind::Resize:
+    case PrimKind::Transpose:
       return true;
     default:
       return false;

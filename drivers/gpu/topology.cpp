@@ -796,27 +796,29 @@ class Builder {
     t_.constants[base + "_w"] = std::move(w2);
     t_.shapes[base + "_w"] = ws;
     Primitive conv{p.id + "/product", PrimKind::Conv, "Conv", {p.inputs[0], base + "_w", ""}, base + "_product", {}};
+    if (bt) {
+      // The bias of output channel c, on each of its KH x KW product channels.
+      core::Tensor b2 = core::Tensor::allocate(core::DType::F32, {oc * kh * kw});
+      for (int64_t k = 0; k < oc * kh * kw; ++k) b2.data<float>()[k] = static_cast<float>(bt->as_double(size_t(k / (kh * kw))));
+      t_.shapes[base + "_bias"] = b2.shape();
+      t_.constants[base + "_bias"] = std::move(b2);
+      conv.inputs[2] = base + "_bias";
+    }
     conv.attrs.kernel = {1, 1};
     conv.attrs.strides = {1, 1};
     conv.attrs.dilations = {1, 1};
     conv.attrs.pads = {0, 0, 0, 0};
     t_.shapes[conv.output] = {n, oc * kh * kw, ih, iw};
-    // [N][OC][KH][KW][IH][IW] -> [N][OC][IH][KH][IW][KW] is the output.
+    // [N][OC][KH][KW][IH][IW] -> [N][OC][IH][KH][IW][KW] is the output. The
+    // copy walks that order and writes y's shape directly, so that the ops
+    // after the ConvTranspose (batch norm, activation) fuse into it.
     Primitive split{p.id + "/blocks", PrimKind::View, "Reshape", {conv.output}, base + "_blocks", {}};
     t_.shapes[split.output] = {n, oc, kh, kw, ih, iw};
-    Primitive shuffle{p.id + "/shuffle", PrimKind::Transpose, "Transpose", {split.output}, base + "_shuffled", {}};
+    Primitive shuffle{p.id + "/shuffle", PrimKind::Transpose, "Transpose", {split.output}, p.output, {}};
     shuffle.attrs.perm = {0, 1, 4, 2, 5, 3};
-    t_.shapes[shuffle.output] = {n, oc, ih, kh, iw, kw};
-    Primitive merge{p.id + "/merge", PrimKind::View, "Reshape", {shuffle.output}, bt ? base + "_merged" : p.output, {}};
-    t_.shapes[merge.output] = y;
+    shuffle.attrs.walk = {n, oc, ih, kh, iw, kw};
     t_.shapes[p.output] = y;
-    for (Primitive* q : {&conv, &split, &shuffle, &merge}) pending_.push_back(*q);
-    if (bt) {
-      const core::Shape bs{oc, 1, 1};
-      t_.constants[base + "_bias"] = bt->reshaped(bs);
-      t_.shapes[base + "_bias"] = bs;
-      pending_.push_back({p.id + "/bias", PrimKind::Binary, "Add", {merge.output, base + "_bias"}, p.output, {}});
-    }
+    for (Primitive* q : {&conv, &split, &shuffle}) pending_.push_back(*q);
     return true;
   }
   const core::Tensor* constant_named(const std::string& name) const {

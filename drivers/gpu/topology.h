@@ -58,6 +58,9 @@ struct PrimAttrs {
   bool count_include_pad = false;
   std::vector<int64_t> perm, axes;          // transpose, reduce (axes normalised, sorted)
   std::vector<int64_t> starts, steps;       // slice, per input axis (empty: 0 and 1)
+  // transpose: the shape its copy walks, when the output is that shape
+  // merged (a channel shuffle writing [N, C, H * KH, W * KW]); empty: the output's
+  std::vector<int64_t> walk;
   // resize: per axis, the scale its coordinate transformation divides by;
   // the ONNX mode, coordinate_transformation_mode and nearest_mode
   std::vector<double> scales;

@@ -58,7 +58,7 @@ VARIANTS = {
                "RED_FINAL(a)": "((a) / (float)16)",
                "INDEX_KEEP": "{ size_t t_ = o; base += t_ * 16UL; }",
                "INDEX_RED": "{ size_t t_ = r; off += t_ * 1UL; }", **POST},
-    "transpose": {"TOTAL": "64UL", "T": "int", "INDEX_IN": "{ size_t t_ = o; size_t i_; i_ = t_ % 8UL; t_ /= 8UL; "
+    "transpose": {"TOTAL": "64UL", "T": "float", **POST, "INDEX_IN": "{ size_t t_ = o; size_t i_; i_ = t_ % 8UL; t_ /= 8UL; "
                   "ix += i_ * 8UL; ix += t_ * 1UL; }"},
     "concat": {"TOTAL": "64UL", "T": "uchar", "A_IN": "4", "A_OUT": "8", "INNER": "16", "OFFSET": "4"},
     # Stride 2, a kernel of 3: outputs that no input reaches along an axis.

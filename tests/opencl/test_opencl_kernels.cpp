@@ -353,6 +353,19 @@ TEST(OpenClKernels, ConvTranspose) {
 // Resize with constant scales or sizes: nearest in each rounding and each
 // coordinate transformation, linear along one, two and three axes, up and
 // down; and Upsample.
+// A ConvTranspose whose kernel is its stride is a 1x1 convolution and a
+// channel shuffle; the batch norm and activation after it (a detector's
+// upsampling head) run as post-ops of the shuffle's copy.
+TEST(OpenClKernels, ConvTransposeShuffleTakesPostOps) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(31);
+  const std::string text = one_node("float[1,6,5,4] x", "float[1,4,10,8] y",
+                                    "c = ConvTranspose <strides = [2, 2]> (x, w, b)\nm = Mul(c, s)\na = Add(m, t)\ny = Relu(a)",
+                                    initializer("w", {6, 4, 2, 2}, rng) + ", " + initializer("b", {4}, rng) + ", " +
+                                        initializer("s", {4, 1, 1}, rng, 0.5f, 1.5f) + ", " + initializer("t", {4, 1, 1}, rng));
+  expect_same_as_cpu(text, {random_tensor({1, 6, 5, 4}, rng)}, "shuffle with batch norm and Relu");
+}
+
 TEST(OpenClKernels, Resize) {
   REQUIRE_OPENCL();
   std::mt19937 rng(13);
