@@ -464,7 +464,7 @@ struct Selector {
         int64_t base = 0;
         for (size_t ax = 0; ax < a.starts.size(); ++ax) base += a.starts[ax] * st[ax];
         // A stride of 0 would drop the term; a dim of 1 contributes nothing anyway.
-        const core::Shape walk = a.walk.empty() ? out : core::Shape(a.walk.begin(), a.walk.end());
+        const core::Shape& walk = a.walk.empty() ? out : a.walk;
         d.emplace_back("INDEX_IN", "ix = " + std::to_string(base) + "UL; " + index_code("o", walk, {{"ix", perm_st}}));
         d.emplace_back("T", device_ctype(g.dtype(p.output)));
         args = {p.inputs[0], p.output};

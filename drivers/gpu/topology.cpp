@@ -71,12 +71,14 @@ const std::set<std::string> kIntegerBinaryOps = {"Add", "Sub", "Mul", "Div", "Ma
 // Binary ops whose result is bool: comparisons of any device type, and logic on bools.
 const std::set<std::string> kCompareOps = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
 const std::set<std::string> kLogicOps = {"And", "Or", "Xor"};
-// Ops whose kernels take other device types than float32 (each checks its own).
-const std::set<std::string> kTypedOps = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
-                                         "Transpose", "Slice", "Concat", "Gather", "Expand", "Where", "Cast",
-                                         "Not", "And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual",
-                                         "GreaterOrEqual", "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum",
-                                         "Abs", "Neg"};
+// Ops whose kernels take other device types than float32 (each checks its
+// own): copies, comparisons, logic, Where, Cast, integer arithmetic.
+bool takes_any_device_type(const std::string& op) {
+  static const std::set<std::string> others = {"Transpose", "Slice", "Concat", "Gather", "Expand", "Where",
+                                               "Cast",      "Not",   "Abs",    "Neg"};
+  return kViewOps.count(op) || kCompareOps.count(op) || kLogicOps.count(op) || kIntegerBinaryOps.count(op) ||
+         others.count(op);
+}
 
 class Builder {
  public:
@@ -544,7 +546,7 @@ class Builder {
     } else {
       fail(HETERO_NOT_SUPPORTED, "no GPU kernel for " + op);
     }
-    if (out->dtype != core::DType::F32 && !kTypedOps.count(op))
+    if (out->dtype != core::DType::F32 && !takes_any_device_type(op))
       fail(HETERO_NOT_SUPPORTED, std::string("output '") + out->name + "' is " + core::dtype_name(out->dtype) +
                                      "; the GPU kernel of " + op + " produces float32 only");
     t_.shapes[out->name] = *out_shape;
