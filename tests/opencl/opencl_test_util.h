@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -20,6 +21,12 @@ namespace hetero::test {
 core::Runtime& runtime();
 // True when the OPENCL driver loaded and lists a device (PoCL in the tests).
 bool have_opencl();
+
+// At the start of a test that needs the OpenCL device: skipped in the run
+// without an OpenCL platform, failed when PoCL is missing anywhere else.
+#define REQUIRE_OPENCL()                                                                        \
+  if (std::getenv("HETERO_TEST_NO_OPENCL")) GTEST_SKIP() << "run without an OpenCL platform"; \
+  if (!have_opencl()) GTEST_FAIL() << "no OpenCL device: is pocl-opencl-icd installed?"
 
 // "float[2,3,4]".
 std::string type_text(const char* dtype, const core::Shape& shape);

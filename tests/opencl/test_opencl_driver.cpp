@@ -15,10 +15,6 @@
 namespace hetero::test {
 namespace {
 
-#define REQUIRE_OPENCL() \
-  if (std::getenv("HETERO_TEST_NO_OPENCL")) GTEST_SKIP() << "run without an OpenCL platform"; \
-  if (!have_opencl()) GTEST_FAIL() << "no OpenCL device: is pocl-opencl-icd installed?"
-
 // What the driver contract (tests/driver_contract) leaves to each device: the
 // tests expect PoCL, and the OpenCL driver counts its kernel source builds.
 TEST(OpenClDriver, PoclWithItsOwnMetrics) {

@@ -12,9 +12,6 @@
 namespace hetero::test {
 namespace {
 
-#define REQUIRE_OPENCL() \
-  if (!have_opencl()) GTEST_SKIP() << "no OpenCL device"
-
 constexpr const char* kHeader = "<ir_version: 8, opset_import: [\"\" : 13]>\n";
 
 core::Shape random_shape(std::mt19937& rng, size_t min_rank, size_t max_rank, int64_t max_dim = 7) {

@@ -14,9 +14,6 @@
 namespace hetero::test {
 namespace {
 
-#define REQUIRE_OPENCL() \
-  if (!have_opencl()) GTEST_SKIP() << "no OpenCL device"
-
 constexpr const char* kHeader = "<ir_version: 8, opset_import: [\"\" : 13]>\n";
 
 std::string graph(const std::string& inputs, const std::string& outputs, const std::string& body) {

@@ -18,10 +18,6 @@
 namespace hetero::test {
 namespace {
 
-#define REQUIRE_OPENCL() \
-  if (std::getenv("HETERO_TEST_NO_OPENCL")) GTEST_SKIP() << "run without an OpenCL platform"; \
-  if (!have_opencl()) GTEST_FAIL() << "no OpenCL device: is pocl-opencl-icd installed?"
-
 uint64_t bytes_copied() { return std::stoull(runtime().metric("OPENCL", "BYTES_COPIED")); }
 
 // Runs `times` inferences of `model` on `device` with `inputs` and expects
