@@ -25,7 +25,14 @@ std::string flt(float f) {
   return std::string("(") + buf + ")";
 }
 
-std::string unary_expr(const std::string& op, float a, float b, const std::string& v) {
+// The expression of unary op `op` on `v`, of type `from`, giving type `to`:
+// float32 for every op but Cast, Not (bool) and Abs and Neg of integers
+// (topology.cpp checks the types).
+std::string unary_expr(const std::string& op, float a, float b, const std::string& v,
+                       core::DType from = core::DType::F32, core::DType to = core::DType::F32) {
+  if (op == "Cast") return to == core::DType::Bool ? "(" + v + " != 0)" : "((TY)" + v + ")";
+  if (op == "Not") return "(!" + v + ")";
+  if (op == "Abs" && from != core::DType::F32) return "(" + v + " < 0 ? -" + v + " : " + v + ")";
   if (op == "Relu") return "fmax(" + v + ", 0.0f)";
   if (op == "LeakyRelu") return "(" + v + " >= 0.0f ? " + v + " : " + v + " * " + flt(a) + ")";
   if (op == "HardSigmoid") return "clamp(" + flt(a) + " * " + v + " + " + flt(b) + ", 0.0f, 1.0f)";
@@ -61,20 +68,12 @@ std::string unary_expr(const std::string& op, float a, float b, const std::strin
   fail(HETERO_INTERNAL, "no GPU expression for unary op " + op);
 }
 
-std::string binary_expr(const std::string& op, const std::string& a, const std::string& b) {
-  if (op == "Add") return "(" + a + " + " + b + ")";
-  if (op == "Sub") return "(" + a + " - " + b + ")";
-  if (op == "Mul") return "(" + a + " * " + b + ")";
-  if (op == "Div") return "(" + a + " / " + b + ")";
-  if (op == "Pow") return "act_pow(" + a + ", " + b + ")";
-  if (op == "Max") return "fmax(" + a + ", " + b + ")";
-  if (op == "Min") return "fmin(" + a + ", " + b + ")";
-  fail(HETERO_INTERNAL, "no GPU expression for binary op " + op);
-}
-
-// The binary ops on int32 and int64 operands and those with a bool result
-// (topology.cpp checks the types); the rest are binary_expr's, on floats.
-std::string typed_binary_expr(const std::string& op, core::DType t, const std::string& a, const std::string& b) {
+// The expression of binary op `op` on `a` and `b`, both of type `t`
+// (topology.cpp checks the types): float32, or int32 and int64 for the
+// arithmetic; comparisons and logic give bool.
+std::string binary_expr(const std::string& op, const std::string& a, const std::string& b,
+                        core::DType t = core::DType::F32) {
+  const bool integer = t != core::DType::F32;
   if (op == "Equal") return "(" + a + " == " + b + ")";
   if (op == "Less") return "(" + a + " < " + b + ")";
   if (op == "Greater") return "(" + a + " > " + b + ")";
@@ -83,14 +82,16 @@ std::string typed_binary_expr(const std::string& op, core::DType t, const std::s
   if (op == "And") return "(" + a + " && " + b + ")";
   if (op == "Or") return "(" + a + " || " + b + ")";
   if (op == "Xor") return "((" + a + " != 0) != (" + b + " != 0))";
-  if (t == core::DType::F32) return binary_expr(op, a, b);
-  if (op == "Max") return "max(" + a + ", " + b + ")";
-  if (op == "Min") return "min(" + a + ", " + b + ")";
-  // The divisor is a constant without zeros; -1 is a negation, so that the
-  // smallest value divided by it wraps instead of trapping.
-  if (op == "Div") return "(" + b + " == -1 ? -" + a + " : " + a + " / " + b + ")";
-  if (op == "Pow") fail(HETERO_INTERNAL, "no GPU expression for integer Pow");
-  return binary_expr(op, a, b);
+  if (op == "Add") return "(" + a + " + " + b + ")";
+  if (op == "Sub") return "(" + a + " - " + b + ")";
+  if (op == "Mul") return "(" + a + " * " + b + ")";
+  // An integer divisor is a constant without zeros; -1 is a negation, so
+  // that the smallest value divided by it wraps instead of trapping.
+  if (op == "Div") return integer ? "(" + b + " == -1 ? -" + a + " : " + a + " / " + b + ")" : "(" + a + " / " + b + ")";
+  if (op == "Pow" && !integer) return "act_pow(" + a + ", " + b + ")";
+  if (op == "Max") return (integer ? "max(" : "fmax(") + a + ", " + b + ")";
+  if (op == "Min") return (integer ? "min(" : "fmin(") + a + ", " + b + ")";
+  fail(HETERO_INTERNAL, "no GPU expression for binary op " + op + " of " + core::dtype_name(t));
 }
 
 std::vector<int64_t> contiguous_strides(const core::Shape& s) {
@@ -298,12 +299,7 @@ struct Selector {
         const core::DType from = g.dtype(p.inputs[0]), to = g.dtype(p.output);
         d.emplace_back("TX", device_ctype(from));
         d.emplace_back("TY", device_ctype(to));
-        std::string expr;
-        if (p.op == "Cast") expr = to == core::DType::Bool ? "((v) != 0)" : "((TY)(v))";
-        else if (p.op == "Not") expr = "(!(v))";
-        else if (p.op == "Abs" && from != core::DType::F32) expr = "((v) < 0 ? -(v) : (v))";
-        else expr = unary_expr(p.op, p.attrs.alpha, p.attrs.beta, "(v)");
-        d.emplace_back("UNARY_OP(v)", expr);
+        d.emplace_back("UNARY_OP(v)", unary_expr(p.op, p.attrs.alpha, p.attrs.beta, "(v)", from, to));
         args = {p.inputs[0], p.output};
         post_ops(n, d, args);
         launch("unary", 1, total);
@@ -313,7 +309,7 @@ struct Selector {
         const core::DType operands = g.dtype(p.inputs[0]);
         d.emplace_back("TA", device_ctype(operands));
         d.emplace_back("TY", device_ctype(g.dtype(p.output)));
-        d.emplace_back("BINARY_OP(a, b)", typed_binary_expr(p.op, operands, "(a)", "(b)"));
+        d.emplace_back("BINARY_OP(a, b)", binary_expr(p.op, "(a)", "(b)", operands));
         d.emplace_back("INDEX_AB", index_code("o", out, {{"ia", broadcast_strides(out, shape(p.inputs[0]))},
                                                          {"ib", broadcast_strides(out, shape(p.inputs[1]))}}));
         args = {p.inputs[0], p.inputs[1], p.output};
