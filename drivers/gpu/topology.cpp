@@ -943,6 +943,19 @@ struct Context {
 
 void add_node(Topology& t, Builder& b, const core::Node& node, int depth, const Context& ctx);
 
+// Forgets what `node`, which did not convert, recorded of its outputs.
+void forget_outputs(Topology& t, const core::Node& node) {
+  for (const core::Value* o : node.outputs)
+    if (o) t.shapes.erase(o->name), t.constants.erase(o->name), t.dtypes.erase(o->name);
+}
+
+// A compile's failure at `node`: a model that breaks ONNX's rules stays
+// INVALID_MODEL (no device runs it); anything else is NOT_SUPPORTED here.
+[[noreturn]] void fail_at(const core::Node& node, hetero_status status, const std::string& why) {
+  if (status == HETERO_INVALID_MODEL) fail(HETERO_INVALID_MODEL, node.describe() + ": " + why);
+  fail(HETERO_NOT_SUPPORTED, node.describe() + " cannot run on the GPU: " + why);
+}
+
 // The nodes of If `node`'s `branch` in its place, and the branch's outputs
 // as the If's: constants stay constants, the rest are views (the same bytes
 // under the If's output names).
@@ -1064,8 +1077,7 @@ void add_node(Topology& t, Builder& b, const core::Node& node, int depth, const 
       } catch (const Error& e) {
         not_on_device = e;
         b.take_pending();
-        for (const core::Value* o : node.outputs)
-          if (o) t.shapes.erase(o->name), t.dtypes.erase(o->name);
+        forget_outputs(t, node);
       }
       for (const core::Value* o : node.outputs)
         if (o) b.mark_host_value(o->name, not_on_device);
@@ -1103,13 +1115,9 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
     } catch (const Error& e) {
       b.take_pending();
       t.primitives.resize(before);  // what an If's branch added before it failed
-      for (const core::Value* o : node->outputs)
-        if (o) t.shapes.erase(o->name), t.constants.erase(o->name), t.dtypes.erase(o->name);
+      forget_outputs(t, *node);
       b.set_graph(graph);
-      // A model that breaks ONNX's rules stays INVALID_MODEL: no device runs it.
-      if (!reasons && e.status() == HETERO_INVALID_MODEL)
-        fail(HETERO_INVALID_MODEL, node->describe() + ": " + e.what());
-      if (!reasons) fail(HETERO_NOT_SUPPORTED, node->describe() + " cannot run on the GPU: " + e.what());
+      if (!reasons) fail_at(*node, e.status(), e.what());
       (*reasons)[node->index] = e.what();
     }
   }
@@ -1134,8 +1142,7 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
       // The GPU could not compute it, for the reason it gave then.
       const std::string reason = std::string(why->what()) +
                                  " (the host works it out, but only for the conditions of Ifs that run here)";
-      if (!reasons && why->status() == HETERO_INVALID_MODEL) fail(HETERO_INVALID_MODEL, n.describe() + ": " + reason);
-      if (!reasons) fail(HETERO_NOT_SUPPORTED, n.describe() + " cannot run on the GPU: " + reason);
+      if (!reasons) fail_at(n, why->status(), reason);
       (*reasons)[n.index] = reason;
     }
   }
