@@ -67,7 +67,7 @@ Launch launch_geometry(const gpu::Range& range, const std::array<uint32_t, 3>& s
   Launch l;
   for (uint32_t d = 0; d < 3; ++d) {
     const size_t global = d < range.dims ? range.global[d] : 1;
-    size_t local = d < range.dims ? (suggested[d] ? suggested[d] : range.local[d]) : 1;
+    size_t local = d < range.dims ? (range.local[d] ? range.local[d] : suggested[d]) : 1;
     if (local == 0) local = 1;
     const size_t count = (global + local - 1) / local;
     if (local > std::numeric_limits<uint32_t>::max() || count > std::numeric_limits<uint32_t>::max())

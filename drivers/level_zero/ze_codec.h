@@ -26,10 +26,12 @@ struct Launch {
   std::array<uint32_t, 3> group_size{1, 1, 1};
   std::array<uint32_t, 3> group_count{1, 1, 1};
 };
-// Group sizes and counts covering `range`: the group size is the one
-// zeKernelSuggestGroupSize gave for the range's global size (`suggested`),
-// the plan's range.local where it gave 0. The kernels check their bounds, so
-// the global size is rounded up. INVALID_ARGUMENT for sizes over 32 bits.
+// Group sizes and counts covering `range`: the group size is the plan's
+// range.local where it sets one (a kernel may need it: the LSTM's steps meet
+// at barriers in one group), else the one zeKernelSuggestGroupSize gave for
+// the range's global size (`suggested`), else 1. The kernels check their
+// bounds, so the global size is rounded up. INVALID_ARGUMENT for sizes over
+// 32 bits.
 Launch launch_geometry(const gpu::Range& range, const std::array<uint32_t, 3>& suggested);
 
 }  // namespace hetero::level_zero

@@ -186,13 +186,13 @@ TEST(LevelZeroLaunch, GroupCountsCoverTheRange) {
   gpu::Range r;
   r.global = {1000, 1, 1};
   r.local = {64, 0, 0};
-  Launch l = launch_geometry(r, {128, 1, 1});  // zeKernelSuggestGroupSize's size wins
-  EXPECT_EQ(l.group_size, (std::array<uint32_t, 3>{128, 1, 1}));
-  EXPECT_EQ(l.group_count, (std::array<uint32_t, 3>{8, 1, 1}));  // 1024 >= 1000: the kernels check bounds
-  l = launch_geometry(r, {0, 0, 0});  // no suggestion: the plan's local size
+  Launch l = launch_geometry(r, {128, 1, 1});  // the plan's local size wins: a kernel may need it
   EXPECT_EQ(l.group_size[0], 64u);
   EXPECT_EQ(l.group_count[0], 16u);
   r.local = {0, 0, 0};
+  l = launch_geometry(r, {128, 1, 1});  // left open: zeKernelSuggestGroupSize's size
+  EXPECT_EQ(l.group_size, (std::array<uint32_t, 3>{128, 1, 1}));
+  EXPECT_EQ(l.group_count, (std::array<uint32_t, 3>{8, 1, 1}));  // 1024 >= 1000: the kernels check bounds
   l = launch_geometry(r, {0, 0, 0});  // neither: one item per group
   EXPECT_EQ(l.group_size[0], 1u);
   EXPECT_EQ(l.group_count[0], 1000u);
