@@ -99,6 +99,7 @@ struct DeviceTraits {
   // 128 bytes on PoCL), so that no kernel or library can tell a lent buffer
   // from one the device allocated.
   size_t host_alignment = 4096;
+  uint32_t compute_units = 1;  // how many work groups it runs at once (PoCL: its threads)
 };
 
 class Device {

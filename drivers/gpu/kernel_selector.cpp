@@ -140,9 +140,40 @@ std::string index_code(const std::string& var, const core::Shape& dims,
   return c + "(void)t_; (void)i_; }";
 }
 
+// A work-group size for a tiled launch whose variant leaves it open, giving
+// at least `min_groups` groups where the launch has that many work items:
+// the launch's size, divided along one dimension at a time by that
+// dimension's smallest factor (the smallest factors first, so as not to
+// overshoot the target by much) until there are enough groups and a group
+// fits max_wg. Every dimension divides the launch's, so no work item falls
+// outside it. All zeros (the runtime chooses) when min_groups is 0.
+std::array<size_t, 3> open_local_size(const std::array<size_t, 3>& global, size_t max_wg, size_t min_groups) {
+  if (min_groups == 0) return {0, 0, 0};
+  auto smallest_factor = [](size_t n) {
+    for (size_t f = 2; f * f <= n; ++f)
+      if (n % f == 0) return f;
+    return n;
+  };
+  std::array<size_t, 3> local = global;
+  auto groups = [&] { return (global[0] / local[0]) * (global[1] / local[1]) * (global[2] / local[2]); };
+  while (groups() < min_groups || local[0] * local[1] * local[2] > max_wg) {
+    int split = -1;
+    for (int d = 0; d < 3; ++d) {
+      if (local[d] == 1) continue;
+      if (split < 0 || smallest_factor(local[d]) < smallest_factor(local[split]) ||
+          (smallest_factor(local[d]) == smallest_factor(local[split]) && local[d] > local[split]))
+        split = d;
+    }
+    if (split < 0) break;
+    local[split] /= smallest_factor(local[split]);
+  }
+  return local;
+}
+
 struct Selector {
   ProgramGraph& g;
   size_t max_wg;
+  size_t min_groups;
   std::map<std::string, std::string> codes;
 
   const core::Shape& shape(const std::string& v) const { return g.shapes.at(v); }
@@ -156,8 +187,9 @@ struct Selector {
   }
 
   // A 3-D launch of a tiled template: `global` work items rounded up to the
-  // variant's work-group size.
-  static Range tiled_range(const KernelVariant& v, const std::array<int64_t, 3>& global) {
+  // variant's work-group size, or split by open_local_size() when the
+  // variant leaves it open.
+  Range tiled_range(const KernelVariant& v, const std::array<int64_t, 3>& global) const {
     Range r;
     r.dims = 3;
     const bool local = v.local[0] && v.local[1] && v.local[2];
@@ -166,6 +198,7 @@ struct Selector {
       r.global[i] = (static_cast<size_t>(std::max<int64_t>(1, global[i])) + l - 1) / l * l;
       r.local[i] = local ? l : 0;
     }
+    if (!local) r.local = open_local_size(r.global, max_wg, min_groups);
     return r;
   }
   static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -706,10 +739,14 @@ struct Selector {
 
 }  // namespace
 
-std::map<std::string, std::string> select_kernels(ProgramGraph& g, size_t max_work_group) {
-  Selector s{g, max_work_group, {}};
+std::map<std::string, std::string> select_kernels(ProgramGraph& g, size_t max_work_group, size_t min_groups) {
+  Selector s{g, max_work_group, min_groups, {}};
   for (ProgramNode& n : g.nodes) s.select(n);
   return std::move(s.codes);
+}
+
+std::map<std::string, std::string> select_kernels(ProgramGraph& g, const Device& device) {
+  return select_kernels(g, device.max_work_group_size(), min_work_groups(device.traits()));
 }
 
 }  // namespace hetero::gpu

@@ -230,6 +230,8 @@ KernelVariant default_variant(const ProgramNode& node, const ProgramGraph& g, co
   return variant_fits(channel, node, g) ? channel : v;
 }
 
+size_t min_work_groups(const DeviceTraits& traits) { return traits.cpu ? 4 * size_t(std::max(1u, traits.compute_units)) : 0; }
+
 std::vector<KernelVariant> candidate_variants(const ProgramNode& node, const ProgramGraph& g,
                                               const DeviceTraits& traits, Tuning level) {
   using K = KernelVariant::Kind;

@@ -66,6 +66,13 @@ std::string variant_key(const ProgramNode& node, const ProgramGraph& g);
 // The variant a node gets without tuning: what usually wins on such a
 // device for such a shape.
 KernelVariant default_variant(const ProgramNode& node, const ProgramGraph& g, const DeviceTraits& traits);
+// How many work groups a tiled launch whose variant leaves the work-group
+// size open should have (select_kernels()), 0 to leave the size to the
+// runtime. On a CPU device, 4 per compute unit: PoCL's own choice is the
+// largest group that divides the launch, which makes a small convolution one
+// group on one thread while the others idle (the openWakeWord embedding ran
+// 2.6-4.1 ms so, 2.0 ms split). Elsewhere the runtime's choice.
+size_t min_work_groups(const DeviceTraits& traits);
 // The candidates the tuner times, the default first.
 std::vector<KernelVariant> candidate_variants(const ProgramNode& node, const ProgramGraph& g,
                                               const DeviceTraits& traits, Tuning level);

@@ -88,7 +88,7 @@ std::shared_ptr<CompiledProgram> build_program(ProgramGraph g, std::shared_ptr<D
   }
   passes::choose_layouts(g);
 
-  const std::map<std::string, std::string> codes = select_kernels(g, device->max_work_group_size());
+  const std::map<std::string, std::string> codes = select_kernels(g, *device);
   const size_t threads = std::max(1u, std::thread::hardware_concurrency());
   auto program = assemble_program(g, device, build_kernels(*device, codes, options.kernels_per_batch, threads));
   program->plan.tuning = std::move(tuning);

@@ -96,8 +96,12 @@ void choose_layouts(ProgramGraph& g);
 }  // namespace passes
 
 // Kernel selection: the launches of every node, and the source of every
-// kernel they name (name → code), deduplicated by content.
-std::map<std::string, std::string> select_kernels(ProgramGraph& g, size_t max_work_group);
+// kernel they name (name → code), deduplicated by content. A tiled launch
+// whose variant leaves its work-group size open gets at least `min_groups`
+// groups, or the runtime's choice with 0.
+std::map<std::string, std::string> select_kernels(ProgramGraph& g, size_t max_work_group, size_t min_groups = 0);
+// The same for `device`: its work-group limit and min_work_groups().
+std::map<std::string, std::string> select_kernels(ProgramGraph& g, const Device& device);
 
 // Builds a model's program on `device`: topology, passes, variant choice
 // (tuning), kernel selection, batch compilation, memory plan. NOT_SUPPORTED

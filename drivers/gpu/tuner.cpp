@@ -118,7 +118,7 @@ std::map<std::string, std::vector<TuningSession::Timed>> TuningSession::run(int 
   std::map<std::string, std::string> codes;
   for (auto& [key, list] : nodes_)
     for (auto& [variant, graph] : list)
-      for (const auto& [name, code] : select_kernels(graph, device_.max_work_group_size())) codes.emplace(name, code);
+      for (const auto& [name, code] : select_kernels(graph, device_)) codes.emplace(name, code);
   std::map<std::string, std::vector<Timed>> out;
   if (codes.empty()) return out;
   const BuiltKernels built = build_kernels(device_, codes, kernels_per_batch_, std::max(1u, std::thread::hardware_concurrency()),

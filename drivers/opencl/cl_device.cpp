@@ -242,6 +242,9 @@ std::vector<DeviceInfo> enumerate_devices(std::string& why) {
       cl_device_type type = 0;
       clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, nullptr);
       info.cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
+      cl_uint units = 0;
+      if (clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, nullptr) == CL_SUCCESS && units)
+        info.compute_units = units;
       cl_uint width = 0;
       if (clGetDeviceInfo(d, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof width, &width, nullptr) == CL_SUCCESS && width)
         info.vector_width = width;
@@ -343,6 +346,7 @@ gpu::DeviceTraits ClDevice::traits() const {
   gpu::DeviceTraits t;
   t.cpu = info_.cpu;
   t.vector_width = info_.vector_width;
+  t.compute_units = info_.compute_units;
   t.host_unified_memory = info_.host_unified_memory;
   t.host_alignment = info_.base_alignment;
 #if HETERO_HAVE_CLBLAST

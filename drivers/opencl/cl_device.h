@@ -30,6 +30,7 @@ struct DeviceInfo {
   size_t max_work_group = 1;
   uint64_t global_mem = 0;
   bool cpu = false;             // CL_DEVICE_TYPE_CPU (PoCL)
+  uint32_t compute_units = 1;   // CL_DEVICE_MAX_COMPUTE_UNITS (PoCL: its threads)
   uint32_t vector_width = 4;    // CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
   bool host_unified_memory = false;  // CL_DEVICE_HOST_UNIFIED_MEMORY (PoCL)
   size_t base_alignment = 128;       // CL_DEVICE_MEM_BASE_ADDR_ALIGN, in bytes

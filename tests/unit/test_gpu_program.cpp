@@ -42,11 +42,14 @@ class FakeKernel final : public Kernel {
   void set_arg(uint32_t, Buffer&) override {}
 };
 
-// Builds nothing; counts what it was asked to do.
+// Builds nothing; counts what it was asked to do. With `traits`, a device of
+// that kind (a CPU one, with its compute units).
 class FakeDevice final : public Device {
  public:
+  explicit FakeDevice(DeviceTraits traits = {}) : traits_(traits) {}
   std::string name() const override { return "FAKE"; }
   size_t max_work_group_size() const override { return 256; }
+  DeviceTraits traits() const override { return traits_; }
   std::shared_ptr<Buffer> allocate(size_t bytes, const void*) override { return std::make_shared<FakeBuffer>(bytes); }
   std::shared_ptr<Executable> build(const std::string& source, const std::string&) override {
     ++builds;
@@ -60,6 +63,9 @@ class FakeDevice final : public Device {
   std::unique_ptr<Queue> queue() override { return nullptr; }
   uint64_t source_builds() const override { return builds; }
   std::atomic<uint64_t> builds{0}, loads{0};
+
+ private:
+  DeviceTraits traits_;
 };
 
 constexpr const char* kModel = R"(
@@ -196,6 +202,37 @@ TEST(GpuProgram, TuningChoicesTravelInBlobsAndSeedTheCache) {
   EXPECT_EQ(tuning_runs(device->name()), 0u);
   // The records survive export and import.
   EXPECT_EQ(import_program(export_program(*tuned), device)->plan.tuning, tuned->plan.tuning);
+}
+
+// On a CPU device (PoCL) a tiled launch is split into at least four groups
+// per compute unit, every group the same size, so that no thread idles while
+// one runs a whole convolution; elsewhere the runtime chooses.
+TEST(GpuProgram, TiledLaunchesGiveEveryComputeUnitWork) {
+  auto model = test::model_from_text(heavy_model().c_str());
+  DeviceTraits cpu;
+  cpu.cpu = true;
+  cpu.vector_width = 8;
+  cpu.compute_units = 2;
+  for (const DeviceTraits& traits : {cpu, DeviceTraits{}}) {
+    auto program = build_program(*model, std::make_shared<FakeDevice>(traits), {});
+    size_t tiled = 0;
+    for (const Step& s : program->plan.steps) {
+      if (s.range.dims != 3) continue;
+      ++tiled;
+      if (!traits.cpu) {
+        EXPECT_EQ(s.range.local, (std::array<size_t, 3>{0, 0, 0})) << s.node;
+        continue;
+      }
+      size_t groups = 1;
+      for (size_t d = 0; d < 3; ++d) {
+        ASSERT_GT(s.range.local[d], 0u) << s.node;
+        EXPECT_EQ(s.range.global[d] % s.range.local[d], 0u) << s.node;
+        groups *= s.range.global[d] / s.range.local[d];
+      }
+      EXPECT_GE(groups, 8u) << s.node;
+    }
+    EXPECT_EQ(tiled, 2u) << "the convolution and the MatMul";
+  }
 }
 
 TEST(GpuProgram, LibraryCallsPastTheirBuffersAreCorruptBlobs) {
