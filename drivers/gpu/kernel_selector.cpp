@@ -501,6 +501,32 @@ struct Selector {
         launch("transpose", 1, total);
         break;
       }
+      case PrimKind::SqueezeExcite: {
+        const core::Shape& x = shape(p.inputs[0]);
+        const int64_t c = x[1], ch = shape(p.inputs[1])[0], c2 = out[1];
+        const size_t hw = core::shape_numel(x) / static_cast<size_t>(x[0] * c);
+        // A work item per channel, up to 256 (or the device's limit).
+        size_t lws = 1;
+        while (lws < static_cast<size_t>(std::max({c, ch, c2})) && lws * 2 <= std::min<size_t>(256, max_wg)) lws *= 2;
+        std::string hidden;
+        for (const PostOp& op : n.hidden_ops) hidden += "v = " + unary_expr(op.op, op.alpha, op.beta, "(v)") + "; ";
+        d.insert(d.end(), {{"C", std::to_string(c)}, {"CH", std::to_string(ch)}, {"C2", std::to_string(c2)},
+                           {"HW", std::to_string(hw)}, {"LWS", std::to_string(lws)},
+                           {"HIDDEN_OPS(v)", "do { " + hidden + "} while (0)"}});
+        args = {p.inputs[0], p.inputs[1], p.inputs[3], p.output};
+        for (const auto& [i, name] : {std::pair<size_t, std::string>{2, "B1"}, {4, "B2"}}) {
+          const bool has = !p.inputs[i].empty();
+          d.emplace_back(name + "_ARG", has ? ", __global const float* " + name + "_" : "");
+          d.emplace_back(name + "_VALUE(i)", has ? name + "_[i]" : "0.0f");
+          if (has) args.push_back(p.inputs[i]);
+        }
+        post_ops(n, d, args);
+        Range r;
+        r.global[0] = static_cast<size_t>(x[0]) * lws;
+        r.local[0] = lws;
+        n.launches.push_back({instantiate("squeeze_excite", d), args, 3, r, {}});
+        break;
+      }
       case PrimKind::Expand:  // a copy whose broadcast axes have stride 0
         d.emplace_back("INDEX_IN", index_code("o", out, {{"ix", broadcast_strides(out, shape(p.inputs[0]))}}));
         d.emplace_back("T", device_ctype(g.dtype(p.output)));

@@ -283,6 +283,45 @@ void fuse_post_ops(ProgramGraph& g) {
   erase_done(g, gone);
 }
 
+void fuse_squeeze_excite(ProgramGraph& g) {
+  // Its vectors live in local memory: C + CH floats of the 32 KiB OpenCL
+  // promises every device.
+  constexpr int64_t kMaxChannels = 2048;
+  const Uses uses(g);
+  std::set<const ProgramNode*> gone;
+  // A 1x1 convolution of the single reader of `v` that is not an output.
+  auto pointwise_reader = [&](const std::string& v, size_t after) -> ProgramNode* {
+    ProgramNode* r = only_reader(g, uses, v, after, PrimKind::Conv, "Conv");
+    return r && r->prim.inputs[0] == v && conv_geometry(*r, g).pointwise ? r : nullptr;
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    ProgramNode& pool = g.nodes[i];
+    if (pool.prim.kind != PrimKind::Pool || pool.prim.op != "GlobalAveragePool" || !pool.post_ops.empty()) continue;
+    const core::Shape& x = g.shapes.at(pool.prim.inputs[0]);
+    if (x.size() < 3 || x[1] > kMaxChannels) continue;
+    ProgramNode* first = pointwise_reader(pool.prim.output, i);
+    if (!first || !uses.single_internal(first->prim.output)) continue;
+    const bool unary_only = std::all_of(first->post_ops.begin(), first->post_ops.end(),
+                                        [](const PostOp& p) { return p.kind == PostOp::Kind::Unary; });
+    if (!unary_only || g.shapes.at(first->prim.output)[1] > kMaxChannels) continue;
+    ProgramNode* second = pointwise_reader(first->prim.output, static_cast<size_t>(first - g.nodes.data()));
+    if (!second) continue;
+    // The second convolution becomes the fused node, where its output is made.
+    Primitive fused = second->prim;
+    fused.kind = PrimKind::SqueezeExcite;
+    fused.op = "SqueezeExcite";
+    fused.inputs = {pool.prim.inputs[0], first->prim.inputs[1], first->prim.inputs[2], second->prim.inputs[1],
+                    second->prim.inputs[2]};
+    second->prim = std::move(fused);
+    second->hidden_ops = first->post_ops;
+    pool.prim.inputs.clear();
+    first->prim.inputs.clear();
+    gone.insert(&pool);
+    gone.insert(first);
+  }
+  erase_done(g, gone);
+}
+
 void reorder_weights(ProgramGraph& g) {
   // New constants under new names: the originals may be shared with nodes
   // whose variants read them as given.

@@ -79,6 +79,7 @@ std::shared_ptr<CompiledProgram> build_program(ProgramGraph g, std::shared_ptr<D
   if (options.optimize) {
     passes::fold_channel_constants(g);
     passes::fuse_post_ops(g);
+    passes::fuse_squeeze_excite(g);
     tuning = choose_variants(g, *device, options.tuning, options.kernels_per_batch);
     passes::reorder_weights(g);
   } else {

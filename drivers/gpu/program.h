@@ -45,6 +45,7 @@ struct Launch {
 struct ProgramNode {
   Primitive prim;
   std::vector<PostOp> post_ops;
+  std::vector<PostOp> hidden_ops;  // SqueezeExcite: the first convolution's (unary) post-ops
   std::string layout = "bfyx";  // plain row-major NCHW: the only layout the kernels take
   bool weights_transposed = false;  // MatMul: B is stored [N, K] (reordered once at compile time)
   KernelVariant variant;            // Conv, MatMul: chosen by the tuner or by default
@@ -84,6 +85,11 @@ namespace passes {
 void fold_channel_constants(ProgramGraph& g);
 // Moves single-use activations and elementwise ops into the node before them.
 void fuse_post_ops(ProgramGraph& g);
+// A squeeze-and-excitation block's GlobalAveragePool and the two 1x1
+// convolutions after it (MobileNetV3, EfficientNet) become one
+// SqueezeExcite node: one launch instead of three. Runs after fuse_post_ops,
+// whose activations it takes along.
+void fuse_squeeze_excite(ProgramGraph& g);
 // Stores constant weights in the layout each node's kernel variant reads:
 // MatMul B transposed ([N, K]) for the plain kernel, so that each output reads
 // both operands contiguously, and as [K, N] for gemm.cl and the GEMM library;

@@ -31,6 +31,7 @@ const char* prim_kind_name(PrimKind kind) {
     case PrimKind::Lstm: return "lstm";
     case PrimKind::Where: return "where";
     case PrimKind::Expand: return "expand";
+    case PrimKind::SqueezeExcite: return "squeeze_excite";
   }
   return "?";
 }

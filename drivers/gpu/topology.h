@@ -40,6 +40,10 @@ enum class PrimKind {
   Lstm,       // every time step in one launch; its output holds Y, Y_h and Y_c one after another
   Where,      // inputs: condition (bool), x, y; numpy broadcasting
   Expand,     // numpy broadcasting of its one input to the output's shape
+  // Made by a program pass, not from one op (passes::fuse_squeeze_excite):
+  // GlobalAveragePool and two 1x1 convolutions; inputs x, w1, b1, w2, b2
+  // (a bias may be absent)
+  SqueezeExcite,
 };
 
 // Whether device tensors hold `dtype`: float32, int32, int64 and bool.

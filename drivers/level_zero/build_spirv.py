@@ -54,6 +54,11 @@ VARIANTS = {
              "SH": "2", "SW": "2", "DH": "1", "DW": "1", "PH": "0", "PW": "0", "PH_END": "0", "PW_END": "0",
              "POOL_MAX": "1", "COUNT_PAD": "0", **POST},
     "softmax": {"TOTAL": "64UL", "OUTER": "4", "AXIS": "16", "INNER": "1"},
+    # 24 channels of 16 positions, 6 hidden, one bias.
+    "squeeze_excite": {"C": "24", "CH": "6", "C2": "24", "HW": "16", "LWS": "32",
+                       "HIDDEN_OPS(v)": "do { v = fmax((v), 0.0f); } while (0)",
+                       "B1_ARG": ", __global const float* B1_", "B1_VALUE(i)": "B1_[i]", "B2_ARG": "",
+                       "B2_VALUE(i)": "0.0f", **POST},
     "reduce": {"TOTAL": "4UL", "RCOUNT": "16UL", "RED_INIT": "0.0f", "RED_OP(a, v)": "((a) + (v))",
                "RED_FINAL(a)": "((a) / (float)16)",
                "INDEX_KEEP": "{ size_t t_ = o; base += t_ * 16UL; }",

@@ -222,7 +222,7 @@ TEST(LevelZeroSpirv, BuildTimeModulesCoverEveryTemplateAndValidate) {
   }
   EXPECT_EQ(names, (std::set<std::string>{"binary", "concat", "conv", "conv_channel", "conv_spatial", "conv_transpose",
                                           "gather", "gemm", "lstm", "matmul", "pad", "pool", "reduce", "resize",
-                                          "softmax", "transpose", "unary", "where"}));
+                                          "softmax", "squeeze_excite", "transpose", "unary", "where"}));
   // The validator really validates: a damaged module fails.
   const PrebuiltSpirv conv = prebuilt_spirv().front();  // a copy: the list is a temporary
   std::vector<uint8_t> bad(conv.data, conv.data + conv.size);

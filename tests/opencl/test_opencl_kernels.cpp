@@ -363,6 +363,42 @@ TEST(OpenClKernels, ConvTransposeShuffleTakesPostOps) {
   expect_same_as_cpu(text, {random_tensor({1, 6, 5, 4}, rng)}, "shuffle with batch norm and Relu");
 }
 
+// A squeeze-and-excitation block (MobileNetV3, PP-OCR cls): the pooling and
+// the two 1x1 convolutions run as one kernel of one work group per batch
+// item; with and without biases, with more channels than the group has work
+// items, on 1-D and 2-D inputs; and left unfused where a second node reads
+// the pooled vector.
+TEST(OpenClKernels, SqueezeExcite) {
+  REQUIRE_OPENCL();
+  std::mt19937 rng(37);
+  struct Case {
+    core::Shape x;
+    int64_t hidden;
+    bool bias, pooled_read_twice;
+  };
+  for (const Case& c : {Case{{1, 16, 6, 8}, 4, true, false}, Case{{2, 24, 5, 3}, 6, false, false},
+                        Case{{1, 300, 2, 3}, 75, true, false}, Case{{2, 12, 10}, 3, true, true}}) {
+    const int64_t ch = c.x[1];
+    core::Shape w1{c.hidden, ch, 1, 1}, w2{ch, c.hidden, 1, 1}, b1{c.hidden}, b2{ch};
+    if (c.x.size() == 3) w1.pop_back(), w2.pop_back();
+    std::string inits = initializer("w1", w1, rng) + ", " + initializer("w2", w2, rng);
+    if (c.bias) inits += ", " + initializer("b1", b1, rng) + ", " + initializer("b2", b2, rng);
+    const std::string bias1 = c.bias ? ", b1)" : ")", bias2 = c.bias ? ", b2)" : ")";
+    core::Shape pooled(c.x.size(), 1);
+    pooled[0] = c.x[0];
+    pooled[1] = ch;
+    std::string outs = type_text("float", c.x) + " y", body =
+        "p = GlobalAveragePool(x)\nh = Conv(p, w1" + bias1 + "\nr = Relu(h)\ne = Conv(r, w2" + bias2 +
+        "\ns = HardSigmoid <alpha = 0.2, beta = 0.5> (e)\ny = Mul(x, s)";
+    if (c.pooled_read_twice) {
+      outs += ", " + type_text("float", pooled) + " z";
+      body += "\nz = Neg(p)";
+    }
+    expect_same_as_cpu(one_node(type_text("float", c.x) + " x", outs, body, inits), {random_tensor(c.x, rng)},
+                       "squeeze-excite " + type_text("", c.x) + (c.bias ? "" : " without biases"));
+  }
+}
+
 TEST(OpenClKernels, Resize) {
   REQUIRE_OPENCL();
   std::mt19937 rng(13);

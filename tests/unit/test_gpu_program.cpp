@@ -235,6 +235,25 @@ TEST(GpuProgram, TiledLaunchesGiveEveryComputeUnitWork) {
   }
 }
 
+// A squeeze-and-excitation block's pooling and two 1x1 convolutions are one
+// step; the scaling Mul stays a step of its own.
+TEST(GpuProgram, SqueezeExciteIsOneStep) {
+  auto model = test::model_from_text(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,6,6] x) => (float[1,4,6,6] y) <float[2,4,1,1] w1 = {1,2,3,4,5,6,7,8}, float[2] b1 = {0,1},
+                                           float[4,2,1,1] w2 = {1,2,3,4,5,6,7,8}> {
+  p = GlobalAveragePool(x)
+  h = Conv(p, w1, b1)
+  r = Relu(h)
+  e = Conv(r, w2)
+  s = Sigmoid(e)
+  y = Mul(x, s)
+}
+)");
+  auto program = build_program(*model, std::make_shared<FakeDevice>(), {});
+  ASSERT_EQ(program->plan.steps.size(), 2u);
+  EXPECT_EQ(program->plan.steps[0].node, "Conv_3") << "named after the second convolution";
+}
+
 TEST(GpuProgram, LibraryCallsPastTheirBuffersAreCorruptBlobs) {
   class LibraryDevice final : public Device {
    public:
