@@ -364,6 +364,10 @@ struct Selector {
         d.emplace_back("BIAS_VALUE", !bias ? "0.0f" : v.kind == KernelVariant::Kind::Gemm ? "bias[m]" : "bias[oc]");
         args = {p.inputs[0], p.inputs[1], p.output};
         if (bias) args.push_back(p.inputs[2]);
+        if (scales_input(n)) {  // gemm.cl's, [N, IC]: per image (bt) and input channel (k)
+          d.insert(d.end(), {{"B_SCALE_ARG", ", __global const float* bscale"}, {"B_SCALE(k)", "bscale[(size_t)bt * K + (k)]"}});
+          args.push_back(p.inputs[3]);
+        }
         // Spatial tiles lie in one output row, gemm's in one output plane.
         post_ops(n, d, args, v.kind == KernelVariant::Kind::Spatial ? c.ow : v.kind == KernelVariant::Kind::Gemm ? c.oh * c.ow : 0);
         const int64_t groups = c.ic / c.icg;

@@ -81,8 +81,13 @@ ConvGeometry conv_geometry(const ProgramNode& node, const ProgramGraph& g) {
   return c;
 }
 
+bool scales_input(const ProgramNode& node) {
+  return node.prim.kind == PrimKind::Conv && node.prim.inputs.size() > 3 && !node.prim.inputs[3].empty();
+}
+
 std::optional<LibraryGemm> library_gemm_of(const ProgramNode& node, const ProgramGraph& g) {
   auto fits32 = [](int64_t v) { return v >= 0 && v <= INT32_MAX; };
+  if (scales_input(node)) return std::nullopt;
   if (node.prim.kind == PrimKind::Conv) {
     const ConvGeometry c = conv_geometry(node, g);
     const std::string& bias = node.prim.inputs[2];
@@ -174,6 +179,7 @@ std::string variant_key(const ProgramNode& node, const ProgramGraph& g) {
 bool variant_fits(const KernelVariant& v, const ProgramNode& node, const ProgramGraph& g) {
   // At most 32 accumulator vectors per work item (registers).
   if (!valid_width(v.vw) || v.rows < 1 || v.cols < 1 || v.rows * v.cols > 32) return false;
+  if (scales_input(node) && v.kind != KernelVariant::Kind::Gemm) return false;
   if (v.kind == KernelVariant::Kind::Plain || v.kind == KernelVariant::Kind::Library) {
     if (v.vw != 1 || v.rows != 1 || v.cols != 1) return false;
     if (v.kind == KernelVariant::Kind::Library) return library_gemm_of(node, g).has_value();

@@ -56,6 +56,9 @@ ConvGeometry conv_geometry(const ProgramNode& node, const ProgramGraph& g);
 // node's batch broadcasting or operands do not fit one strided call.
 std::optional<LibraryGemm> library_gemm_of(const ProgramNode& node, const ProgramGraph& g);
 
+// Whether `node` is a convolution that scales its input's channels first
+// (a fourth input; passes::fuse_squeeze_excite): only gemm.cl does that.
+bool scales_input(const ProgramNode& node);
 // Whether `node` has variants at all (Conv and MatMul).
 bool has_variants(const ProgramNode& node);
 // Its multiply-adds times two: what decides whether tuning is worth it.

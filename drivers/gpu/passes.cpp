@@ -294,6 +294,25 @@ void fuse_squeeze_excite(ProgramGraph& g) {
     ProgramNode* r = only_reader(g, uses, v, after, PrimKind::Conv, "Conv");
     return r && r->prim.inputs[0] == v && conv_geometry(*r, g).pointwise ? r : nullptr;
   };
+  // The block's output, x scaled by channel (Mul(x, s)), read only by a 1x1
+  // convolution (the projection after it, in MobileNetV3): that convolution
+  // reads x and the scales and applies them itself (gemm.cl's B_SCALE),
+  // which saves the Mul's launch and its pass over x.
+  auto fold_excitation = [&](const ProgramNode& excite) {
+    const std::string& x = excite.prim.inputs[0];
+    const std::string& s = excite.prim.output;
+    const size_t at = static_cast<size_t>(&excite - g.nodes.data());
+    ProgramNode* mul = only_reader(g, uses, s, at, PrimKind::Binary, "Mul");
+    if (!mul || mul->prim.inputs[0] == mul->prim.inputs[1] || !mul->post_ops.empty()) return;
+    if ((mul->prim.inputs[0] != x && mul->prim.inputs[1] != x) || g.shapes.at(s)[1] != g.shapes.at(x)[1]) return;
+    ProgramNode* conv = pointwise_reader(mul->prim.output, static_cast<size_t>(mul - g.nodes.data()));
+    if (!conv) return;
+    conv->prim.inputs[0] = x;
+    conv->prim.inputs.resize(4);
+    conv->prim.inputs[3] = s;
+    mul->prim.inputs.clear();
+    gone.insert(mul);
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     ProgramNode& pool = g.nodes[i];
     if (pool.prim.kind != PrimKind::Pool || pool.prim.op != "GlobalAveragePool" || !pool.post_ops.empty()) continue;
@@ -318,6 +337,7 @@ void fuse_squeeze_excite(ProgramGraph& g) {
     first->prim.inputs.clear();
     gone.insert(&pool);
     gone.insert(first);
+    fold_excitation(*second);
   }
   erase_done(g, gone);
 }

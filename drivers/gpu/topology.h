@@ -25,7 +25,10 @@ namespace hetero::gpu {
 enum class PrimKind {
   Unary,      // op: Relu, Sigmoid, ...; also BatchNormalization as channel post-ops
   Binary,     // op: Add, Sub, Mul, Div, Pow, Max, Min; numpy broadcasting
-  Conv,       // 1-D and 2-D convolution, groups, dilations
+  // 1-D and 2-D convolution, groups, dilations; inputs x, w, b, and after
+  // passes::fuse_squeeze_excite a 1x1 one may have a fourth: a scale [N, IC]
+  // of x's channels (only the Gemm variant reads it: scales_input())
+  Conv,
   ConvTranspose,  // 1-D and 2-D, groups, dilations; pads resolved to the output shape
   MatMul,     // batched, broadcasting
   Pool,       // op: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool

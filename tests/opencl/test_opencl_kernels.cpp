@@ -366,8 +366,9 @@ TEST(OpenClKernels, ConvTransposeShuffleTakesPostOps) {
 // A squeeze-and-excitation block (MobileNetV3, PP-OCR cls): the pooling and
 // the two 1x1 convolutions run as one kernel of one work group per batch
 // item; with and without biases, with more channels than the group has work
-// items, on 1-D and 2-D inputs; and left unfused where a second node reads
-// the pooled vector.
+// items, on 1-D and 2-D inputs, with the scaling folded into the 1x1
+// projection after the block where there is one; and left unfused where a
+// second node reads the pooled vector.
 TEST(OpenClKernels, SqueezeExcite) {
   REQUIRE_OPENCL();
   std::mt19937 rng(37);
@@ -375,9 +376,12 @@ TEST(OpenClKernels, SqueezeExcite) {
     core::Shape x;
     int64_t hidden;
     bool bias, pooled_read_twice;
+    int64_t projected = 0;  // output channels of a 1x1 convolution after the block, if any
   };
   for (const Case& c : {Case{{1, 16, 6, 8}, 4, true, false}, Case{{2, 24, 5, 3}, 6, false, false},
-                        Case{{1, 300, 2, 3}, 75, true, false}, Case{{2, 12, 10}, 3, true, true}}) {
+                        Case{{1, 300, 2, 3}, 75, true, false}, Case{{2, 12, 10}, 3, true, true},
+                        Case{{1, 16, 6, 8}, 4, true, false, 8}, Case{{2, 40, 3, 9}, 10, false, false, 24},
+                        Case{{2, 12, 10}, 3, true, false, 5}}) {
     const int64_t ch = c.x[1];
     core::Shape w1{c.hidden, ch, 1, 1}, w2{ch, c.hidden, 1, 1}, b1{c.hidden}, b2{ch};
     if (c.x.size() == 3) w1.pop_back(), w2.pop_back();
@@ -387,15 +391,26 @@ TEST(OpenClKernels, SqueezeExcite) {
     core::Shape pooled(c.x.size(), 1);
     pooled[0] = c.x[0];
     pooled[1] = ch;
-    std::string outs = type_text("float", c.x) + " y", body =
-        "p = GlobalAveragePool(x)\nh = Conv(p, w1" + bias1 + "\nr = Relu(h)\ne = Conv(r, w2" + bias2 +
-        "\ns = HardSigmoid <alpha = 0.2, beta = 0.5> (e)\ny = Mul(x, s)";
+    core::Shape y = c.x;
+    std::string body = "p = GlobalAveragePool(x)\nh = Conv(p, w1" + bias1 + "\nr = Relu(h)\ne = Conv(r, w2" + bias2 +
+                       "\ns = HardSigmoid <alpha = 0.2, beta = 0.5> (e)\n";
+    if (c.projected) {
+      core::Shape w3{c.projected, ch, 1, 1};
+      if (c.x.size() == 3) w3.pop_back();
+      inits += ", " + initializer("w3", w3, rng) + ", " + initializer("b3", {c.projected}, rng);
+      body += "m = Mul(s, x)\ny = Conv(m, w3, b3)";
+      y[1] = c.projected;
+    } else {
+      body += "y = Mul(x, s)";
+    }
+    std::string outs = type_text("float", y) + " y";
     if (c.pooled_read_twice) {
       outs += ", " + type_text("float", pooled) + " z";
       body += "\nz = Neg(p)";
     }
     expect_same_as_cpu(one_node(type_text("float", c.x) + " x", outs, body, inits), {random_tensor(c.x, rng)},
-                       "squeeze-excite " + type_text("", c.x) + (c.bias ? "" : " without biases"));
+                       "squeeze-excite " + type_text("", c.x) + (c.bias ? "" : " without biases") +
+                           (c.projected ? ", projected" : ""));
   }
 }
 

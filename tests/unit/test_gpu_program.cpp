@@ -236,7 +236,8 @@ TEST(GpuProgram, TiledLaunchesGiveEveryComputeUnitWork) {
 }
 
 // A squeeze-and-excitation block's pooling and two 1x1 convolutions are one
-// step; the scaling Mul stays a step of its own.
+// step; the scaling Mul stays a step of its own, unless a 1x1 convolution
+// reads it, which then scales its input itself.
 TEST(GpuProgram, SqueezeExciteIsOneStep) {
   auto model = test::model_from_text(R"(<ir_version: 8, opset_import: ["" : 13]>
 g (float[1,4,6,6] x) => (float[1,4,6,6] y) <float[2,4,1,1] w1 = {1,2,3,4,5,6,7,8}, float[2] b1 = {0,1},
@@ -252,6 +253,20 @@ g (float[1,4,6,6] x) => (float[1,4,6,6] y) <float[2,4,1,1] w1 = {1,2,3,4,5,6,7,8
   auto program = build_program(*model, std::make_shared<FakeDevice>(), {});
   ASSERT_EQ(program->plan.steps.size(), 2u);
   EXPECT_EQ(program->plan.steps[0].node, "Conv_3") << "named after the second convolution";
+
+  auto projected = test::model_from_text(R"(<ir_version: 8, opset_import: ["" : 13]>
+g (float[1,4,6,6] x) => (float[1,3,6,6] y) <float[2,4,1,1] w1 = {1,2,3,4,5,6,7,8}, float[4,2,1,1] w2 = {1,2,3,4,5,6,7,8},
+                                           float[3,4,1,1] w3 = {1,2,3,4,5,6,7,8,9,10,11,12}> {
+  p = GlobalAveragePool(x)
+  h = Conv(p, w1)
+  e = Conv(h, w2)
+  m = Mul(x, e)
+  y = Conv(m, w3)
+}
+)");
+  program = build_program(*projected, std::make_shared<FakeDevice>(), {});
+  ASSERT_EQ(program->plan.steps.size(), 2u);
+  EXPECT_EQ(program->plan.steps[1].node, "Conv_4") << "the projection";
 }
 
 TEST(GpuProgram, LibraryCallsPastTheirBuffersAreCorruptBlobs) {

@@ -4,6 +4,9 @@
 // post-ops. It also runs 1x1 convolutions of stride 1 without padding: a is
 // the weights [OC][IC], b one image [IC][H * W].
 //
+// With B_SCALE(k), b's row k is scaled first (a squeeze-and-excitation
+// block's channel scale folded into the 1x1 convolution after it).
+//
 // Tiled: each work item computes MB rows for NV vectors of VW consecutive
 // columns, accumulating in registers; per k it loads NV vectors of b and
 // multiplies each a value (a scalar, the same for every lane) into them.
@@ -22,11 +25,20 @@ inline floatV GM_GATHER(__global const float* p, int n0) {
   return VLOADF(VW)(0, t);
 }
 
+#ifdef B_SCALE
+#define GM_SCALE(k) B_SCALE(k)
+#define GM_SCALE_ARG B_SCALE_ARG
+#else
+#define GM_SCALE(k) 1.0f
+#define GM_SCALE_ARG
+#endif
+
 #define GM_LOOP(LOAD)                                                                       \
   for (int k = 0; k < K; ++k) {                                                             \
     __global const float* brow = pb + (size_t)k * N;                                        \
+    const float scale = GM_SCALE(k);                                                        \
     floatV bv[NV];                                                                          \
-    _Pragma("unroll") for (int v = 0; v < NV; ++v) bv[v] = LOAD(brow, n0 + v * VW);          \
+    _Pragma("unroll") for (int v = 0; v < NV; ++v) bv[v] = LOAD(brow, n0 + v * VW) * scale;  \
     _Pragma("unroll") for (int j = 0; j < MB; ++j) {                                        \
       const float av = pa[(size_t)GM_AROW(j) * K + k];                                      \
       _Pragma("unroll") for (int v = 0; v < NV; ++v) acc[j * NV + v] = fma((floatV)(av), bv[v], acc[j * NV + v]); \
@@ -34,7 +46,8 @@ inline floatV GM_GATHER(__global const float* p, int n0) {
   }
 #define GM_LOAD_INNER(p, n0) VLOADF(VW)(0, (p) + (n0))
 
-__kernel void KERNEL_NAME(__global const float* a, __global const float* b, __global float* y BIAS_ARG POST_ARGS) {
+__kernel void KERNEL_NAME(__global const float* a, __global const float* b, __global float* y BIAS_ARG GM_SCALE_ARG
+                          POST_ARGS) {
   const int nt = get_global_id(0), mt = get_global_id(1), bt = get_global_id(2);
   if (nt >= N_TILES || mt >= M_TILES || bt >= BATCH) return;
   size_t ia = 0, ib = 0;
@@ -86,5 +99,7 @@ __kernel void KERNEL_NAME(__global const float* a, __global const float* b, __gl
 #undef N_TILES
 #undef M_TILES
 #undef GM_GATHER
+#undef GM_SCALE
+#undef GM_SCALE_ARG
 #undef GM_LOOP
 #undef GM_LOAD_INNER
