@@ -182,12 +182,11 @@ std::vector<TuningRecord> choose_variants(ProgramGraph& g, Device& device, Tunin
   for (ProgramNode& n : g.nodes) {
     if (!has_variants(n)) continue;
     const std::string key = variant_key(n, g);
-    if (auto it = pending.find(key); it != pending.end()) {
-      it->second.push_back(&n);
-      continue;
-    }
+    // A shape met before: its choice so far (the default, or the cache's),
+    // and the tuner's if it is timed below.
     if (auto it = chosen.find(key); it != chosen.end()) {
       n.variant = *KernelVariant::parse(it->second.variant);
+      if (auto p = pending.find(key); p != pending.end()) p->second.push_back(&n);
       continue;
     }
     n.variant = default_variant(n, g, traits);

@@ -42,11 +42,24 @@ class FakeKernel final : public Kernel {
   void set_arg(uint32_t, Buffer&) override {}
 };
 
+// Runs nothing, at once: enough for the tuner to time candidates.
+class FakeQueue final : public Queue {
+ public:
+  EventPtr write(Buffer&, const void*, size_t, const std::vector<EventPtr>&) override { return done(); }
+  EventPtr read(Buffer&, void*, size_t, const std::vector<EventPtr>&) override { return done(); }
+  EventPtr launch(Kernel&, const Range&, const std::vector<EventPtr>&) override { return done(); }
+  void wait(const std::vector<EventPtr>&) override {}
+
+ private:
+  static EventPtr done() { return std::make_shared<Event>(); }
+};
+
 // Builds nothing; counts what it was asked to do. With `traits`, a device of
-// that kind (a CPU one, with its compute units).
+// that kind (a CPU one, with its compute units); with `runs`, one whose
+// queue runs nothing (else it has none, and so cannot tune).
 class FakeDevice final : public Device {
  public:
-  explicit FakeDevice(DeviceTraits traits = {}) : traits_(traits) {}
+  explicit FakeDevice(DeviceTraits traits = {}, bool runs = false) : traits_(traits), runs_(runs) {}
   std::string name() const override { return "FAKE"; }
   size_t max_work_group_size() const override { return 256; }
   DeviceTraits traits() const override { return traits_; }
@@ -60,12 +73,13 @@ class FakeDevice final : public Device {
     return std::make_shared<FakeExecutable>(std::vector<uint8_t>(binary.begin(), binary.end()));
   }
   std::unique_ptr<Kernel> kernel(const Executable&, const std::string&) override { return std::make_unique<FakeKernel>(); }
-  std::unique_ptr<Queue> queue() override { return nullptr; }
+  std::unique_ptr<Queue> queue() override { return runs_ ? std::make_unique<FakeQueue>() : nullptr; }
   uint64_t source_builds() const override { return builds; }
   std::atomic<uint64_t> builds{0}, loads{0};
 
  private:
   DeviceTraits traits_;
+  bool runs_;
 };
 
 constexpr const char* kModel = R"(
@@ -202,6 +216,36 @@ TEST(GpuProgram, TuningChoicesTravelInBlobsAndSeedTheCache) {
   EXPECT_EQ(tuning_runs(device->name()), 0u);
   // The records survive export and import.
   EXPECT_EQ(import_program(export_program(*tuned), device)->plan.tuning, tuned->plan.tuning);
+}
+
+// A fast compile times the twelve heaviest shapes; a shape past them keeps
+// its default variant in every node that has it (the second and later ones
+// were left with the plain kernel, 25x slower on PP-OCR det's depthwise
+// convolutions).
+TEST(GpuProgram, UntunedShapesKeepTheirDefaultInEveryNode) {
+  // Two convolutions of one shape (16 -> 16 channels), then thirteen heavier
+  // shapes (16 -> 24, 24 -> 25, ..., 36 -> 37), weights as inputs.
+  std::string inputs = "float[1,16,16,16] x", body;
+  std::string prev = "x";
+  std::vector<int64_t> channels = {16, 16, 16, 24};
+  for (int64_t c = 25; c <= 37; ++c) channels.push_back(c);
+  for (size_t i = 1; i < channels.size(); ++i) {
+    const std::string w = "w" + std::to_string(i), y = i + 1 == channels.size() ? "y" : "c" + std::to_string(i);
+    inputs += ", float[" + std::to_string(channels[i]) + "," + std::to_string(channels[i - 1]) + ",3,3] " + w;
+    body += "  " + y + " = Conv <pads = [1,1,1,1]> (" + prev + ", " + w + ")\n";
+    prev = y;
+  }
+  auto model = test::model_from_text(("<ir_version: 8, opset_import: [\"\" : 13]>\ng (" + inputs +
+                                      ") => (float[1,37,16,16] y) {\n" + body + "}\n").c_str());
+  BuildOptions fast;
+  fast.tuning = Tuning::Fast;
+  auto program = build_program(*model, std::make_shared<FakeDevice>(DeviceTraits{}, true), fast);
+  ASSERT_EQ(program->plan.tuning.size(), 15u);
+  size_t tuned = 0;
+  for (const TuningRecord& r : program->plan.tuning) tuned += r.level != 0;
+  EXPECT_EQ(tuned, 12u);
+  ASSERT_GE(program->plan.steps.size(), 2u);
+  EXPECT_EQ(program->plan.steps[0].kernel, program->plan.steps[1].kernel) << "one shape, one variant";
 }
 
 // On a CPU device (PoCL) a tiled launch is split into at least four groups
