@@ -317,7 +317,7 @@ void fuse_squeeze_excite(ProgramGraph& g) {
     ProgramNode& pool = g.nodes[i];
     if (pool.prim.kind != PrimKind::Pool || pool.prim.op != "GlobalAveragePool" || !pool.post_ops.empty()) continue;
     const core::Shape& x = g.shapes.at(pool.prim.inputs[0]);
-    if (x.size() < 3 || x[1] > kMaxChannels) continue;
+    if ((x.size() != 3 && x.size() != 4) || x[1] > kMaxChannels) continue;  // 1-D and 2-D images
     ProgramNode* first = pointwise_reader(pool.prim.output, i);
     if (!first || !uses.single_internal(first->prim.output)) continue;
     const bool unary_only = std::all_of(first->post_ops.begin(), first->post_ops.end(),
