@@ -178,9 +178,16 @@ struct Selector {
 
   const core::Shape& shape(const std::string& v) const { return g.shapes.at(v); }
 
+  // A 1-D launch of `total` work items in groups of 64; on a CPU device
+  // (min_groups set) larger groups where there are enough items, up to 1024
+  // while there are still min_groups of them: PoCL pays for each group it
+  // schedules (PP-OCR det's upsampling had 38400 groups of 64).
   Range range(size_t total) const {
     Range r;
-    const size_t lws = std::min<size_t>(64, std::max<size_t>(1, max_wg));
+    size_t lws = 64;
+    if (min_groups)
+      while (lws < 1024 && total / (2 * lws) >= min_groups) lws *= 2;
+    lws = std::min(lws, std::max<size_t>(1, max_wg));
     r.local[0] = lws;
     r.global[0] = (total + lws - 1) / lws * lws;
     return r;
