@@ -215,6 +215,19 @@ struct Selector {
                        {rows, std::to_string(v.rows)}, {cols, std::to_string(v.cols)}});
   }
 
+  // Optional input `i` of `p` (absent: an empty name) as the template's
+  // MACRO_ARG, its argument or nothing, and MACRO`params`, how a value is
+  // read (`value`, which reads argument `name`) or 0.0f, the ONNX default
+  // of the optional inputs the templates take (biases, initial states).
+  static void optional_input(const Primitive& p, size_t i, const std::string& macro, const std::string& name,
+                             const std::string& params, const std::string& value, Defines& d,
+                             std::vector<std::string>& args) {
+    const bool has = !p.inputs[i].empty();
+    d.emplace_back(macro + "_ARG", has ? ", __global const float* " + name : "");
+    d.emplace_back(macro + params, has ? value : "0.0f");
+    if (has) args.push_back(p.inputs[i]);
+  }
+
   // Instantiates `tmpl` with `defines`; returns the kernel's name.
   std::string instantiate(const std::string& tmpl, Defines defines) {
     std::string body;
@@ -525,12 +538,8 @@ struct Selector {
                            {"HW", std::to_string(hw)}, {"LWS", std::to_string(lws)},
                            {"HIDDEN_OPS(v)", "do { " + hidden + "} while (0)"}});
         args = {p.inputs[0], p.inputs[1], p.inputs[3], p.output};
-        for (const auto& [i, name] : {std::pair<size_t, std::string>{2, "B1"}, {4, "B2"}}) {
-          const bool has = !p.inputs[i].empty();
-          d.emplace_back(name + "_ARG", has ? ", __global const float* " + name + "_" : "");
-          d.emplace_back(name + "_VALUE(i)", has ? name + "_[i]" : "0.0f");
-          if (has) args.push_back(p.inputs[i]);
-        }
+        optional_input(p, 2, "B1", "b1", "_VALUE(i)", "b1[i]", d, args);
+        optional_input(p, 4, "B2", "b2", "_VALUE(i)", "b2[i]", d, args);
         post_ops(n, d, args);
         Range r;
         r.global[0] = static_cast<size_t>(x[0]) * lws;
@@ -652,15 +661,8 @@ struct Selector {
     d = {{"SEQ", num(x[0])}, {"NDIR", num(dirs)}, {"BATCH", num(x[1])}, {"HID", num(hid)}, {"INP", num(x[2])},
          {"REVERSE(d)", p.attrs.direction == "reverse" ? "1" : p.attrs.direction == "bidirectional" ? "((d) == 1)" : "0"}};
     args = {p.inputs[0], p.inputs[1], p.inputs[2], p.output};
-    // An optional input: its argument (or none) and how a value is read
-    // (or 0, the ONNX default of each).
     auto optional = [&](size_t i, const std::string& macro, const std::string& name, const std::string& params,
-                        const std::string& value) {
-      const bool has = !p.inputs[i].empty();
-      d.emplace_back(macro + "_ARG", has ? ", __global const float* " + name : "");
-      d.emplace_back(macro + params, has ? value : "0.0f");
-      if (has) args.push_back(p.inputs[i]);
-    };
+                        const std::string& value) { optional_input(p, i, macro, name, params, value, d, args); };
     optional(3, "BIAS", "bias", "(d, r)",
              "(bias[(d) * " + num(8 * hid) + " + (r)] + bias[(d) * " + num(8 * hid) + " + " + num(4 * hid) + " + (r)])");
     optional(4, "H0", "h0", "(d, b, j)", "h0[" + state + "]");

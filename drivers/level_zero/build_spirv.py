@@ -58,7 +58,7 @@ VARIANTS = {
     # 24 channels of 16 positions, 6 hidden, one bias.
     "squeeze_excite": {"C": "24", "CH": "6", "C2": "24", "HW": "16", "LWS": "32",
                        "HIDDEN_OPS(v)": "do { v = fmax((v), 0.0f); } while (0)",
-                       "B1_ARG": ", __global const float* B1_", "B1_VALUE(i)": "B1_[i]", "B2_ARG": "",
+                       "B1_ARG": ", __global const float* b1", "B1_VALUE(i)": "b1[i]", "B2_ARG": "",
                        "B2_VALUE(i)": "0.0f", **POST},
     "reduce": {"TOTAL": "4UL", "RCOUNT": "16UL", "RED_INIT": "0.0f", "RED_OP(a, v)": "((a) + (v))",
                "RED_FINAL(a)": "((a) / (float)16)",
