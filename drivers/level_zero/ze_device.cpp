@@ -236,12 +236,18 @@ class ZeQueue final : public gpu::Queue {
   }
   gpu::EventPtr launch(gpu::Kernel& kernel, const gpu::Range& range, const std::vector<gpu::EventPtr>& deps) override {
     auto& k = static_cast<ZeKernel&>(kernel);
-    std::array<uint32_t, 3> suggested{1, 1, 1};
-    std::array<uint32_t, 3> global{1, 1, 1};
-    for (uint32_t d = 0; d < range.dims && d < 3; ++d) global[d] = static_cast<uint32_t>(std::min<size_t>(range.global[d], UINT32_MAX));
-    check(zeKernelSuggestGroupSize(k.handle(), global[0], global[1], global[2], &suggested[0], &suggested[1],
-                                   &suggested[2]),
-          "zeKernelSuggestGroupSize(" + k.name() + ")");
+    // The runtime's suggestion only where the plan leaves a group size open
+    // (launch_geometry() takes the plan's where it sets one).
+    std::array<uint32_t, 3> suggested{0, 0, 0};
+    bool open = false;
+    for (uint32_t d = 0; d < range.dims && d < 3; ++d) open = open || range.local[d] == 0;
+    if (open) {
+      std::array<uint32_t, 3> global{1, 1, 1};
+      for (uint32_t d = 0; d < range.dims && d < 3; ++d) global[d] = static_cast<uint32_t>(std::min<size_t>(range.global[d], UINT32_MAX));
+      check(zeKernelSuggestGroupSize(k.handle(), global[0], global[1], global[2], &suggested[0], &suggested[1],
+                                     &suggested[2]),
+            "zeKernelSuggestGroupSize(" + k.name() + ")");
+    }
     const Launch l = launch_geometry(range, suggested);
     check(zeKernelSetGroupSize(k.handle(), l.group_size[0], l.group_size[1], l.group_size[2]),
           "zeKernelSetGroupSize(" + k.name() + ")");
