@@ -18,6 +18,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <time.h>
 
@@ -229,13 +230,22 @@ static int measure(bench_model* m, const bench_options* bo, samples* lat, double
   return rc;
 }
 
+/* CPU time the process has used, user and system, in seconds. In process it
+ * counts the inferences' (the kernels', the streams' and their idle
+ * spinning); through --connect only the client's, the daemon's being its own. */
+static double process_cpu_seconds(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 /* Milliseconds rounded to 0.1 us. */
 static double round4(double ms) { return round(ms * 1e4) / 1e4; }
 
 /* Latency figures of sorted samples, and the throughput. */
 typedef struct stats {
   size_t count;
-  double min, p50, p90, p99, mean, fps;
+  double min, p50, p90, p99, max, mean, fps;
 } stats;
 
 static stats summarize(samples* lat, double wall) {
@@ -248,14 +258,15 @@ static stats summarize(samples* lat, double wall) {
   st.p50 = percentile(lat, 50);
   st.p90 = percentile(lat, 90);
   st.p99 = percentile(lat, 99);
+  st.max = lat->ms[lat->count - 1];
   st.mean = sum / (double)lat->count;
   st.fps = wall > 0 ? (double)lat->count / wall : 0;
   return st;
 }
 
 static json_t* latency_json(const stats* st) {
-  return json_pack("{s:f, s:f, s:f, s:f, s:f}", "min", round4(st->min), "median", round4(st->p50), "p90",
-                   round4(st->p90), "p99", round4(st->p99), "mean", round4(st->mean));
+  return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "min", round4(st->min), "median", round4(st->p50), "p90",
+                   round4(st->p90), "p99", round4(st->p99), "max", round4(st->max), "mean", round4(st->mean));
 }
 
 static const char* model_device(const bench_model* m) {
@@ -265,15 +276,19 @@ static const char* model_device(const bench_model* m) {
 }
 
 /* One model measured on its own: the report bench has always printed. */
-static int report(bench_model* m, const bench_options* bo, samples* lat, double wall) {
+static int report(bench_model* m, const bench_options* bo, samples* lat, double wall, double cpu_seconds) {
   const stats st = summarize(lat, wall);
   const char* device = model_device(m);
+  /* Everything the process burnt while measuring, idle threads' spinning
+   * included, per inference: what running at a rate costs in energy. */
+  const double cpu_ms = st.count ? cpu_seconds * 1e3 / (double)st.count : 0;
   if (bo->json) {
     json_t* document = json_pack("{s:o, s:o, s:I, s:I, s:o, s:f}", "model", cli_json_text(m->o.model), "device",
                                  cli_json_text(device), "iterations", (json_int_t)st.count, "requests",
                                  (json_int_t)m->requests, "latency_ms", latency_json(&st), "throughput_fps",
                                  round(st.fps * 1e3) / 1e3);
     if (document && m->rate > 0) json_object_set_new(document, "rate", json_real(m->rate));
+    if (document && !cli_connect) json_object_set_new(document, "cpu_ms_per_inference", json_real(round4(cpu_ms)));
     return cli_json_print(document) ? CLI_OK : CLI_FAILED;
   }
   printf("model:      %s\n", m->o.model);
@@ -284,8 +299,9 @@ static int report(bench_model* m, const bench_options* bo, samples* lat, double 
     printf("requests:   %ld in flight at %g/s, %zu inferences in %.2f s\n", m->requests, m->rate, st.count, wall);
   else
     printf("requests:   %ld in flight, %zu inferences in %.2f s\n", m->requests, st.count, wall);
-  printf("latency ms: min %.3f  median %.3f  p90 %.3f  p99 %.3f  mean %.3f\n", st.min, st.p50, st.p90, st.p99,
-         st.mean);
+  printf("latency ms: min %.3f  median %.3f  p90 %.3f  p99 %.3f  max %.3f  mean %.3f\n", st.min, st.p50, st.p90,
+         st.p99, st.max, st.mean);
+  if (!cli_connect) printf("cpu time:   %.3f ms per inference (the whole process)\n", cpu_ms);
   printf("throughput: %.2f inferences/s\n", st.fps);
   return CLI_OK;
 }
@@ -506,9 +522,11 @@ static int bench_models(bench_model* models, size_t count, const bench_options* 
   }
   if (rc == CLI_OK && count == 1 && !bo->alone) {
     bench_model* m = &models[0];
+    const double cpu_before = process_cpu_seconds();
     rc = measure(m, bo, &m->together, &m->together_wall);
+    const double cpu_seconds = process_cpu_seconds() - cpu_before;
     if (rc == CLI_OK && m->together.count == 0) rc = CLI_FAILED, cli_error("no inference finished");
-    if (rc == CLI_OK) rc = report(m, bo, &m->together, m->together_wall);
+    if (rc == CLI_OK) rc = report(m, bo, &m->together, m->together_wall, cpu_seconds);
     return rc;
   }
   for (size_t k = 0; rc == CLI_OK && bo->alone && k < count; ++k)

@@ -257,7 +257,12 @@ async function main() {
   process.exit(results.some((r) => r.error) ? 1 : 0);
 }
 
-main().catch((e) => {
-  console.error(e.stack || String(e));
-  process.exit(1);
-});
+// bench_load.js feeds both sides the same inputs this way.
+module.exports = { benchInputs };
+
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(e.stack || String(e));
+    process.exit(1);
+  });
+}

@@ -1,0 +1,242 @@
+#!/usr/bin/env node
+// heterod against ONNX Runtime on the box users have: beside busy co-tenants
+// and at the cadence edge models run, not only quiet and flat out.
+//
+// For each model and each condition, rounds alternate the two sides (which
+// goes first alternates too):
+//   hetero bench MODEL --device CPU --time T [--rate R] --json
+//   ONNX Runtime (onnxruntime-node, intraOpNumThreads 2, interOpNumThreads 1)
+//     running the same inputs for T seconds, flat out or at R per second
+// Conditions:
+//   quiet         nothing else runs
+//   cotenants=N   N busy loops at nice 0 (plain `while :; do :; done` shells
+//                 this script starts before the round and kills after it)
+//   rate=R        R inferences per second on a fixed schedule, the cadence of
+//                 a VAD (31.25/s: 32 ms chunks) or a wake-word model (12.5/s)
+// Each side reports p50, p99, max and the CPU time its whole process used
+// per inference (getrusage / process.cpuUsage over the measured loop: idle
+// threads' spinning counts, which is the point at a cadence). The table
+// gives the median over rounds of each figure.
+//
+//   node bench_load.js [--hetero PATH] [--rounds R] [--time S] [--only NAME]...
+//                      [--condition C]... [--json]
+//
+// Default conditions per model: quiet, cotenants=1, cotenants=2, and the
+// model's cadence where it has one (RATES below).
+'use strict';
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { spawn, spawnSync } = require('child_process');
+const { MODELS, STREAMING, cacheDir, loadOrt, modelPath } = require('../models/model_set.js');
+const { benchInputs } = require('./bench_models.js');
+
+// The models of the issue that asked for this bench, and their cadences.
+const DEFAULT_MODELS = ['oww-embedding', 'ppocr-cls', 'silero-vad-v5', 'oww-hey-mycroft', 'oww-melspectrogram'];
+const RATES = { 'oww-embedding': 12.5, 'silero-vad-v5': 31.25, 'oww-hey-mycroft': 12.5, 'oww-melspectrogram': 12.5 };
+
+function usage(why) {
+  console.error(`bench_load: ${why}\n` +
+    'usage: node bench_load.js [--hetero PATH] [--rounds R] [--time S] [--only NAME]... [--condition C]... [--json]\n' +
+    '       C: quiet | cotenants=N | rate=R');
+  process.exit(2);
+}
+
+function parseArgs(argv) {
+  const o = { hetero: process.env.HETERO_BIN || '', rounds: 3, time: 4, only: [], conditions: [], json: false };
+  for (let i = 0; i < argv.length; ++i) {
+    const a = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) usage(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--hetero') o.hetero = value();
+    else if (a === '--rounds') o.rounds = Number(value());
+    else if (a === '--time') o.time = Number(value());
+    else if (a === '--only') o.only.push(value());
+    else if (a === '--condition') o.conditions.push(parseCondition(value()));
+    else if (a === '--json') o.json = true;
+    else usage(`unknown argument ${a}`);
+  }
+  if (!Number.isInteger(o.rounds) || o.rounds < 1) usage('--rounds wants an integer >= 1');
+  if (!(o.time > 0)) usage('--time wants a positive number of seconds');
+  if (!o.hetero || !fs.existsSync(o.hetero)) usage(`no hetero executable at '${o.hetero}' (--hetero or $HETERO_BIN)`);
+  if (!o.only.length) o.only = DEFAULT_MODELS;
+  return o;
+}
+
+function parseCondition(text) {
+  if (text === 'quiet') return { label: 'quiet', cotenants: 0, rate: 0 };
+  let m = /^cotenants=(\d+)$/.exec(text);
+  if (m) return { label: `${m[1]} co-tenant${m[1] === '1' ? '' : 's'}`, cotenants: Number(m[1]), rate: 0 };
+  m = /^rate=([0-9.]+)$/.exec(text);
+  if (m && Number(m[1]) > 0) return { label: `at ${m[1]}/s`, cotenants: 0, rate: Number(m[1]) };
+  usage(`unknown condition '${text}'`);
+}
+
+function conditionsFor(model, o) {
+  if (o.conditions.length) return o.conditions;
+  const list = ['quiet', 'cotenants=1', 'cotenants=2'];
+  if (RATES[model.name]) list.push(`rate=${RATES[model.name]}`);
+  return list.map(parseCondition);
+}
+
+// Busy loops at nice 0, the load of a camera pipeline or a build beside us.
+function startCotenants(n) {
+  const procs = [];
+  for (let i = 0; i < n; ++i) procs.push(spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' }));
+  return procs;
+}
+
+async function stopCotenants(procs) {
+  await Promise.all(procs.map((p) => new Promise((resolve) => {
+    if (p.exitCode !== null || p.signalCode !== null) return resolve();
+    p.once('exit', resolve);
+    p.kill('SIGKILL');
+  })));
+}
+
+function percentile(sorted, p) {
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[rank - 1];
+}
+
+function median(values) {
+  const s = [...values].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function heteroRound(file, args, cond, o) {
+  const cmd = ['bench', file, '--device', 'CPU', '--cache-dir', o.cacheDir, ...args, '--warmup', '3',
+    '--time', String(o.time), '--json', '--quiet'];
+  if (cond.rate) cmd.push('--rate', String(cond.rate));
+  const r = spawnSync(o.hetero, cmd, { encoding: 'utf8', timeout: 600e3 });
+  if (r.status !== 0) throw new Error(`hetero ${cmd.join(' ')}: ${r.signal || r.status}: ${(r.stderr || '').trim().slice(-300)}`);
+  const j = JSON.parse(r.stdout);
+  return { p50: j.latency_ms.median, p99: j.latency_ms.p99, max: j.latency_ms.max, cpu: j.cpu_ms_per_inference,
+    count: j.iterations };
+}
+
+function sleepMs(ms) {
+  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+}
+
+async function ortRound(session, feeds, cond, o) {
+  for (let i = 0; i < 3; ++i) await session.run(feeds);
+  const times = [];
+  const cpu0 = process.cpuUsage();
+  const start = performance.now();
+  const period = cond.rate ? 1e3 / cond.rate : 0;
+  for (let k = 0; ; ++k) {
+    if (period) {
+      if (k * period >= o.time * 1e3) break;
+      await sleepMs(start + k * period - performance.now());
+    } else if (performance.now() - start >= o.time * 1e3) {
+      break;
+    }
+    const t0 = process.hrtime.bigint();
+    await session.run(feeds);
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  const cpu = process.cpuUsage(cpu0);
+  times.sort((a, b) => a - b);
+  return { p50: percentile(times, 50), p99: percentile(times, 99), max: times[times.length - 1],
+    cpu: (cpu.user + cpu.system) / 1e3 / times.length, count: times.length };
+}
+
+const FIGURES = ['p50', 'p99', 'max', 'cpu'];
+
+function summarize(rounds) {
+  const out = {};
+  for (const f of FIGURES) out[f] = median(rounds.map((r) => r[f]));
+  out.count = median(rounds.map((r) => r.count));
+  return out;
+}
+
+async function benchModel(model, o, ctx, dir) {
+  const file = modelPath(ctx.cache, model);
+  if (!fs.existsSync(file)) throw new Error(`${file} is missing (run scripts/setup.sh --test-data)`);
+  const { feeds, args } = await benchInputs(model, ctx, dir);
+  const session = await ctx.ort.InferenceSession.create(file, {
+    intraOpNumThreads: 2, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all',
+  });
+  const rows = [];
+  for (const cond of conditionsFor(model, o)) {
+    const h = [], t = [];
+    for (let r = 0; r < o.rounds; ++r) {
+      const cotenants = startCotenants(cond.cotenants);
+      try {
+        await sleepMs(cond.cotenants ? 200 : 0);  // let the loops take their cores
+        const sides = [() => h.push(heteroRound(file, args, cond, o)), async () => t.push(await ortRound(session, feeds, cond, o))];
+        if (r % 2) sides.reverse();
+        for (const side of sides) await side();
+      } finally {
+        await stopCotenants(cotenants);
+      }
+      if (!o.json) {
+        const f = (x) => `p50 ${x.p50.toFixed(2)} p99 ${x.p99.toFixed(2)} cpu ${x.cpu.toFixed(2)}`;
+        process.stderr.write(`  ${model.name} ${cond.label} round ${r + 1}/${o.rounds}: heterod ${f(h[r])}; ORT ${f(t[r])}\n`);
+      }
+    }
+    rows.push({ model: model.name, condition: cond.label, heterod: summarize(h), onnxruntime: summarize(t) });
+  }
+  return rows;
+}
+
+function printTable(rows, o) {
+  const header = ['model', 'condition', 'heterod p50', 'p99', 'max', 'cpu/inf', 'ORT p50', 'p99', 'max', 'cpu/inf',
+    'p99 h/ORT'];
+  const table = [header];
+  for (const r of rows) {
+    if (r.error) {
+      table.push([r.model, 'error', ...header.slice(2).map(() => '')]);
+      continue;
+    }
+    const h = r.heterod, t = r.onnxruntime;
+    table.push([r.model, r.condition, ...FIGURES.map((f) => h[f].toFixed(3)), ...FIGURES.map((f) => t[f].toFixed(3)),
+      (h.p99 / t.p99).toFixed(2)]);
+  }
+  const widths = header.map((_, c) => Math.max(...table.map((row) => row[c].length)));
+  const line = (row) => row.map((cell, c) => (c >= 2 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ');
+  console.log(line(table[0]));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const row of table.slice(1)) console.log(line(row));
+  console.log(`\nms; cpu/inf: CPU time of the whole process per inference. ${o.rounds} rounds of ${o.time} s per side ` +
+    'and condition, alternating; each figure is the median over rounds. ' +
+    `${os.cpus().length} CPUs: ${os.cpus()[0].model}.`);
+  for (const r of rows) if (r.error) console.log(`${r.model}: ${r.error.split('\n')[0].slice(0, 300)}`);
+}
+
+async function main() {
+  const o = parseArgs(process.argv.slice(2));
+  const cache = cacheDir();
+  const { ort, why } = fs.existsSync(cache) ? loadOrt(cache) : { ort: null, why: `${cache} does not exist` };
+  if (!ort) usage(`${why}; run scripts/setup.sh --test-data`);
+  const ctx = { ort, cache };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hetero-bench-load-'));
+  o.cacheDir = path.join(dir, 'cache');
+  const rows = [];
+  try {
+    for (const name of o.only) {
+      const model = [...MODELS, ...STREAMING].find((m) => m.name === name);
+      if (!model) usage(`no model '${name}' in tests/models/model_set.js`);
+      try {
+        rows.push(...(await benchModel(model, o, ctx, dir)));
+      } catch (e) {
+        rows.push({ model: name, error: e.message });
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  if (o.json) console.log(JSON.stringify({ rounds: o.rounds, time_s: o.time, rows }, null, 2));
+  else printTable(rows, o);
+  process.exit(rows.some((r) => r.error) ? 1 : 0);
+}
+
+main().catch((e) => {
+  console.error(e.stack || String(e));
+  process.exit(1);
+});
