@@ -15,9 +15,11 @@
 #include "core/function_expand.h"
 #include "core/infer_request.h"
 #include "core/progress.h"
+#include "drivers/cpu/cpu_budget.h"
 #include "drivers/cpu/cpu_compile.h"
 #include "drivers/cpu/scheduler.h"
 #include "drivers/cpu/plan.h"
+#include "drivers/cpu/team_width.h"
 #include "hetero_build_config.h"
 
 namespace hetero::cpu {
@@ -78,8 +80,12 @@ class CpuInferStep final : public core::InferStep {
 
  private:
   std::vector<core::Tensor> execute(const std::vector<core::Tensor>& inputs) {
-    // OpenMP's thread count is per calling thread: set it for the stream's.
-    omp_set_num_threads(program_->threads);
+    // As wide as compiled, or narrower while other work takes the cores
+    // (team_width.h). OpenMP's thread count is per calling thread: set it
+    // for the stream's.
+    const TeamWidth::Scope team(TeamWidth::current(), program_->threads);
+    omp_set_num_threads(team.width());
+    frame_.set_threads(team.width());
     return frame_.run(inputs);
   }
 
@@ -216,8 +222,9 @@ class CpuDriver final : public driver::Driver {
   static std::string device_name(const std::string& device_id) {
     return device_id == "0" ? "CPU" : "CPU." + device_id;
   }
-  // The cores given to the driver: those the process may run on.
-  static int cores() { return std::max(1, omp_get_num_procs()); }
+  // The cores given to the driver: those the process may run on, within its
+  // cgroup's CPU quota (cpu_budget.h).
+  static int cores() { return usable_cpus(); }
   // A compile's OpenMP threads: num_threads, within one stream's share. A
   // realtime model takes one unless num_threads says otherwise: it runs on
   // the realtime lane beside the streams (drivers/cpu/scheduler.h).

@@ -77,6 +77,9 @@ class Frame {
   // The current value of `v`, looked up here and then in enclosing frames.
   const core::Tensor* lookup(const core::Value* v) const;
   const Plan& plan() const noexcept { return plan_; }
+  // The OpenMP team the next run's kernels use: at most the compiled width
+  // (TeamWidth narrows it while the box is busy).
+  void set_threads(int threads) noexcept { threads_ = threads; }
 
  private:
   const Plan& plan_;

@@ -11,6 +11,8 @@
 #include <semaphore>
 
 #include "core/thread_slice.h"
+#include "drivers/cpu/cpu_budget.h"
+#include "drivers/cpu/team_width.h"
 
 namespace hetero::cpu {
 
@@ -229,6 +231,9 @@ void Scheduler::lane_loop() {
 
 void Scheduler::stream_loop(int index) {
   tls_stream_of = this;
+  // The width of this stream's OpenMP team while the box is shared.
+  TeamWidth team(usable_cpus());
+  TeamWidth::set_current(&team);
   // A thread starts with its creator's niceness, and the thread that starts
   // a stream may run less nice than the process (the caller's own choice):
   // the stream counts from the process's.
