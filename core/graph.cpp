@@ -142,13 +142,21 @@ Node* Graph::find_node(const std::string& node_name) const {
 void Graph::sort_topologically() {
   // Kahn's algorithm over producer→consumer edges inside this graph; a stable
   // choice (lowest current index first) keeps an already sorted graph as is.
+  // A node consumes what its subgraphs read of this graph too (an If whose
+  // branches read another If's output, as Silero VAD's exports have): those
+  // reads are edges as much as its inputs are.
   const size_t n = nodes_.size();
   for (size_t i = 0; i < n; ++i) nodes_[i]->index = i;
   std::vector<size_t> pending(n, 0);
   std::vector<std::vector<size_t>> consumers(n);
+  std::vector<const Value*> reads;
   for (const auto& node : nodes_) {
-    for (const Value* in : node->inputs) {
-      if (!in || !in->producer || in->owner != this) continue;
+    reads.clear();
+    values_read(*node, *this, reads);
+    std::sort(reads.begin(), reads.end());
+    reads.erase(std::unique(reads.begin(), reads.end()), reads.end());
+    for (const Value* in : reads) {
+      if (!in->producer) continue;
       consumers[in->producer->index].push_back(node->index);
       ++pending[node->index];
     }

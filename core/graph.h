@@ -133,7 +133,8 @@ class Graph {
   Node* find_node(const std::string& node_name) const;
 
   // Reorders nodes topologically (stable for an already sorted graph) and
-  // renumbers Node::index. Fails with INVALID_MODEL naming a node on a cycle.
+  // renumbers Node::index; what a node's subgraphs read of this graph counts
+  // as its inputs. Fails with INVALID_MODEL naming a node on a cycle.
   void sort_topologically();
   // Deep copy; outer-scope references of subgraphs keep pointing at the
   // enclosing graph's values.

