@@ -223,7 +223,9 @@ std::optional<core::Tensor> fold_node(const core::Node& node, const ConstantLook
   if (op == "ConstantOfShape") {
     // A shape-sized tensor of one value (zeros for an initial state).
     core::Shape shape = x.to_int64_vector();
-    if (x.rank() != 1) fail(HETERO_INVALID_MODEL, node.describe() + ": the shape input is not 1-D");
+    // A scalar counts as the 1-D shape of its one value, as on the CPU and in
+    // ONNX Runtime (Silero VAD's opset-15 export pads with one).
+    if (x.rank() > 1) fail(HETERO_INVALID_MODEL, node.describe() + ": the shape input is not 1-D");
     for (int64_t d : shape)
       if (d < 0) fail(HETERO_INVALID_MODEL, node.describe() + ": negative dim " + std::to_string(d));
     if (core::shape_numel(shape) > kMaxFoldElements) return std::nullopt;
