@@ -1,5 +1,6 @@
 #include "drivers/cpu/graph_eval.h"
 
+#include <cstdint>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -12,8 +13,8 @@ namespace {
 class EvalRun final : public KernelRun {
  public:
   EvalRun(const core::Node& node, std::unordered_map<const core::Value*, core::Tensor>& values, dnnl::stream& stream,
-          int threads)
-      : node_(node), values_(values), stream_(stream), threads_(threads) {}
+          int threads, size_t max_elements = SIZE_MAX)
+      : node_(node), values_(values), stream_(stream), threads_(threads), max_elements_(max_elements) {}
   const core::Node& node() const override { return node_; }
   size_t num_inputs() const override { return node_.inputs.size(); }
   const core::Tensor* input(size_t i) const override {
@@ -26,11 +27,17 @@ class EvalRun final : public KernelRun {
   size_t num_outputs() const override { return node_.outputs.size(); }
   bool output_wanted(size_t i) const override { return i < node_.outputs.size() && node_.outputs[i]; }
   core::Tensor& output(size_t i, core::DType dtype, const core::Shape& shape) override {
+    if (core::shape_numel(shape) > max_elements_) throw TooLarge{};
     core::Tensor& t = values_[node_.outputs.at(i)];
     t = core::Tensor::allocate(dtype, shape, false);
     return t;
   }
-  void set_output(size_t i, core::Tensor tensor) override { values_[node_.outputs.at(i)] = std::move(tensor); }
+  void set_output(size_t i, core::Tensor tensor) override {
+    if (tensor.numel() > max_elements_) throw TooLarge{};
+    values_[node_.outputs.at(i)] = std::move(tensor);
+  }
+  // An output over max_elements: thrown past the kernel, not an error.
+  struct TooLarge {};
   dnnl::stream& stream() override { return stream_; }
   int threads() const override { return threads_; }
   const Frame& frame() const override {
@@ -42,6 +49,7 @@ class EvalRun final : public KernelRun {
   std::unordered_map<const core::Value*, core::Tensor>& values_;
   dnnl::stream& stream_;
   int threads_;
+  size_t max_elements_;
 };
 
 }  // namespace
@@ -68,6 +76,30 @@ core::Tensor GraphEval::run(const core::Tensor& x, dnnl::stream& stream, int thr
   auto it = values.find(graph_.outputs[0]);
   if (it == values.end()) fail(HETERO_DRIVER_ERROR, "a table-driven op's graph did not produce its output");
   return it->second;
+}
+
+std::optional<std::vector<core::Tensor>> evaluate_constant_node(const core::Node& node, int64_t opset,
+                                                                 dnnl::engine& engine, size_t max_elements) {
+  const KernelFactory* factory = KernelRegistry::builtin().find(node.op_type, node.domain, opset);
+  if (!factory) return std::nullopt;
+  std::unordered_map<const core::Value*, core::Tensor> values;
+  try {
+    KernelBuild build{node, opset, engine, nullptr};
+    const std::unique_ptr<Kernel> kernel = (*factory)(build);
+    dnnl::stream stream(engine);
+    EvalRun r(node, values, stream, 1, max_elements);
+    kernel->run(r);
+  } catch (const EvalRun::TooLarge&) {
+    return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  std::vector<core::Tensor> outputs;
+  for (const core::Value* v : node.outputs) {
+    auto it = v ? values.find(v) : values.end();
+    outputs.push_back(it == values.end() ? core::Tensor() : it->second);
+  }
+  return outputs;
 }
 
 }  // namespace hetero::cpu

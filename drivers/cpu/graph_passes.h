@@ -5,12 +5,16 @@
 //     around Conv, MatMul, Gemm, Add, Mul, Concat, pools and elementwise ops
 //     become hetero.cpu QLinear* nodes that compute in int8 (its comment
 //     lists them); the passes below see only what is left in float.
-//  1. fold_and_fuse (graph_fusion.cpp): BatchNormalization and per-channel
+//  1. fold_constants (graph_constants.cpp): ai.onnx nodes whose inputs are
+//     all constants, in the main graph and in If/Loop/Scan bodies, run once
+//     with their kernels and are replaced by their outputs (up to 2^20
+//     elements each); constants no node reads any more are let go.
+//  2. fold_and_fuse (graph_fusion.cpp): BatchNormalization and per-channel
 //     constant Mul/Add right after a Conv or ConvTranspose are folded into its
 //     weights and bias; the activations, constant and residual Add/Mul that
 //     follow a Conv, ConvTranspose, MatMul or Gemm become oneDNN post-ops of
 //     a hetero.cpu Fused* node (post_ops.h describes the attributes).
-//  2. to_channels_last (graph_layout.cpp): convolutions and the pools,
+//  3. to_channels_last (graph_layout.cpp): convolutions and the pools,
 //     normalisations and elementwise ops around them keep activations
 //     channels-last (N, spatial..., C), the layout oneDNN's convolutions run
 //     fastest on (8-bit activations between int8 nodes too); hetero.cpu ToChannelsLast / ToChannelsFirst nodes convert
@@ -27,11 +31,13 @@
 
 namespace hetero::cpu {
 
-// Runs every pass on the main graph of `model`.
+// Runs every pass on the main graph of `model` (constant folding in the
+// bodies of its If, Loop and Scan nodes too).
 void optimize_graph(core::Model& model);
 
 namespace passes {
 // `onnx_opset`: the model's ai.onnx opset, for nodes that carry none.
+void fold_constants(core::Graph& graph, int64_t onnx_opset);
 void to_int8(core::Graph& graph, int64_t onnx_opset);
 void fold_and_fuse(core::Graph& graph, int64_t onnx_opset);
 void to_channels_last(core::Graph& graph);

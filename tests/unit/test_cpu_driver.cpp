@@ -1,6 +1,6 @@
 // What the CPU driver does beyond the driver contract every device meets
 // (tests/driver_contract): its plan's output buffers, device_count, and
-// control flow reading outer values.
+// control flow reading outer values, constant folding.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -86,4 +86,70 @@ g (float[3] x, bool c) => (float[3] y) {
   req->infer();
   EXPECT_EQ(std::vector<float>(req->output(0).values<float>().begin(), req->output(0).values<float>().end()),
             (std::vector<float>{0, 2, 0}));
+}
+
+// Arithmetic on constants, in a branch too, runs once at compile time
+// (drivers/cpu/graph_constants.cpp); what comes out is what running it gave.
+// Silero VAD v5 slices and concatenates its LSTM weights this way.
+TEST(CpuDriver, ConstantArithmeticInABranchGivesTheSameAnswer) {
+  auto model = test::model_from_text(R"ONNX(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[2] x, bool c) => (float[2] y) {
+  w = Constant <value = float[4] {1, 2, 3, 4}> ()
+  y = If (c) <then_branch = t () => (float[2] out) {
+                 starts = Constant <value = int64[1] {2}> ()
+                 ends = Constant <value = int64[1] {4}> ()
+                 tail = Slice (w, starts, ends)
+                 out = Mul (x, tail)
+               },
+              else_branch = e () => (float[2] out) { out = Identity (x) }>
+}
+)ONNX");
+  auto req = runtime().compile(*model, "CPU")->create_infer_request();
+  req->set_input(0, Tensor::from_vector(std::vector<float>{10, 100}, {2}));
+  Tensor c = Tensor::allocate(DType::Bool, {});
+  c.data<uint8_t>()[0] = 1;
+  req->set_input(1, c);
+  req->infer();
+  EXPECT_EQ(std::vector<float>(req->output(0).values<float>().begin(), req->output(0).values<float>().end()),
+            (std::vector<float>{30, 400}));
+}
+
+// Nodes whose inputs are constants but whose outputs are not a function of
+// them stay run-time work: random values differ from inference to inference.
+TEST(CpuDriver, RandomNodesAreNotFolded) {
+  auto model = test::model_from_text(R"ONNX(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[4] x) => (float[4] y) {
+  r = RandomUniform <shape = [4], dtype = 1> ()
+  y = Add (x, r)
+}
+)ONNX");
+  auto req = runtime().compile(*model, "CPU")->create_infer_request();
+  req->set_input(0, Tensor::from_vector(std::vector<float>{0, 0, 0, 0}, {4}));
+  req->infer();
+  const auto first = req->output(0).values<float>();
+  const std::vector<float> a(first.begin(), first.end());
+  req->infer();
+  const auto second = req->output(0).values<float>();
+  EXPECT_NE(a, std::vector<float>(second.begin(), second.end()));
+}
+
+// A constant node whose output would be too large to keep in the compiled
+// model (2^21 elements here, over the folding limit) still runs, at
+// inference time.
+TEST(CpuDriver, LargeConstantOutputsStayRunTimeWork) {
+  auto model = test::model_from_text(R"ONNX(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[1] x) => (float[1] y) {
+  shape = Constant <value = int64[1] {2097152}> ()
+  big = ConstantOfShape <value = float[1] {0.5}> (shape)
+  total = ReduceSum <keepdims = 1> (big)
+  y = Add (x, total)
+}
+)ONNX");
+  auto req = runtime().compile(*model, "CPU")->create_infer_request();
+  req->set_input(0, Tensor::from_vector(std::vector<float>{1}, {1}));
+  req->infer();
+  EXPECT_FLOAT_EQ(req->output(0).values<float>()[0], 1048577.0f);
 }
