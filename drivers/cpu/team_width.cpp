@@ -22,7 +22,7 @@ thread_local TeamWidth* tls_team = nullptr;
 // or the daemon's thread woken on a core for a moment).
 constexpr double kNarrowAt = 0.25;
 // Judged over at least this much inference time, so that a tiny model's
-// inferences are judged a few together.
+// inferences are judged a few together; then as long unmeasured.
 constexpr std::chrono::microseconds kJudgeOver{1000};
 // While narrower than compiled: how often it looks for an idle core, and
 // the longest it waits after widenings that were undone at once.
@@ -103,26 +103,41 @@ int TeamWidth::begin(int threads) {
   const Clock::time_point now = Clock::now();
   if (limit_ < threads) maybe_widen(threads, now);
   width_ = std::max(1, std::min(threads, limit_));
-  if (width_ > 1) {
+  measuring_ = false;
+  if (width_ > 1 && now >= next_judgement_) {
     // New threads' files bring their whole past waits: judge afresh.
-    if (known_ < width_) learn_team(width_), busy_ = Clock::duration::zero();
-    if (busy_ == Clock::duration::zero()) wait_at_start_ = team_wait_ns();
+    if (known_ < width_) learn_team(width_), busy_ = Clock::duration::zero(), waited_ns_ = 0;
+    wait_at_start_ = team_wait_ns();
+    measuring_ = true;
   }
   started_ = now;
   return width_;
 }
 
 void TeamWidth::end() {
-  if (--depth_ > 0 || width_ <= 1 || schedstat_fds_.empty()) return;
+  if (--depth_ > 0 || !measuring_) return;
+  // Only the waits inside inferences count: between two of them the
+  // stream's and the team's idle threads spin beside a client's thread, and
+  // that waiting delays nothing.
   const Clock::time_point now = Clock::now();
+  waited_ns_ += team_wait_ns() - wait_at_start_;
   busy_ += now - started_;
   if (busy_ < kJudgeOver) return;
   const double busy_ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(busy_).count());
-  const double waited = static_cast<double>(team_wait_ns() - wait_at_start_);
+  const double waited = static_cast<double>(waited_ns_);
   busy_ = Clock::duration::zero();
-  // The waits between two judged inferences (a cadence's idle gaps) are
-  // counted too; idle threads sleep and wait for nothing, so little is.
-  if (waited <= kNarrowAt * busy_ns) return;
+  waited_ns_ = 0;
+  // Judged, the next inferences over as long again run unmeasured: a tiny
+  // model's inference then pays for reading the waits only half the time.
+  next_judgement_ = now + kJudgeOver;
+  // Two judgements running: a burst of the box's own work (an interrupt, a
+  // kernel thread) makes one now and then on a quiet box; a co-tenant makes
+  // every one.
+  const bool crowded = waited > kNarrowAt * busy_ns;
+  const bool again = crowded && crowded_before_;
+  crowded_before_ = crowded;
+  if (!again) return;
+  crowded_before_ = false;
   const int lose = std::max(1, static_cast<int>(std::ceil(waited / busy_ns)));
   limit_ = std::max(1, width_ - lose);
   // Narrowed right after widening: the box is still busy, try less often.

@@ -15,9 +15,9 @@
 //
 // How it knows. Linux counts, per thread, the time it spent runnable but
 // waiting for a CPU (the second figure of /proc/self/task/TID/schedstat).
-// After each inference the team's threads' waits are summed: when they
-// exceed a quarter of the inference's time, the team loses as many threads
-// as the waits amount to (at least one). While narrower than compiled, the
+// The team's threads' waits inside inferences are summed over at least 1 ms
+// of inference time: when they exceed a quarter of it twice running, the
+// team loses as many threads as the waits amount to (at least one). While narrower than compiled, the
 // stream looks at the number of runnable threads on the box every 50 ms
 // (/proc/loadavg's fourth field, an instant count) and widens by one when a
 // core is idle; a widening that is undone at once doubles the time to the
@@ -90,9 +90,14 @@ class TeamWidth {
   std::vector<int> schedstat_fds_;
   int loadavg_fd_ = -1;
   Clock::time_point started_{};
-  // Inference time since the waits were last judged, and the waits then.
+  // Whether this inference's waits are read; the inference time and the
+  // waits measured since the last judgement; when the next one starts.
+  bool measuring_ = false;
   Clock::duration busy_{};
+  int64_t waited_ns_ = 0;
   int64_t wait_at_start_ = 0;
+  Clock::time_point next_judgement_{};
+  bool crowded_before_ = false;  // the last judgement found the waits too long
   Clock::time_point next_widen_{};
   std::chrono::milliseconds widen_interval_;
   Clock::time_point widened_at_{};
