@@ -18,8 +18,13 @@
 // threads' spinning counts, which is the point at a cadence). The table
 // gives the median over rounds of each figure.
 //
-//   node bench_load.js [--hetero PATH] [--rounds R] [--time S] [--only NAME]...
-//                      [--condition C]... [--json]
+// With --daemon, each round also runs the model through heterod (started by
+// this script on a temporary socket, serving the model on CPU):
+//   hetero --connect SOCKET bench NAME --time T [--rate R] --json
+// and the daemon's CPU time per inference is read from /proc/PID/stat.
+//
+//   node bench_load.js [--hetero PATH] [--heterod PATH] [--daemon] [--rounds R] [--time S]
+//                      [--only NAME]... [--condition C]... [--json]
 //
 // Default conditions per model: quiet, cotenants=1, cotenants=2, and the
 // model's cadence where it has one (RATES below).
@@ -39,12 +44,13 @@ const RATES = { 'oww-embedding': 12.5, 'silero-vad-v5': 31.25, 'oww-hey-mycroft'
 function usage(why) {
   console.error(`bench_load: ${why}\n` +
     'usage: node bench_load.js [--hetero PATH] [--rounds R] [--time S] [--only NAME]... [--condition C]... [--json]\n' +
-    '       C: quiet | cotenants=N | rate=R');
+    '       [--daemon] [--heterod PATH]\n       C: quiet | cotenants=N | rate=R');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const o = { hetero: process.env.HETERO_BIN || '', rounds: 3, time: 4, only: [], conditions: [], json: false };
+  const o = { hetero: process.env.HETERO_BIN || '', heterod: '', daemon: false, rounds: 3, time: 4, only: [],
+    conditions: [], json: false };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -52,6 +58,8 @@ function parseArgs(argv) {
       return argv[++i];
     };
     if (a === '--hetero') o.hetero = value();
+    else if (a === '--heterod') o.heterod = value();
+    else if (a === '--daemon') o.daemon = true;
     else if (a === '--rounds') o.rounds = Number(value());
     else if (a === '--time') o.time = Number(value());
     else if (a === '--only') o.only.push(value());
@@ -63,6 +71,8 @@ function parseArgs(argv) {
   if (!(o.time > 0)) usage('--time wants a positive number of seconds');
   if (!o.hetero || !fs.existsSync(o.hetero)) usage(`no hetero executable at '${o.hetero}' (--hetero or $HETERO_BIN)`);
   if (!o.only.length) o.only = DEFAULT_MODELS;
+  if (o.daemon && !o.heterod) o.heterod = path.join(path.dirname(o.hetero), '..', 'daemon', 'heterod');
+  if (o.daemon && !fs.existsSync(o.heterod)) usage(`no heterod at '${o.heterod}' (--heterod)`);
   return o;
 }
 
@@ -108,15 +118,62 @@ function median(values) {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-function heteroRound(file, args, cond, o) {
-  const cmd = ['bench', file, '--device', 'CPU', '--cache-dir', o.cacheDir, ...args, '--warmup', '3',
-    '--time', String(o.time), '--json', '--quiet'];
+// One `hetero bench` run: in process on FILE, or with `daemon` through it
+// on the model it serves (its CPU time from /proc, clock ticks).
+function heteroRound(file, args, cond, o, daemon) {
+  const cmd = daemon ? ['--connect', daemon.socket, 'bench', daemon.name, ...args.filter((a, i) => !isShapeArg(args, i))]
+    : ['bench', file, '--device', 'CPU', '--cache-dir', o.cacheDir, ...args];
+  cmd.push('--warmup', '3', '--time', String(o.time), '--json', '--quiet');
   if (cond.rate) cmd.push('--rate', String(cond.rate));
+  const ticks0 = daemon ? daemonTicks(daemon) : 0;
   const r = spawnSync(o.hetero, cmd, { encoding: 'utf8', timeout: 600e3 });
   if (r.status !== 0) throw new Error(`hetero ${cmd.join(' ')}: ${r.signal || r.status}: ${(r.stderr || '').trim().slice(-300)}`);
   const j = JSON.parse(r.stdout);
-  return { p50: j.latency_ms.median, p99: j.latency_ms.p99, max: j.latency_ms.max, cpu: j.cpu_ms_per_inference,
-    count: j.iterations };
+  const cpu = daemon ? ((daemonTicks(daemon) - ticks0) * 1e3) / CLOCK_TICKS / j.iterations : j.cpu_ms_per_inference;
+  return { p50: j.latency_ms.median, p99: j.latency_ms.p99, max: j.latency_ms.max, cpu, count: j.iterations };
+}
+
+// `--shape NAME=DIMS` pairs: the daemon's config fixes its model's shapes.
+function isShapeArg(args, i) {
+  return args[i] === '--shape' || (i > 0 && args[i - 1] === '--shape');
+}
+
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
+
+// User and system clock ticks of the daemon process (/proc/PID/stat).
+function daemonTicks(daemon) {
+  const stat = fs.readFileSync(`/proc/${daemon.process.pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+// heterod serving `model` (its declared input shapes fixed) on a socket in `dir`.
+async function startDaemon(model, file, o, dir) {
+  const socket = path.join(dir, `${model.name}.sock`);
+  const config = path.join(dir, `${model.name}.yaml`);
+  const shapes = model.chunk
+    ? [[model.chunk.name, [1, model.chunk.context + model.chunk.samples]], ...model.states.map((s) => [s.input, s.shape])]
+    : model.inputs.map((i) => [i.name, i.shape]);
+  const shapeText = shapes.map(([n, s]) => `${JSON.stringify(n)}: [${s.join(', ')}]`).join(', ');
+  fs.writeFileSync(config, `socket: {path: ${socket}}\ncache_dir: ${path.join(dir, 'daemon-cache')}\n` +
+    `models:\n  - {name: ${model.name}, path: ${file}, device: CPU, shapes: {${shapeText}}, parallel: 1}\n`);
+  const log = path.join(dir, `${model.name}.log`);
+  const proc = spawn(o.heterod, ['--config', config], { stdio: ['ignore', fs.openSync(log, 'w'), fs.openSync(log, 'a')] });
+  for (let i = 0; i < 600 && proc.exitCode === null; ++i) {
+    const r = spawnSync(o.hetero, ['--connect', socket, 'models'], { encoding: 'utf8' });
+    if (r.status === 0 && r.stdout.includes('ready')) return { process: proc, socket, name: model.name };
+    await sleepMs(50);
+  }
+  proc.kill('SIGKILL');
+  throw new Error(`heterod did not serve ${model.name}: ${fs.readFileSync(log, 'utf8').slice(-400)}`);
+}
+
+async function stopDaemon(daemon) {
+  if (!daemon || daemon.process.exitCode !== null) return;
+  await new Promise((resolve) => {
+    daemon.process.once('exit', resolve);
+    daemon.process.kill('SIGTERM');
+  });
 }
 
 function sleepMs(ms) {
@@ -162,48 +219,59 @@ async function benchModel(model, o, ctx, dir) {
   const session = await ctx.ort.InferenceSession.create(file, {
     intraOpNumThreads: 2, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all',
   });
+  const daemon = o.daemon ? await startDaemon(model, file, o, dir) : null;
   const rows = [];
-  for (const cond of conditionsFor(model, o)) {
-    const h = [], t = [];
-    for (let r = 0; r < o.rounds; ++r) {
-      const cotenants = startCotenants(cond.cotenants);
-      try {
-        await sleepMs(cond.cotenants ? 200 : 0);  // let the loops take their cores
-        const sides = [() => h.push(heteroRound(file, args, cond, o)), async () => t.push(await ortRound(session, feeds, cond, o))];
-        if (r % 2) sides.reverse();
-        for (const side of sides) await side();
-      } finally {
-        await stopCotenants(cotenants);
+  try {
+    for (const cond of conditionsFor(model, o)) {
+      const h = [], d = [], t = [];
+      for (let r = 0; r < o.rounds; ++r) {
+        const cotenants = startCotenants(cond.cotenants);
+        try {
+          await sleepMs(cond.cotenants ? 200 : 0);  // let the loops take their cores
+          const sides = [() => h.push(heteroRound(file, args, cond, o)),
+            async () => t.push(await ortRound(session, feeds, cond, o))];
+          if (daemon) sides.splice(1, 0, () => d.push(heteroRound(file, args, cond, o, daemon)));
+          if (r % 2) sides.reverse();
+          for (const side of sides) await side();
+        } finally {
+          await stopCotenants(cotenants);
+        }
+        if (!o.json) {
+          const f = (x) => `p50 ${x.p50.toFixed(2)} p99 ${x.p99.toFixed(2)} cpu ${x.cpu.toFixed(2)}`;
+          process.stderr.write(`  ${model.name} ${cond.label} round ${r + 1}/${o.rounds}: heterod ${f(h[r])}; ` +
+            `${daemon ? `daemon ${f(d[r])}; ` : ''}ORT ${f(t[r])}\n`);
+        }
       }
-      if (!o.json) {
-        const f = (x) => `p50 ${x.p50.toFixed(2)} p99 ${x.p99.toFixed(2)} cpu ${x.cpu.toFixed(2)}`;
-        process.stderr.write(`  ${model.name} ${cond.label} round ${r + 1}/${o.rounds}: heterod ${f(h[r])}; ORT ${f(t[r])}\n`);
-      }
+      rows.push({ model: model.name, condition: cond.label, heterod: summarize(h), daemon: daemon ? summarize(d) : null,
+        onnxruntime: summarize(t) });
     }
-    rows.push({ model: model.name, condition: cond.label, heterod: summarize(h), onnxruntime: summarize(t) });
+  } finally {
+    await stopDaemon(daemon);
   }
   return rows;
 }
 
 function printTable(rows, o) {
-  const header = ['model', 'condition', 'heterod p50', 'p99', 'max', 'cpu/inf', 'ORT p50', 'p99', 'max', 'cpu/inf',
-    'p99 h/ORT'];
+  const header = ['model', 'condition', 'heterod p50', 'p99', 'max', 'cpu/inf',
+    ...(o.daemon ? ['daemon p50', 'p99', 'max', 'cpu/inf'] : []), 'ORT p50', 'p99', 'max', 'cpu/inf', 'p99 h/ORT',
+    ...(o.daemon ? ['p99 daemon/h'] : [])];
   const table = [header];
   for (const r of rows) {
     if (r.error) {
       table.push([r.model, 'error', ...header.slice(2).map(() => '')]);
       continue;
     }
-    const h = r.heterod, t = r.onnxruntime;
-    table.push([r.model, r.condition, ...FIGURES.map((f) => h[f].toFixed(3)), ...FIGURES.map((f) => t[f].toFixed(3)),
-      (h.p99 / t.p99).toFixed(2)]);
+    const h = r.heterod, d = r.daemon, t = r.onnxruntime;
+    const figures = (x) => FIGURES.map((f) => x[f].toFixed(3));
+    table.push([r.model, r.condition, ...figures(h), ...(d ? figures(d) : []), ...figures(t), (h.p99 / t.p99).toFixed(2),
+      ...(d ? [(d.p99 / h.p99).toFixed(2)] : [])]);
   }
   const widths = header.map((_, c) => Math.max(...table.map((row) => row[c].length)));
   const line = (row) => row.map((cell, c) => (c >= 2 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ');
   console.log(line(table[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of table.slice(1)) console.log(line(row));
-  console.log(`\nms; cpu/inf: CPU time of the whole process per inference. ${o.rounds} rounds of ${o.time} s per side ` +
+  console.log(`\nms; cpu/inf: CPU time of the whole process per inference (through the daemon: heterod's). ${o.rounds} rounds of ${o.time} s per side ` +
     'and condition, alternating; each figure is the median over rounds. ' +
     `${os.cpus().length} CPUs: ${os.cpus()[0].model}.`);
   for (const r of rows) if (r.error) console.log(`${r.model}: ${r.error.split('\n')[0].slice(0, 300)}`);
