@@ -10,6 +10,7 @@ void optimize_graph(core::Model& model) {
   // turn into float constants.
   passes::to_int8(model.graph, model.opset(""));
   passes::fold_constants(model.graph, model.opset(""));
+  passes::fuse_layer_norm(model.graph, model.opset(""));
   passes::fold_and_fuse(model.graph, model.opset(""));
   passes::to_channels_last(model.graph);
   model.opsets[kCpuDomain] = 1;

@@ -9,12 +9,15 @@
 //     all constants, in the main graph and in If/Loop/Scan bodies, run once
 //     with their kernels and are replaced by their outputs (up to 2^20
 //     elements each); constants no node reads any more are let go.
-//  2. fold_and_fuse (graph_fusion.cpp): BatchNormalization and per-channel
+//  2. fuse_layer_norm (graph_layer_norm.cpp): a layer normalisation over
+//     the last axis written out in ReduceMean, Sub, Pow, Sqrt, Div (and Mul,
+//     Add by constants) becomes one LayerNormalization node.
+//  3. fold_and_fuse (graph_fusion.cpp): BatchNormalization and per-channel
 //     constant Mul/Add right after a Conv or ConvTranspose are folded into its
 //     weights and bias; the activations, constant and residual Add/Mul that
 //     follow a Conv, ConvTranspose, MatMul or Gemm become oneDNN post-ops of
 //     a hetero.cpu Fused* node (post_ops.h describes the attributes).
-//  3. to_channels_last (graph_layout.cpp): convolutions and the pools,
+//  4. to_channels_last (graph_layout.cpp): convolutions and the pools,
 //     normalisations and elementwise ops around them keep activations
 //     channels-last (N, spatial..., C), the layout oneDNN's convolutions run
 //     fastest on (8-bit activations between int8 nodes too); hetero.cpu ToChannelsLast / ToChannelsFirst nodes convert
@@ -39,6 +42,7 @@ namespace passes {
 // `onnx_opset`: the model's ai.onnx opset, for nodes that carry none.
 void fold_constants(core::Graph& graph, int64_t onnx_opset);
 void to_int8(core::Graph& graph, int64_t onnx_opset);
+void fuse_layer_norm(core::Graph& graph, int64_t onnx_opset);
 void fold_and_fuse(core::Graph& graph, int64_t onnx_opset);
 void to_channels_last(core::Graph& graph);
 }  // namespace passes
