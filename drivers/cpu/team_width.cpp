@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 namespace hetero::cpu {
@@ -58,14 +57,13 @@ void TeamWidth::learn_team(int width) {
   std::vector<pid_t> tids(static_cast<size_t>(width), 0);
 #pragma omp parallel num_threads(width)
   tids[static_cast<size_t>(omp_get_thread_num())] = static_cast<pid_t>(syscall(SYS_gettid));
-  static thread_local std::vector<pid_t> known_tids;
   for (pid_t tid : tids) {
-    if (tid == 0 || std::find(known_tids.begin(), known_tids.end(), tid) != known_tids.end()) continue;
+    if (tid == 0 || std::find(known_tids_.begin(), known_tids_.end(), tid) != known_tids_.end()) continue;
     const std::string path = "/proc/self/task/" + std::to_string(tid) + "/schedstat";
     const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;  // no schedstat (a kernel without it): the team keeps its width
     schedstat_fds_.push_back(fd);
-    known_tids.push_back(tid);
+    known_tids_.push_back(tid);
   }
   known_ = std::max(known_, width);
 }
@@ -99,7 +97,9 @@ void TeamWidth::maybe_widen(int threads, Clock::time_point now) {
 }
 
 int TeamWidth::begin(int threads) {
-  if (depth_++ > 0) return width_;
+  // A job run at a node boundary of another keeps to the limit and to its
+  // own compiled width, and is not measured.
+  if (depth_++ > 0) return std::max(1, std::min(threads, limit_));
   const Clock::time_point now = Clock::now();
   if (limit_ < threads) maybe_widen(threads, now);
   width_ = std::max(1, std::min(threads, limit_));

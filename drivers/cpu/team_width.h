@@ -49,7 +49,7 @@ class TeamWidth {
 
   // Around one inference of a model compiled for `threads`: begin() gives
   // the width to run it with, end() measures. Nested pairs (a job run at a
-  // node boundary of another) take the outer one's width and measure nothing.
+  // node boundary of another) keep to the limit and measure nothing.
   int begin(int threads);
   void end();
 
@@ -86,8 +86,9 @@ class TeamWidth {
   int depth_ = 0;
   int width_ = 1;            // of the inference running
   int limit_;                // the widest the team may run now
-  int known_ = 0;            // team threads whose schedstat is open
-  std::vector<int> schedstat_fds_;
+  int known_ = 0;            // the widest team whose threads were asked for their ids
+  std::vector<int> known_tids_;
+  std::vector<int> schedstat_fds_;  // one per known thread
   int loadavg_fd_ = -1;
   Clock::time_point started_{};
   // Whether this inference's waits are read; the inference time and the
