@@ -35,7 +35,7 @@ const os = require('os');
 const path = require('path');
 const { spawn, spawnSync } = require('child_process');
 const { MODELS, STREAMING, cacheDir, loadOrt, modelPath } = require('../models/model_set.js');
-const { benchInputs } = require('./bench_models.js');
+const { benchInputs, median } = require('./bench_models.js');
 
 // The models of the issue that asked for this bench, and their cadences.
 const DEFAULT_MODELS = ['oww-embedding', 'ppocr-cls', 'silero-vad-v5', 'oww-hey-mycroft', 'oww-melspectrogram'];
@@ -110,12 +110,6 @@ async function stopCotenants(procs) {
 function percentile(sorted, p) {
   const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
   return sorted[rank - 1];
-}
-
-function median(values) {
-  const s = [...values].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 // One `hetero bench` run: in process on FILE, or with `daemon` through it

@@ -258,7 +258,7 @@ async function main() {
 }
 
 // bench_load.js feeds both sides the same inputs this way.
-module.exports = { benchInputs };
+module.exports = { benchInputs, median };
 
 if (require.main === module) {
   main().catch((e) => {

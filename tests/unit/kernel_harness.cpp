@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "drivers/cpu/graph_passes.h"
 #include "tests/unit/model_text.h"
 
 namespace hetero::cpu::testing {
@@ -176,6 +177,14 @@ std::vector<core::Tensor> run_model(const char* text, const std::vector<core::Te
   std::vector<core::Tensor> out;
   for (size_t i = 0; i < compiled->outputs().size(); ++i) out.push_back(request->output(i).clone());
   return out;
+}
+
+std::map<std::string, int> optimized_ops(const std::string& text) {
+  auto model = test::model_from_text(text.c_str());
+  optimize_graph(*model);
+  std::map<std::string, int> ops;
+  for (const auto& n : model->graph.nodes()) ++ops[(n->domain.empty() ? "" : n->domain + ".") + n->op_type];
+  return ops;
 }
 
 void expect_compile_error(const char* text, hetero_status status, std::initializer_list<std::string> parts) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -84,6 +85,9 @@ core::Runtime& test_runtime();
 // on `inputs`; its outputs.
 std::vector<core::Tensor> run_model(const char* text, const std::vector<core::Tensor>& inputs,
                                     const driver::Config& config = {});
+// Op counts ("Conv", "hetero.cpu.FusedConv") of the graph the CPU driver's
+// passes (graph_passes.h) make of a model in ONNX's text syntax.
+std::map<std::string, int> optimized_ops(const std::string& text);
 
 // ---- Tensors.
 

@@ -14,14 +14,7 @@ namespace {
 
 using core::Tensor;
 
-// Op counts of the graph the CPU driver's passes make of `text`.
-std::map<std::string, int> optimized_ops(const std::string& text) {
-  auto model = model_from_text(text.c_str());
-  cpu::optimize_graph(*model);
-  std::map<std::string, int> ops;
-  for (const auto& n : model->graph.nodes()) ++ops[(n->domain.empty() ? "" : n->domain + ".") + n->op_type];
-  return ops;
-}
+using cpu::testing::optimized_ops;
 
 // The model optimised and as written agree within float rounding.
 void expect_same_results(const std::string& text, const std::vector<Tensor>& inputs) {
