@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/graph_eval.h"
 #include "drivers/cpu/graph_passes.h"
 #include "drivers/cpu/graph_rewrite.h"
@@ -87,15 +88,8 @@ class Folder {
 void fold_constants(core::Graph& graph, int64_t onnx_opset) {
   // A compile's graph work runs on the caller's thread with no OpenMP team
   // (drivers/cpu/scheduler.h says why): the folded nodes run on one thread.
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  try {
-    Folder(onnx_opset).fold(graph);
-  } catch (...) {
-    omp_set_num_threads(threads);
-    throw;
-  }
-  omp_set_num_threads(threads);
+  const TeamForWork one_thread(omp_get_max_threads(), 0);
+  Folder(onnx_opset).fold(graph);
 }
 
 }  // namespace hetero::cpu::passes
