@@ -38,6 +38,12 @@ struct Limits {
 };
 
 // One model to serve.
+// Who owns a model, or who asks to unload or replace one: a uid (>= 0),
+// or one of these.
+constexpr int64_t kOwnedByConfig = -1;      // the config's: only a reload unloads it
+constexpr int64_t kOwnedByTcpClients = -2;  // a v2 client over TCP, which has no uid
+constexpr int64_t kUnknownRequester = -3;   // a request whose connection has gone: owns nothing
+
 struct ModelSpec {
   std::string name;
   std::string path;      // absolute: an ONNX file or a compiled blob
@@ -51,6 +57,7 @@ struct ModelSpec {
   int line = 0;           // of its entry in the config file, for messages; 0: not from the file
   uint32_t max_inference_ms = 0;  // a running inference longer is cancelled: TIMEOUT (0: no limit)
   int64_t client_uid = -1;        // the uid that loaded it through LoadModel; -1: the config's
+  int64_t owner = kOwnedByConfig;  // who may unload or replace it (Server::check_owner)
   uint64_t client_bytes = 0;      // its model file's size, charged to client_uid
   uint32_t max_compile_ms = 0;    // its load's time limit, limits.max_compile_ms for a client's (0: none)
 

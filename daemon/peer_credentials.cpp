@@ -30,8 +30,10 @@ PeerCredentials peer_credentials(int socket) {
   return peer;
 }
 
+bool is_admin(uid_t uid) { return uid == 0 || uid == ::geteuid(); }
+
 bool peer_allowed(const PeerCredentials& peer, const Config& config) {
-  if (peer.uid == 0 || peer.uid == ::geteuid()) return true;
+  if (is_admin(peer.uid)) return true;
   if (config.allowed_uids.empty() && config.allowed_gids.empty()) return true;
   auto has = [](const auto& list, auto id) { return std::find(list.begin(), list.end(), id) != list.end(); };
   if (has(config.allowed_uids, peer.uid) || has(config.allowed_gids, peer.gid)) return true;

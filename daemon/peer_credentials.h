@@ -23,6 +23,10 @@ struct PeerCredentials {
 // Fails with IO_ERROR when the kernel does not say.
 PeerCredentials peer_credentials(int socket);
 
+// Root and the daemon's own uid: they may reload the daemon and unload any
+// client's model.
+bool is_admin(uid_t uid);
+
 // Lets in the daemon's own uid and root always; others when access lists are
 // empty or name their uid, their gid or one of their groups.
 bool peer_allowed(const PeerCredentials& peer, const Config& config);

@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "core/priority.h"
+#include "daemon/peer_credentials.h"
 #include "daemon/server.h"
 
 namespace hetero::daemon {
@@ -150,6 +151,7 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
   ModelSpec spec;
   spec.name = message.name();
   spec.client_uid = uid;
+  spec.owner = uid;
   spec.max_compile_ms = config_.limits.max_compile_ms;
   spec.device = message.device().empty() ? "CPU" : message.device();
   spec.config.insert(message.config().begin(), message.config().end());
@@ -243,9 +245,10 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
 }
 
 void Server::handle_unload(Connection& connection, const wire::Request& request) {
-  const std::string& name = request.unload_model().name();
-  if (!unload_model(name))
-    return reply_error(connection, request.id(), HETERO_NOT_FOUND, "model '" + name + "' is not loaded");
+  std::string why;
+  if (const hetero_status status = unload_model(request.unload_model().name(), connection.peer().uid, why);
+      status != HETERO_OK)
+    return reply_error(connection, request.id(), status, why);
   wire::Response response;
   response.set_id(request.id());
   reply(connection, response);
@@ -338,8 +341,7 @@ void Server::handle_health(Connection& connection, const wire::Request& request)
 }
 
 void Server::handle_reload(Connection& connection, const wire::Request& request) {
-  const uid_t uid = connection.peer().uid;
-  if (uid != 0 && uid != ::geteuid())
+  if (!is_admin(connection.peer().uid))
     return reply_error(connection, request.id(), HETERO_PERMISSION_DENIED,
                        "only root and the daemon's own user may reload it");
   const Waiter waiter{connection.shared_from_this(), request.id()};
@@ -445,9 +447,31 @@ void Server::handle_cancel(Connection& connection, const wire::Request& request)
   reply(connection, response);
 }
 
-bool Server::unload_model(const std::string& name) {
+hetero_status Server::check_owner(const ModelEntry& entry, int64_t requester, const std::string& action,
+                                  std::string& why) const {
+  const ModelSpec& spec = entry.spec;
+  const std::string model = "model '" + spec.name + "'";
+  if (entry.from_config || spec.owner == kOwnedByConfig) {
+    why = model + " is served from " + config_.file +
+          (spec.line ? " (line " + std::to_string(spec.line) + ")" : std::string()) + ": no client may " + action +
+          " it; remove it there and reload the daemon";
+    return HETERO_PERMISSION_DENIED;
+  }
+  if (requester == spec.owner || (requester >= 0 && is_admin(static_cast<uid_t>(requester)))) return HETERO_OK;
+  why = model + " was loaded by " +
+        (spec.owner == kOwnedByTcpClients ? std::string("a v2 client over TCP") : "uid " + std::to_string(spec.owner)) +
+        "; only it, root or the daemon's user may " + action + " it";
+  return HETERO_PERMISSION_DENIED;
+}
+
+hetero_status Server::unload_model(const std::string& name, int64_t requester, std::string& why) {
   auto it = models_.find(name);
-  if (it == models_.end()) return false;
+  if (it == models_.end()) {
+    why = "model '" + name + "' is not loaded";
+    return HETERO_NOT_FOUND;
+  }
+  if (const hetero_status status = check_owner(it->second, requester, "unload", why); status != HETERO_OK)
+    return status;
   // Requests already queued or running are answered CANCELLED, the running
   // ones at their next node boundary: they hold the model until then.
   if (it->second.model) it->second.model->cancel_all("model '" + name + "' was unloaded");
@@ -456,7 +480,7 @@ bool Server::unload_model(const std::string& name) {
   // Its memory (freed now, or when its last running job ends) goes back to
   // the system.
   trim_heap();
-  return true;
+  return HETERO_OK;
 }
 
 }  // namespace hetero::daemon

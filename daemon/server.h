@@ -101,8 +101,15 @@ class Server {
   // replaces it (a failed load keeps it).
   using LoadDone = std::function<void(hetero_status status, const std::string& message)>;
   void load_model(const ModelSpec& spec, bool from_config, LoadDone done);
-  // Requests already queued or running are answered. False: not loaded.
-  bool unload_model(const std::string& name);
+  // OK when `requester` (a uid, or kOwnedByTcpClients) may unload or
+  // replace the model: a client's model by the uid that loaded it or by an
+  // admin (is_admin()); the config's by nobody, as only a reload unloads
+  // it. Otherwise PERMISSION_DENIED, and `why` says whose it is.
+  hetero_status check_owner(const ModelEntry& entry, int64_t requester, const std::string& action,
+                            std::string& why) const;
+  // Unloads `name` if check_owner() lets `requester`; requests already
+  // queued or running are answered CANCELLED. NOT_FOUND: not loaded.
+  hetero_status unload_model(const std::string& name, int64_t requester, std::string& why);
 
  private:
   struct LoadResult {

@@ -45,6 +45,9 @@ class Call : public std::enable_shared_from_this<Call> {
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
   // The client gave up on it, its deadline passed or its connection went.
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
+  // gRPC's name for the client's connection: "fd:N" for one handed over
+  // from the Unix socket, "ipv4:..." or "ipv6:..." over TCP.
+  std::string peer() const { return context_.peer(); }
   // The client's deadline; time_point::max() when it set none.
   std::chrono::system_clock::time_point deadline() const { return context_.deadline(); }
 

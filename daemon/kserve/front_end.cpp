@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -66,6 +67,7 @@ struct HandedOver {
   int fd;
   dev_t dev;
   ino_t ino;
+  uid_t uid;  // the peer's
 
   bool open() const {
     struct stat st {};
@@ -94,7 +96,9 @@ class KServeFrontEnd final : public FrontEnd {
  private:
   void build_servers();
   void accept_clients();
-  void hand_over(int fd, grpc::Server& to);
+  void hand_over(int fd, uid_t uid, grpc::Server& to);
+  // Service::RequesterOf: the uid of a connection handed over ("fd:N").
+  int64_t requester_of(const std::string& peer) const;
 
   Server& server_;
   const KServeConfig config_;
@@ -115,7 +119,7 @@ class KServeFrontEnd final : public FrontEnd {
 KServeFrontEnd::KServeFrontEnd(Server& server)
     : server_(server),
       config_(server.config().kserve),
-      service_(server, calls_),
+      service_(server, calls_, [this](const std::string& peer) { return requester_of(peer); }),
       refusing_("this user is not allowed by " + server.config().file + " (access.allowed_uids / allowed_gids)") {
   gpr_set_log_function(&grpc_log);
   gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
@@ -241,20 +245,31 @@ void KServeFrontEnd::accept_clients() {
       continue;
     }
     if (peer_allowed(peer, server_.config())) {
-      hand_over(fd, *grpc_);
+      hand_over(fd, peer.uid, *grpc_);
     } else {
       warn("client " + peer.describe() + ": uid " + std::to_string(peer.uid) + " is not allowed by " +
            server_.config().file + " (access.allowed_uids / allowed_gids); answering PERMISSION_DENIED");
-      hand_over(fd, *refusal_server_);
+      hand_over(fd, peer.uid, *refusal_server_);
     }
   }
 }
 
-void KServeFrontEnd::hand_over(int fd, grpc::Server& to) {
+void KServeFrontEnd::hand_over(int fd, uid_t uid, grpc::Server& to) {
   struct stat st {};
   ::fstat(fd, &st);
-  handed_over_.push_back({fd, st.st_dev, st.st_ino});
+  handed_over_.push_back({fd, st.st_dev, st.st_ino, uid});
   grpc::AddInsecureChannelFromFd(&to, fd);
+}
+
+int64_t KServeFrontEnd::requester_of(const std::string& peer) const {
+  // gRPC names a connection it was handed "fd:N" (N: the descriptor), one
+  // it accepted itself by its address.
+  if (peer.rfind("ipv4:", 0) == 0 || peer.rfind("ipv6:", 0) == 0) return kOwnedByTcpClients;
+  if (peer.rfind("fd:", 0) != 0) return kUnknownRequester;
+  const int fd = std::atoi(peer.c_str() + 3);
+  for (const HandedOver& h : handed_over_)
+    if (h.fd == fd && h.open()) return h.uid;
+  return kUnknownRequester;
 }
 
 void KServeFrontEnd::stop_accepting() {

@@ -82,7 +82,7 @@ std::vector<IndexEntry> repository_index(const Server& server, const std::string
 }
 
 hetero_status resolve_load(const Server& server, const inference::RepositoryModelLoadRequest& request,
-                           LoadTarget& target, std::string& why) {
+                           int64_t requester, LoadTarget& target, std::string& why) {
   const std::string& name = request.model_name();
   if (!valid_model_name(name)) {
     why = "model name '" + name + "' must be 1-128 of A-Z a-z 0-9 . _ -";
@@ -102,6 +102,10 @@ hetero_status resolve_load(const Server& server, const inference::RepositoryMode
       why = "model '" + name + "' is loading already";
       return HETERO_BUSY;
     }
+    if (loaded->second.model)
+      if (const hetero_status status = server.check_owner(loaded->second, requester, "replace", why);
+          status != HETERO_OK)
+        return status;
     if (loaded->second.spec.path.empty()) {
       why = "model '" + name + "' was uploaded through the native protocol: there is no file to reload it from";
       return HETERO_INVALID_ARGUMENT;
@@ -126,6 +130,7 @@ hetero_status resolve_load(const Server& server, const inference::RepositoryMode
     }
     target = {};
     target.spec.name = name;
+    target.spec.owner = requester;
     // A symbolic link out of model_dirs is refused as the native load refuses it.
     if (const hetero_status status = server.check_model_path(name, path, target.spec.path, why); status != HETERO_OK)
       return status;

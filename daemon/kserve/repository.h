@@ -42,13 +42,16 @@ std::vector<IndexEntry> repository_index(const Server& server, const std::string
 // What RepositoryModelLoad(name) loads: the model as it is served now (a
 // reload), the config's entry for it, or NAME.blob / NAME.onnx under
 // model_dirs. The parameters "device" (string) and "parallel" (int64) set
-// those of a model that is not from the config. Fails with NOT_FOUND,
-// INVALID_ARGUMENT, PERMISSION_DENIED or BUSY (already loading), and why.
+// those of a model that is not from the config. A model `requester` loads
+// from model_dirs is its own; one that serves is replaced only as
+// Server::check_owner allows (a config's model that failed may be tried
+// again by anyone). Fails with NOT_FOUND, INVALID_ARGUMENT,
+// PERMISSION_DENIED or BUSY (already loading), and why.
 struct LoadTarget {
   ModelSpec spec;
   bool from_config = false;
 };
 hetero_status resolve_load(const Server& server, const inference::RepositoryModelLoadRequest& request,
-                           LoadTarget& target, std::string& why);
+                           int64_t requester, LoadTarget& target, std::string& why);
 
 }  // namespace hetero::daemon::kserve

@@ -100,8 +100,8 @@ class V2Job final : public InferJob {
   }
 };
 
-Service::Service(Server& server, std::shared_ptr<CallRegister> calls)
-    : server_(server), post_(server.loop_post()), calls_(std::move(calls)) {}
+Service::Service(Server& server, std::shared_ptr<CallRegister> calls, RequesterOf requester_of)
+    : server_(server), post_(server.loop_post()), calls_(std::move(calls)), requester_of_(std::move(requester_of)) {}
 
 template <typename Request, typename Response>
 void Service::listen(grpc::ServerCompletionQueue* queue, typename UnaryCall<Request, Response>::AwaitMethod await,
@@ -312,7 +312,8 @@ void Service::repository_load(const CallPtr<RepositoryModelLoadRequest, Reposito
   on_loop(call, [this, call](auto& c) {
     LoadTarget target;
     std::string why;
-    if (const hetero_status status = resolve_load(server_, c.request, target, why); status != HETERO_OK)
+    if (const hetero_status status = resolve_load(server_, c.request, requester_of_(c.peer()), target, why);
+        status != HETERO_OK)
       return c.finish(status, why);
     server_.load_model(target.spec, target.from_config,
                        [call](hetero_status status, const std::string& message) { call->finish(status, message); });
@@ -329,7 +330,9 @@ void Service::repository_unload(const CallPtr<RepositoryModelUnloadRequest, Repo
     if (!known_repository(server_.config(), c.request.repository_name()))
       return c.finish(HETERO_NOT_FOUND,
                       "repository '" + c.request.repository_name() + "' is not one of the config's model_dirs");
-    if (!server_.unload_model(name)) return c.finish(HETERO_NOT_FOUND, "model '" + name + "' is not loaded");
+    std::string why;
+    if (const hetero_status status = server_.unload_model(name, requester_of_(c.peer()), why); status != HETERO_OK)
+      return c.finish(status, why);
     c.finish(grpc::Status::OK);
   });
 }

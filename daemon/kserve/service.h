@@ -7,7 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "daemon/kserve/call.h"
 #include "daemon/kserve/grpc_predict_v2.grpc.pb.h"
@@ -26,7 +28,11 @@ class V2Job;
 
 class Service {
  public:
-  Service(Server& server, std::shared_ptr<CallRegister> calls);
+  // Who a call's peer (Call::peer()) is, for the model ownership checks: a
+  // uid, kOwnedByTcpClients or kUnknownRequester (daemon/config.h). Loop
+  // thread.
+  using RequesterOf = std::function<int64_t(const std::string& peer)>;
+  Service(Server& server, std::shared_ptr<CallRegister> calls, RequesterOf requester_of);
   // To register with the gRPC server's builder.
   grpc::Service* grpc_service() noexcept { return &async_; }
   // Awaits calls of every method on `queue`, once the gRPC server runs.
@@ -64,6 +70,7 @@ class Service {
   Server& server_;  // loop thread only
   std::shared_ptr<LoopPost> post_;
   std::shared_ptr<CallRegister> calls_;
+  const RequesterOf requester_of_;
   inference::GRPCInferenceService::AsyncService async_;
   std::atomic<bool> stopping_{false};
 };

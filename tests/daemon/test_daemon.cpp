@@ -446,9 +446,18 @@ TEST_F(Daemon, CancelAndDeadlinesStopRunningInferences) {
 // Unloading a model answers its running request CANCELLED instead of waiting
 // for an inference that would never end.
 TEST_F(Daemon, UnloadCancelsRunningInferences) {
-  start({.extra_models = spin_model()});
+  start();
   RawClient client(socket_);
   ASSERT_TRUE(client.hello());
+  // The client's own model: the config's are unloaded only by a reload.
+  wire::Request load;
+  load.set_id(100);
+  load.mutable_load_model()->set_name("spin");
+  load.mutable_load_model()->set_path(fixture_path("spin.onnx"));
+  client.send(load);
+  auto loaded = client.receive(std::chrono::seconds(60));
+  ASSERT_TRUE(loaded);
+  ASSERT_EQ(loaded->status(), HETERO_OK) << loaded->message();
   client.send(spin_request(1, kEndless));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   wire::Request unload;
@@ -484,6 +493,89 @@ TEST_F(Daemon, PeerUidNotAllowed) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
   EXPECT_NE(daemon_->log().find("uid 65534 is not allowed"), std::string::npos) << daemon_->log();
   EXPECT_TRUE(demo_works());  // root still is
+}
+
+// A model belongs to the config or to the uid that loaded it: another uid
+// can neither unload it nor take its name, so a client of `demo` never gets
+// an impostor's outputs. Root (the daemon's user here) unloads a client's
+// model; the config's only a reload unloads.
+TEST_F(Daemon, OnlyAModelsOwnerUnloadsIt) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to connect as another user";
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);  // let the other user reach the socket
+  start({.socket_mode = "0666"});
+  uint64_t id = 0;
+  auto ask = [&id](RawClient& client, wire::Request r) {
+    r.set_id(++id);
+    client.send(r);
+    auto reply = client.receive(std::chrono::seconds(60));
+    return reply ? *reply : wire::Response{};
+  };
+  auto load = [](const std::string& name, const std::string& file) {
+    wire::Request r;
+    r.mutable_load_model()->set_name(name);
+    r.mutable_load_model()->set_path(fixture_path(file));
+    return r;
+  };
+  auto unload = [](const std::string& name) {
+    wire::Request r;
+    r.mutable_unload_model()->set_name(name);
+    return r;
+  };
+  RawClient root(socket_);
+  ASSERT_TRUE(root.hello());
+  ASSERT_EQ(ask(root, load("roots", "scale.onnx")).status(), HETERO_OK);
+
+  // What the other user (uid 65534) sees, as one exit code per step.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    RawClient other(socket_);
+    if (!other.hello()) ::_exit(4);
+    std::string seen;
+    auto note = [&seen](const wire::Response& r) {
+      seen += std::to_string(r.status()) + " " + r.message() + "\n";
+    };
+    note(ask(other, unload("demo")));           // the config's
+    note(ask(other, unload("roots")));          // root's
+    note(ask(other, load("demo", "spin.onnx")));  // an impostor under the config's name
+    note(ask(other, load("theirs", "scale.onnx")));
+    note(ask(other, unload("theirs")));         // its own
+    note(ask(other, load("theirs", "scale.onnx")));
+    (void)!::write(pipe_fds[1], seen.data(), seen.size());
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string seen;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;) seen.append(buffer, static_cast<size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  std::vector<std::string> lines;
+  for (size_t at = 0, end; (end = seen.find('\n', at)) != std::string::npos; at = end + 1)
+    lines.push_back(seen.substr(at, end - at));
+  ASSERT_EQ(lines.size(), 6u) << seen;
+  const std::string denied = std::to_string(HETERO_PERMISSION_DENIED) + " ";
+  EXPECT_EQ(lines[0].rfind(denied, 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("reload"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1].rfind(denied, 0), 0u) << lines[1];
+  EXPECT_NE(lines[1].find("loaded by uid 0"), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[2].rfind(std::to_string(HETERO_INVALID_ARGUMENT) + " ", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3], std::to_string(HETERO_OK) + " ") << lines[3];
+  EXPECT_EQ(lines[4], std::to_string(HETERO_OK) + " ") << lines[4];
+  EXPECT_EQ(lines[5], std::to_string(HETERO_OK) + " ") << lines[5];
+
+  EXPECT_TRUE(demo_works()) << "the config's model was unloaded or replaced";
+  // Root unloads another uid's model, not the config's.
+  EXPECT_EQ(ask(root, unload("theirs")).status(), HETERO_OK);
+  EXPECT_EQ(ask(root, unload("roots")).status(), HETERO_OK);
+  const wire::Response config_model = ask(root, unload("demo"));
+  EXPECT_EQ(config_model.status(), HETERO_PERMISSION_DENIED) << config_model.message();
+  EXPECT_TRUE(demo_works());
 }
 
 // ---- Lifecycle -----------------------------------------------------------------

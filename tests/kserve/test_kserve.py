@@ -411,7 +411,7 @@ def test_repository_errors(stub: Any, v2: Stubs) -> None:
         (pb.RepositoryModelLoadRequest(model_name="demo", repository_name="/elsewhere"), grpc.StatusCode.NOT_FOUND,
          "not one of the config's model_dirs"),
         (pb.RepositoryModelLoadRequest(model_name="demo", parameters={"device": pb.ModelRepositoryParameter(
-            string_param="OPENCL")}), grpc.StatusCode.INVALID_ARGUMENT, "its device is set in"),
+            string_param="OPENCL")}), grpc.StatusCode.PERMISSION_DENIED, "no client may replace it"),
         (pb.RepositoryModelLoadRequest(model_name="affine", parameters={"config": pb.ModelRepositoryParameter(
             string_param="{}")}), grpc.StatusCode.INVALID_ARGUMENT, "parameter 'config'"),
     ]
@@ -430,11 +430,15 @@ def test_repository_errors(stub: Any, v2: Stubs) -> None:
     assert "junk" not in {m.name for m in stub.RepositoryIndex(pb.RepositoryIndexRequest(ready=True)).models}
 
 
-def test_unload_and_reload_a_configured_model(stub: Any, v2: Stubs) -> None:
+def test_a_configured_model_is_unloaded_only_by_a_reload(stub: Any, v2: Stubs) -> None:
+    """The config's models belong to it: no client unloads or replaces them,
+    root included; they serve on (tests/kserve/test_listener.py has the
+    models clients load)."""
     pb = v2.pb
-    stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="passthrough"))
-    assert index(stub, pb)["passthrough"] == ("UNAVAILABLE", "unloaded")
-    stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="passthrough"))
-    assert stub.ModelReady(pb.ModelReadyRequest(name="passthrough")).ready
+    e = error_of(stub.RepositoryModelUnload, pb.RepositoryModelUnloadRequest(model_name="passthrough"))
+    assert e.code() == grpc.StatusCode.PERMISSION_DENIED and "reload" in e.details(), e.details()
+    e = error_of(stub.RepositoryModelLoad, pb.RepositoryModelLoadRequest(model_name="passthrough"))
+    assert e.code() == grpc.StatusCode.PERMISSION_DENIED and "replace" in e.details(), e.details()
+    assert index(stub, pb)["passthrough"] == ("READY", "")
     r = stub.ModelInfer(request(pb, "passthrough", {"x": ("FP32", np.ones(4, np.float32))}))
     assert [o.name for o in r.outputs] == ["y", "c"]

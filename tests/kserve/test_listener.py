@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,7 +19,7 @@ import grpc
 import numpy as np
 import pytest
 
-from conftest import CHANNEL_OPTIONS, DAEMON_MODELS, DEMO, HETEROD, ROOT, Daemon, Stubs
+from conftest import CHANNEL_OPTIONS, DAEMON_MODELS, DEMO, HETEROD, MODELS, ROOT, Daemon, Stubs
 
 MODELS_YAML = f"""
 models:
@@ -69,6 +70,58 @@ access: {allowed_uids: [4242]}
     assert "uid 65534 is not allowed" in d.log_text()
     with d.channel() as channel:  # root still is
         assert live(channel, v2)
+
+
+def test_only_a_models_owner_unloads_or_replaces_it(start_daemon: Any, v2: Stubs) -> None:
+    """A model belongs to the config or to the uid that loaded it: another
+    allowed uid can neither unload nor replace it, so the next client of
+    `demo` never gets an impostor's outputs."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to connect as another user")
+    repo = ROOT / "owned-repo"
+    repo.mkdir(mode=0o755)
+    for name in ("roots", "theirs"):
+        shutil.copy(MODELS / "affine.onnx", repo / f"{name}.onnx")
+        (repo / f"{name}.onnx").chmod(0o644)
+    d = start_daemon("owned", f"""
+socket: {{path: "@SOCKET@"}}
+kserve: {{socket: "@V2_SOCKET@", mode: "0666"}}
+model_dirs: [{repo}]
+""" + MODELS_YAML)
+    pb = v2.pb
+    with d.channel() as channel:
+        v2.rpc.GRPCInferenceServiceStub(channel).RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="roots"))
+    client = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(v2.dir)!r})
+        import grpc, grpc_predict_v2_pb2 as pb, grpc_predict_v2_pb2_grpc as rpc
+        stub = rpc.GRPCInferenceServiceStub(grpc.insecure_channel("unix:{d.v2_socket}"))
+        for call, name in [("Unload", "demo"), ("Unload", "roots"), ("Load", "roots"),
+                           ("Load", "theirs"), ("Unload", "theirs"), ("Load", "theirs")]:
+            method = getattr(stub, "RepositoryModel" + call)
+            request = getattr(pb, "RepositoryModel" + call + "Request")(model_name=name)
+            try:
+                method(request, timeout=60)
+                print(call, name, "OK")
+            except grpc.RpcError as e:
+                print(call, name, e.code().name, e.details())
+    """)
+    r = subprocess.run(["/usr/bin/python3", "-c", client], user=65534, group=65534, extra_groups=[],
+                       capture_output=True, text=True, timeout=120, cwd="/")
+    lines = r.stdout.splitlines()
+    assert len(lines) == 6, r.stdout + r.stderr
+    assert lines[0].startswith("Unload demo PERMISSION_DENIED") and "reload" in lines[0], lines[0]
+    assert lines[1].startswith("Unload roots PERMISSION_DENIED") and "loaded by uid 0" in lines[1], lines[1]
+    assert lines[2].startswith("Load roots PERMISSION_DENIED") and "replace" in lines[2], lines[2]
+    assert lines[3:] == ["Load theirs OK", "Unload theirs OK", "Load theirs OK"], r.stdout
+    with d.channel() as channel:
+        stub = v2.rpc.GRPCInferenceServiceStub(channel)
+        assert stub.ModelInfer(demo_request(v2), timeout=30).model_name == "demo"
+        # Root unloads another uid's model, never the config's.
+        stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="theirs"))
+        with pytest.raises(grpc.RpcError) as e:
+            stub.RepositoryModelUnload(pb.RepositoryModelUnloadRequest(model_name="demo"))
+        assert e.value.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
 def test_default_socket_mode(start_daemon: Any) -> None:
