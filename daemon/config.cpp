@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/regular_file.h"
 #include "partition/policy.h"
+#include "partition/strict_yaml.h"
 
 namespace hetero::daemon {
 
@@ -379,12 +380,7 @@ Config read_config(const std::string& path) {
   // a directory at the config's path (a SIGHUP after a botched deploy) fails
   // at once naming it, where YAML::LoadFile would block or read without end.
   const std::string text = core::read_regular_file(path, kMaxConfigBytes, "a config file");
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(HETERO_INVALID_ARGUMENT, path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  const YAML::Node root = partition::load_strict_yaml(text, path);
   // Nothing but comments, or "null": almost surely a file truncated by a
   // failed copy. Read as "all defaults" it would make a reload drop every
   // model and open the access lists; "{}" says that on purpose.

@@ -7,6 +7,7 @@
 #include "core/device_string.h"
 #include "core/error.h"
 #include "core/regular_file.h"
+#include "partition/strict_yaml.h"
 
 namespace hetero::partition {
 
@@ -86,12 +87,7 @@ std::vector<std::string> Policy::unused_rule_warnings(const core::Graph& graph) 
 }
 
 Policy parse_policy(const std::string& text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    fail(HETERO_INVALID_ARGUMENT, source + ":" + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-  }
+  const YAML::Node root = load_strict_yaml(text, source);
   if (!root.IsMap()) fail(HETERO_INVALID_ARGUMENT, source + ":1: a policy must be a mapping with 'devices'");
   Policy policy;
   policy.source = source;

@@ -128,6 +128,9 @@ TEST_F(ConfigFile, ErrorsNameFileLineAndKey) {
       {"models:\n  - name: a\n    path: x\n    shapes: {x: [1, -3]}\n", ":4: 'shapes.x'"},
       {"access:\n  allowed_uids: root\n", ":2: 'access.allowed_uids' must be a list"},
       {"models: [\n", ":2: "},
+      {"limits:\n  max_connections: 8\nmodels: []\nlimits:\n  max_connections: 512\n",
+       ":4: 'limits' is given twice (first at line 1)"},
+      {"models:\n  - name: a\n    path: x\n    name: b\n", ":4: 'name' is given twice (first at line 2)"},
   };
   for (const Case& c : cases) {
     const std::string error = error_of(c.text);

@@ -106,6 +106,12 @@ TEST(Policy, MistakesNameFileAndLine) {
             std::string::npos);
   EXPECT_NE(policy_error("fallback: true\n").find("names no 'devices'"), std::string::npos);
   EXPECT_NE(policy_error("devices: [CPU, CPU]\n").find("listed twice"), std::string::npos);
+  EXPECT_NE(policy_error("devices: [CPU]\nfallback: true\ndevices: [OPENCL]\n")
+                .find("p.yaml:3: 'devices' is given twice (first at line 1)"),
+            std::string::npos);
+  EXPECT_NE(policy_error("devices: [CPU]\nrules:\n  - {device: CPU, ops: [Conv], ops: [Relu]}\n")
+                .find("p.yaml:3: 'ops' is given twice"),
+            std::string::npos);
   EXPECT_NE(policy_error("devices: ['HETERO:CPU']\n").find("HETERO device"), std::string::npos);
   EXPECT_NE(policy_error("devices: [cpu]\n").find("p.yaml:1:"), std::string::npos);
   EXPECT_NE(policy_error("- a\n- b\n").find("p.yaml:1: a policy must be a mapping"), std::string::npos);
