@@ -1,6 +1,7 @@
 #include "core/blob_cache.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,8 +21,19 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kSuffix = ".blob";
-// A temporary file this old belongs to a writer that died.
-constexpr auto kStaleTemp = std::chrono::hours(1);
+
+bool is_temporary(const std::string& name) { return name.size() > 4 && name.front() == '.' && name.ends_with(".tmp"); }
+
+// Removes a writer's temporary file if the writer is gone: a writer holds
+// an exclusive lock on its file from creating it until it is renamed into
+// place, and the kernel drops the lock when the writer dies (kill -9, a
+// power cut), in any process, container or PID namespace.
+void remove_if_abandoned(const fs::path& temp) {
+  const int fd = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) ::unlink(temp.c_str());
+  ::close(fd);
+}
 
 void write_all(int fd, std::span<const uint8_t> bytes, const std::string& path) {
   while (!bytes.empty()) {
@@ -40,6 +52,8 @@ BlobCache::BlobCache(BlobCacheOptions options) : options_(std::move(options)) {
   struct stat st;
   if (::stat(options_.dir.c_str(), &st) != 0) fail_errno(errno, "cache directory " + options_.dir);
   if (!S_ISDIR(st.st_mode)) fail(HETERO_INVALID_ARGUMENT, "cache directory " + options_.dir + " is not a directory");
+  // What a killed writer left, and entries over a limit lowered since.
+  evict();
 }
 
 std::string BlobCache::path_of(const Sha256Digest& key) const {
@@ -69,25 +83,20 @@ void BlobCache::put(const Sha256Digest& key, std::span<const uint8_t> blob) cons
   const std::string temp = (fs::path(options_.dir) / name).string();
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
   if (fd < 0) fail_errno(errno, "cache entry " + temp);
+  // Held until the file has its final name: a file of this kind whose lock
+  // is free was left by a writer that died (remove_if_abandoned).
+  ::flock(fd, LOCK_EX);
   try {
     ::fchmod(fd, 0640);  // whatever the umask says
     write_all(fd, blob, temp);
     if (::fsync(fd) != 0) fail_errno(errno, "cache entry " + temp);
-    if (::close(fd) != 0) {
-      const int err = errno;
-      ::unlink(temp.c_str());
-      fail_errno(err, "cache entry " + temp);
-    }
+    if (::rename(temp.c_str(), path.c_str()) != 0) fail_errno(errno, "cache entry " + path);
   } catch (...) {
-    ::close(fd);
     ::unlink(temp.c_str());
+    ::close(fd);
     throw;
   }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(temp.c_str());
-    fail_errno(err, "cache entry " + path);
-  }
+  ::close(fd);  // the data is on disk already (fsync)
   // The rename itself must survive a power cut.
   if (const int dir_fd = ::open(options_.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
     ::fsync(dir_fd);
@@ -107,14 +116,13 @@ void BlobCache::evict() const {
   std::vector<Entry> entries;
   uint64_t total = 0;
   std::error_code ec;
-  const auto now = fs::file_time_type::clock::now();
   for (const auto& e : fs::directory_iterator(options_.dir, ec)) {
     std::error_code stat_ec;
     const std::string name = e.path().filename().string();
     const auto used = e.last_write_time(stat_ec);
     if (stat_ec || !e.is_regular_file(stat_ec)) continue;
-    if (name.size() > 4 && name.front() == '.' && name.ends_with(".tmp")) {
-      if (now - used > kStaleTemp) fs::remove(e.path(), stat_ec);
+    if (is_temporary(name)) {
+      remove_if_abandoned(e.path());
       continue;
     }
     if (!name.ends_with(kSuffix)) continue;  // not ours: never touched

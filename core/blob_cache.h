@@ -7,7 +7,8 @@
 // Safe for several processes sharing one directory: an entry is written to a
 // temporary file, fsync'ed and renamed into place, so a reader sees a whole
 // entry or none, even if the writer is killed mid-write; two writers of one
-// key both succeed and leave one whole entry. Least-recently-used entries
+// key both succeed and leave one whole entry. A killed writer's temporary
+// file is removed by the next cache opened on the directory, or the next put. Least-recently-used entries
 // (by mtime, touched on every hit) are removed to keep the directory under
 // its size limit. The directory is created 0750, entries 0640.
 #pragma once
@@ -45,7 +46,7 @@ class BlobCache {
   // Removes an entry (one that was refused), if it is still there.
   void remove(const Sha256Digest& key) const;
   // Removes least-recently-used entries until the directory holds at most
-  // max_bytes, and temporary files that writers left behind long ago.
+  // max_bytes, and the temporary files of writers that died.
   void evict() const;
 
  private:

@@ -2,7 +2,9 @@
 // limit, and no torn entry when a writer is killed mid-write.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,14 +86,27 @@ TEST(BlobCache, KilledWriterLeavesNoTornEntry) {
     ::waitpid(child, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status));
   }
-  size_t entries = 0;
+  size_t entries = 0, temporaries = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
+    temporaries += e.path().extension() == ".tmp";
     if (e.path().extension() != ".blob") continue;  // a dead writer's temporary file is no entry
     ++entries;
     const MappedBytes bytes = map_file(e.path().string());
     EXPECT_NO_THROW(read_blob({bytes.data, bytes.size})) << e.path();
   }
-  std::printf("[ info ] %zu whole entries after 4 killed writers\n", entries);
+  std::printf("[ info ] %zu whole entries and %zu temporary files after 4 killed writers\n", entries, temporaries);
+  // The next start (a cache opened on the directory) removes what the dead
+  // writers left; a live writer's file stays.
+  const std::string live = dir + "/.live.tmp";
+  const int fd = ::open(live.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0640);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  BlobCache reopened({dir, uint64_t{1} << 30});
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".tmp") left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{".live.tmp"});
+  ::close(fd);
   fs::remove_all(dir);
 }
 
