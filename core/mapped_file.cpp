@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +11,12 @@
 #include "core/regular_file.h"
 
 namespace hetero::core {
+
+namespace {
+std::atomic<bool> map_files{true};
+}  // namespace
+
+void never_map_files() noexcept { map_files.store(false, std::memory_order_relaxed); }
 
 [[noreturn]] void fail_errno(int err, const std::string& what) {
   const hetero_status status = err == ENOENT || err == ENOTDIR ? HETERO_NOT_FOUND
@@ -33,7 +40,9 @@ MappedBytes map_file(const std::string& path) {
   MappedBytes b;
   b.size = static_cast<size_t>(file.size());
   if (b.size == 0) return b;
-  void* base = ::mmap(nullptr, b.size, PROT_READ, MAP_PRIVATE, file.fd(), 0);
+  void* base = map_files.load(std::memory_order_relaxed)
+                   ? ::mmap(nullptr, b.size, PROT_READ, MAP_PRIVATE, file.fd(), 0)
+                   : MAP_FAILED;
   if (base != MAP_FAILED) {
     const size_t size = b.size;
     b.owner = std::shared_ptr<const void>(base, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });

@@ -18,10 +18,18 @@ struct MappedBytes {
 };
 
 // Maps a regular file read-only (reads it into memory where mapping is not
-// possible). Fails with NOT_FOUND, PERMISSION_DENIED or IO_ERROR naming `path`;
+// possible, or after never_map_files()). Fails with NOT_FOUND, PERMISSION_DENIED or IO_ERROR naming `path`;
 // a FIFO, a device or a directory is refused at once, unread
 // (core/regular_file.h).
 MappedBytes map_file(const std::string& path);
+
+// From now on map_file reads files into memory instead of mapping them. For
+// a process that serves files others can write (heterod's model_dirs): a
+// file truncated in place under a mapping (what `cp new.onnx served.onnx`
+// does) faults the next read of a page past its new end with SIGBUS, which
+// would kill the process. A copy cannot change under it; a file that shrinks
+// while it is read is an IO_ERROR naming it. Call before reading any file.
+void never_map_files() noexcept;
 
 // A 64-byte aligned heap block of at least `size` bytes; OUT_OF_MEMORY if not.
 std::shared_ptr<const void> aligned_block(size_t size);

@@ -125,8 +125,10 @@ struct FileProblem {
 // and without changing any: the cache directory (there or creatable, a
 // directory, writable), each model's file (a regular file) and policy (read
 // and parsed). `heterod --check` reports every problem; the daemon refuses
-// to start on a fatal one.
-std::vector<FileProblem> check_files(const Config& c);
+// to start on a fatal one. `thorough` (--check) also reads each model file
+// whole and checks a compiled blob's structure and checksums, as its import
+// would (at a start, the import itself does).
+std::vector<FileProblem> check_files(const Config& c, bool thorough = false);
 
 // A model name the protocol accepts: 1-128 of [A-Za-z0-9._-].
 bool valid_model_name(const std::string& name);

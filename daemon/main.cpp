@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/mapped_file.h"
 #include "daemon/config.h"
 #include "daemon/server.h"
 #include "hetero/hetero.h"
@@ -72,6 +73,10 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Model files are read, never mapped: a client who can write to a
+  // model_dirs directory could otherwise truncate a served model and kill
+  // the daemon with SIGBUS (core/mapped_file.h).
+  hetero::core::never_map_files();
   // Replies go out with MSG_NOSIGNAL; this covers a closed stderr too.
   std::signal(SIGPIPE, SIG_IGN);
   to_journal = std::getenv("JOURNAL_STREAM") != nullptr;
@@ -86,7 +91,7 @@ int main(int argc, char** argv) {
     // The files the config names, checked once for both: --check reports
     // every problem; a start refuses only those the daemon cannot run with
     // (a model whose file is wrong fails alone, and its load says why).
-    const std::vector<hetero::daemon::FileProblem> problems = hetero::daemon::check_files(config);
+    const std::vector<hetero::daemon::FileProblem> problems = hetero::daemon::check_files(config, check_only);
     if (check_only) {
       for (const auto& p : problems) hetero::core::log(hetero::core::LogLevel::Error, p.message);
       if (!problems.empty()) return 1;

@@ -206,6 +206,28 @@ TEST_F(DaemonFiles, FifoModelOrPolicyInTheConfigFailsOnlyThatModel) {
   EXPECT_TRUE(demo_works());
 }
 
+// `cp new.onnx served.onnx` truncates the served file in place and writes
+// it anew; an allowed user who can write to model_dirs can stop halfway on
+// purpose. The daemon read the file when it loaded it, so the model serves
+// on, with its answers, instead of the daemon dying of SIGBUS.
+TEST_F(DaemonFiles, AModelTruncatedUnderTheDaemonServesOn) {
+  const std::string served = models_dir() + "/truncated.onnx";
+  std::filesystem::copy_file(demo_model_path(), served);
+  start();
+  hetero_core_t* core = connect_or_fail(socket_);
+  ASSERT_TRUE(core);
+  EXPECT_EQ(hetero_core_load_model(core, "truncated", served.c_str(), "CPU", nullptr, nullptr, 0), HETERO_OK)
+      << hetero_last_error();
+  hetero_core_release(core);
+  ASSERT_EQ(::truncate(served.c_str(), 0), 0);
+  std::ofstream(served, std::ios::binary) << "not all of it";
+  std::vector<float> out;
+  EXPECT_EQ(infer_served(socket_, "truncated", kDemoDims, seeded_input(3 * 32 * 32, 3), out), HETERO_OK);
+  EXPECT_EQ(out.size(), 10u);
+  EXPECT_TRUE(daemon_->running()) << daemon_->log();
+  EXPECT_TRUE(demo_works());
+}
+
 // ---- The config at SIGHUP --------------------------------------------------------
 
 // An empty file, a directory and a FIFO in the config's place: each reload
@@ -273,6 +295,34 @@ TEST_F(DaemonFiles, CheckNamesABadCacheDirAndAMissingModel) {
   EXPECT_EQ(missing.status, 1) << missing.output;
   EXPECT_NE(missing.output.find(path + ":11: model 'gone': " + gone + ": No such file or directory"), std::string::npos)
       << missing.output;
+
+  // A compiled blob is checked as its import checks it: one flipped byte in
+  // a section fails its checksum.
+  hetero_core_t* local = nullptr;
+  ASSERT_EQ(hetero_core_create(&local, nullptr, nullptr, 0), HETERO_OK) << hetero_last_error();
+  hetero_compiled_model_t* compiled = nullptr;
+  ASSERT_EQ(hetero_compiled_model_open_file(&compiled, local, fixture_path("scale.onnx").c_str(), nullptr, nullptr,
+                                            nullptr, 0, "CPU", nullptr, nullptr, 0),
+            HETERO_OK)
+      << hetero_last_error();
+  const std::string blob = dir_.path() + "/scale.blob";
+  ASSERT_EQ(hetero_compiled_model_export_file(compiled, blob.c_str()), HETERO_OK) << hetero_last_error();
+  hetero_compiled_model_release(compiled);
+  hetero_core_release(local);
+  const std::string with_blob = config("  - name: compiled\n    path: " + blob + "\n");
+  const RunResult intact = check(with_blob);
+  EXPECT_EQ(intact.status, 0) << intact.output;
+  {
+    std::fstream f(blob, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-8, std::ios::end);
+    const char byte = static_cast<char>(f.get());
+    f.seekp(-8, std::ios::end);
+    f.put(static_cast<char>(byte ^ 0x5a));
+  }
+  const RunResult corrupt = check(with_blob);
+  EXPECT_EQ(corrupt.status, 1) << corrupt.output;
+  EXPECT_NE(corrupt.output.find(path + ":11: model 'compiled': " + blob + ": "), std::string::npos) << corrupt.output;
+  EXPECT_NE(corrupt.output.find("checksum"), std::string::npos) << corrupt.output;
 
   // An empty config is an error at start as at --check.
   for (const std::vector<std::string>& args : {std::vector<std::string>{"--config", path, "--check"},
