@@ -25,7 +25,7 @@ import numpy as np
 from ._handle import Handle, new_handle
 from ._lib import int64_p, lib
 from .dtypes import Array, DType
-from .errors import check
+from .errors import HeteroError, Status, check
 
 
 class Tensor(Handle):
@@ -35,13 +35,20 @@ class Tensor(Handle):
     _what = "tensor"
 
 
-def as_input_array(value: Any, port_dtype: DType) -> Array:
+def as_input_array(value: Any, name: str, port_dtype: DType, port_shape: tuple[int, ...] | None) -> Array:
     """`value` as an array the library can read in place: the same object
     when it already is one; array-likes (lists, scalars) take the port's
-    dtype."""
+    dtype. An array whose shape the port cannot take is refused before
+    anything is copied: a broadcast view (np.broadcast_to) of a few bytes
+    would otherwise become gigabytes first."""
     if not isinstance(value, np.ndarray):
         value = np.asarray(value, dtype=port_dtype.numpy if port_dtype != DType.UNDEFINED else None)
     array: Array = value
+    if port_shape is not None and (array.ndim != len(port_shape) or any(
+            want >= 0 and have != want for have, want in zip(array.shape, port_shape))):
+        wanted = "(" + ", ".join("?" if d < 0 else str(d) for d in port_shape) + ")"
+        raise HeteroError(Status.INVALID_ARGUMENT,
+                          f"input '{name}' takes shape {wanted}; the array has shape {tuple(array.shape)}")
     if array.dtype.byteorder == ">":  # big-endian: the library reads native order
         array = array.astype(array.dtype.newbyteorder("="))
     if not (array.flags.c_contiguous and array.flags.aligned):

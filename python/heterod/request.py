@@ -147,8 +147,9 @@ class InferRequest(Handle):
 
     def _bind(self, key: str | int, value: Any) -> None:
         index = self._index_of(key)
-        array = _tensors.as_input_array(value, self._input_ports[index].dtype)
-        with _tensors.wrap(array, self._input_ports[index].dtype) as tensor:
+        port = self._input_ports[index]
+        array = _tensors.as_input_array(value, port.name, port.dtype, port.shape)
+        with _tensors.wrap(array, port.dtype) as tensor:
             check(lib.hetero_infer_request_set_input(self._handle, index, tensor._handle))
         self._bound[index] = array
 

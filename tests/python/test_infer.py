@@ -83,6 +83,12 @@ def test_input_errors(target: Target) -> None:
         with pytest.raises(heterod.HeteroError) as e:
             request.infer(np.zeros((2, 8), np.float32))
         assert e.value.status == heterod.Status.INVALID_ARGUMENT and "x" in e.value.message
+        # A broadcast view of 32 bytes standing for 64 GiB is refused on its
+        # shape before anything is copied.
+        huge = np.broadcast_to(np.zeros(8, np.float32), (1 << 31, 8))[:, ::1].T
+        with pytest.raises(heterod.HeteroError) as e:
+            request.infer(huge)
+        assert e.value.status == heterod.Status.INVALID_ARGUMENT and "input 'x' takes shape (1, 8)" in e.value.message
         with pytest.raises(heterod.HeteroError) as e, compiled.create_infer_request() as fresh:
             fresh.infer()
         assert "'x'" in e.value.message and "not set" in e.value.message
