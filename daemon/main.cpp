@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/mapped_file.h"
 #include "daemon/config.h"
+#include "daemon/log_sink.h"
 #include "daemon/server.h"
 #include "hetero/hetero.h"
 
@@ -28,26 +29,6 @@ const char kUsage[] =
     "  --config FILE  the daemon's config (default " HETEROD_DEFAULT_CONFIG ")\n"
     "  --check        check the config and the files it names (cache directory,\n"
     "                 models, policies, TLS files), then exit: 0 when all is well\n";
-
-// Under systemd, stderr goes to the journal, which reads a "<N>" syslog
-// priority at the start of each line.
-bool to_journal = false;
-
-void log_line(hetero::core::LogLevel level, const std::string& message) {
-  const char* name = "info";
-  int priority = 6;
-  if (level == hetero::core::LogLevel::Warning) {
-    name = "warning";
-    priority = 4;
-  } else if (level == hetero::core::LogLevel::Error) {
-    name = "error";
-    priority = 3;
-  }
-  if (to_journal)
-    std::fprintf(stderr, "<%d>%s\n", priority, message.c_str());
-  else
-    std::fprintf(stderr, "heterod: %s: %s\n", name, message.c_str());
-}
 
 }  // namespace
 
@@ -79,8 +60,9 @@ int main(int argc, char** argv) {
   hetero::core::never_map_files();
   // Replies go out with MSG_NOSIGNAL; this covers a closed stderr too.
   std::signal(SIGPIPE, SIG_IGN);
-  to_journal = std::getenv("JOURNAL_STREAM") != nullptr;
-  hetero::core::set_log_sink(&log_line);
+  // Under systemd, stderr goes to the journal, which reads a "<N>" syslog
+  // priority at the start of each line.
+  hetero::daemon::install_log_sink(std::getenv("JOURNAL_STREAM") != nullptr);
   // A client can make protobuf complain (invalid UTF-8 in a string) at will;
   // the daemon already answers such a frame, so the complaint is not logged.
   google::protobuf::SetLogHandler(nullptr);

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "daemon/config.h"
+#include "daemon/log_sink.h"
 #include "protocol/frame.h"
 #include "protocol/socket_io.h"
 #include "protocol/tensor_codec.h"
@@ -231,6 +232,35 @@ wire::Request hello_request() {
   r.mutable_hello()->set_min_version(1);
   r.mutable_hello()->set_max_version(1);
   return r;
+}
+
+// What a client writes into the log stays on its line: a gRPC header value
+// or a model name with a newline cannot forge "heterod: error:" lines.
+TEST(LogSink, ControlCharactersAreEscaped) {
+  EXPECT_EQ(daemon::escape_log_text("a\nheterod: error: forged\r\x1b[2J\x7f\tb"),
+            "a\\nheterod: error: forged\\r\\x1b[2J\\x7f\tb");
+  EXPECT_EQ(daemon::escape_log_text(std::string("nul\0byte", 8)), "nul\\x00byte");
+}
+
+// A connect storm cannot fill the disk: a burst, then a steady rate; the
+// dropped lines are counted with the next one let through.
+TEST(LogSink, LinesAreRateLimited) {
+  daemon::LogRateLimit limit(20, 200);
+  auto now = daemon::LogRateLimit::Clock::now();
+  uint64_t dropped = 0;
+  int written = 0;
+  for (int k = 0; k < 100000; ++k) written += limit.admit(now, dropped);
+  EXPECT_EQ(written, 200);
+  now += std::chrono::seconds(1);  // 20 more
+  for (int k = 0; k < 1000; ++k) {
+    uint64_t d = 0;
+    if (limit.admit(now, d)) {
+      ++written;
+      dropped += d;
+    }
+  }
+  EXPECT_EQ(written, 220);
+  EXPECT_EQ(dropped, 100000u - 200u);
 }
 
 TEST(Frames, ByteByByteAndBatched) {
