@@ -22,6 +22,10 @@ struct Limits {
   // together; one client holds at most max(8 MiB, 2 * max_frame_bytes).
   uint64_t max_reply_bytes_queued = 64u << 20;
   uint32_t max_connections = 256;
+  // One uid's connections at once, each front end (native, v2) counted on
+  // its own: one user reconnecting, or connecting and idling, cannot hold
+  // every slot. Root and the daemon's user are not counted.
+  uint32_t max_connections_per_uid = 64;
   uint32_t max_in_flight_per_client = 64;       // infer requests running or queued, or answers unread
   uint32_t request_timeout_ms = 30000;          // in a model's queue
   uint64_t max_model_bytes = 256ull << 20;      // LoadModel uploads

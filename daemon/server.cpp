@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
@@ -239,6 +240,13 @@ void Server::sweep() {
   for (const auto& connection : open_connections()) connection->check_timeouts(now, config_.limits);
 }
 
+size_t Server::connections_of(uid_t uid) const {
+  if (is_admin(uid)) return 0;
+  return static_cast<size_t>(std::count_if(connections_.begin(), connections_.end(), [uid](const auto& c) {
+    return c.second->open() && c.second->peer().uid == uid;
+  }));
+}
+
 void Server::accept_clients() {
   // At most this many per turn of the loop: the listening socket stays
   // readable, so the rest are accepted on the next turn, after the requests
@@ -276,6 +284,11 @@ void Server::accept_clients() {
     } else if (connections_.size() > config_.limits.max_connections) {
       connection->send_fatal(0, HETERO_BUSY, "too many connections (limits.max_connections = " +
                                                  std::to_string(config_.limits.max_connections) + ")");
+    } else if (const size_t held = connections_of(peer.uid); held > config_.limits.max_connections_per_uid) {
+      connection->send_fatal(0, HETERO_BUSY,
+                             "uid " + std::to_string(peer.uid) + " has " + std::to_string(held - 1) +
+                                 " connections open (limits.max_connections_per_uid = " +
+                                 std::to_string(config_.limits.max_connections_per_uid) + ")");
     }
   }
 }

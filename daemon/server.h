@@ -131,6 +131,9 @@ class Server {
   // have run (teardown, and a start-up that failed half-way).
   void close_handles();
   void accept_clients();
+  // The open connections of `uid` (0 for root and the daemon's user, whom
+  // limits.max_connections_per_uid does not count).
+  size_t connections_of(uid_t uid) const;
   int poll_listener();  // a libuv status
   void back_off_accepting(int error);
   // Every sweep interval: request deadlines and connection timeouts.

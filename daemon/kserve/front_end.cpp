@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -77,6 +78,9 @@ struct HandedOver {
 
 // Connections refused by the access lists get this long to read their answer.
 constexpr int kRefusedConnectionMs = 2000;
+// ...and a refused uid this many such connections at once: reconnecting in a
+// loop, it holds no more of the slots.
+constexpr size_t kRefusedConnectionsPerUid = 4;
 // Threads that read calls, check them and hand them to the loop. One: a
 // second doubled the CPU time gRPC spends per call (its pollers wake each
 // other), and the loop it hands to is one thread anyway.
@@ -244,7 +248,19 @@ void KServeFrontEnd::accept_clients() {
       ::close(fd);
       continue;
     }
-    if (peer_allowed(peer, server_.config())) {
+    const bool allowed = peer_allowed(peer, server_.config());
+    const size_t per_uid = allowed ? server_.config().limits.max_connections_per_uid : kRefusedConnectionsPerUid;
+    const auto held = static_cast<size_t>(std::count_if(handed_over_.begin(), handed_over_.end(),
+                                                        [&](const HandedOver& h) { return h.uid == peer.uid; }));
+    if (!is_admin(peer.uid) && held >= per_uid) {
+      warn("client " + peer.describe() + ": uid " + std::to_string(peer.uid) + " has " + std::to_string(held) +
+           " connections open" +
+           (allowed ? " (limits.max_connections_per_uid = " + std::to_string(per_uid) + ")" : " and is not allowed") +
+           "; disconnecting it");
+      ::close(fd);
+      continue;
+    }
+    if (allowed) {
       hand_over(fd, peer.uid, *grpc_);
     } else {
       warn("client " + peer.describe() + ": uid " + std::to_string(peer.uid) + " is not allowed by " +

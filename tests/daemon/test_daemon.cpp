@@ -495,6 +495,48 @@ TEST_F(Daemon, PeerUidNotAllowed) {
   EXPECT_TRUE(demo_works());  // root still is
 }
 
+// One user connecting and idling holds at most limits.max_connections_per_uid
+// of the daemon's slots: another user's client still gets in.
+TEST_F(Daemon, OneUidHoldsAtMostItsShareOfConnections) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, to connect as other users";
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0755), 0);  // let the other users reach the socket
+  start({.limits = "  max_connections: 24\n  max_connections_per_uid: 8\n", .socket_mode = "0666"});
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t hog = ::fork();
+  if (hog == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    std::vector<std::unique_ptr<RawClient>> held;
+    char greeted = 0;
+    for (int k = 0; k < 30; ++k) {
+      held.push_back(std::make_unique<RawClient>(socket_));
+      greeted += held.back()->hello();
+    }
+    (void)!::write(ready[1], &greeted, 1);
+    char go = 0;
+    (void)!::read(done[0], &go, 1);  // holds them until the parent has looked
+    ::_exit(0);
+  }
+  char greeted = 0;
+  ASSERT_EQ(::read(ready[0], &greeted, 1), 1);
+  EXPECT_EQ(greeted, 8);
+  const pid_t other = ::fork();
+  if (other == 0) {
+    if (::setgid(4242) != 0 || ::setuid(4242) != 0) ::_exit(3);
+    RawClient client(socket_);
+    ::_exit(client.hello() ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(other, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "another user's client was refused: " << status;
+  EXPECT_TRUE(demo_works());
+  (void)!::write(done[1], "x", 1);
+  ::waitpid(hog, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_NE(daemon_->log().find("limits.max_connections_per_uid = 8"), std::string::npos) << daemon_->log();
+}
+
 // A model belongs to the config or to the uid that loaded it: another uid
 // can neither unload it nor take its name, so a client of `demo` never gets
 // an impostor's outputs. Root (the daemon's user here) unloads a client's

@@ -72,6 +72,51 @@ access: {allowed_uids: [4242]}
         assert live(channel, v2)
 
 
+def test_one_uid_holds_at_most_its_share_of_connections(start_daemon: Any, v2: Stubs) -> None:
+    """A user who connects and idles (or reconnects in a loop) holds at most
+    limits.max_connections_per_uid of the v2 slots; another user still gets
+    in."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to connect as other users")
+    d = start_daemon("per-uid", """
+socket: {path: "@SOCKET@"}
+kserve: {socket: "@V2_SOCKET@", mode: "0666"}
+limits: {max_connections: 24, max_connections_per_uid: 4}
+""" + MODELS_YAML)
+
+    def client(connections: int, hold: bool) -> str:
+        # A channel of its own per connection: gRPC shares connections
+        # between channels to one target otherwise.
+        return textwrap.dedent(f"""
+            import sys
+            sys.path.insert(0, {str(v2.dir)!r})
+            import grpc, grpc_predict_v2_pb2 as pb, grpc_predict_v2_pb2_grpc as rpc
+            channels, live = [], 0
+            for k in range({connections}):
+                channel = grpc.insecure_channel("unix:{d.v2_socket}", options=[("grpc.use_local_subchannel_pool", 1)])
+                channels.append(channel)
+                try:
+                    live += rpc.GRPCInferenceServiceStub(channel).ServerLive(pb.ServerLiveRequest(), timeout=5).live
+                except grpc.RpcError:
+                    pass
+            print(live, flush=True)
+            if {hold}:
+                sys.stdin.read()
+        """)
+
+    hog = subprocess.Popen(["/usr/bin/python3", "-c", client(12, True)], user=65534, group=65534, extra_groups=[],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd="/")
+    try:
+        assert hog.stdout is not None
+        assert hog.stdout.readline().strip() == "4"
+        other = subprocess.run(["/usr/bin/python3", "-c", client(1, False)], user=4242, group=4242,
+                               extra_groups=[], capture_output=True, text=True, timeout=60, cwd="/")
+        assert other.stdout.strip() == "1", other.stdout + other.stderr
+    finally:
+        hog.communicate(timeout=60)
+    assert "limits.max_connections_per_uid = 4" in d.log_text()
+
+
 def test_only_a_models_owner_unloads_or_replaces_it(start_daemon: Any, v2: Stubs) -> None:
     """A model belongs to the config or to the uid that loaded it: another
     allowed uid can neither unload nor replace it, so the next client of
