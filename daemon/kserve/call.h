@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <string>
 #include <unordered_map>
 
@@ -71,16 +72,27 @@ class Call : public std::enable_shared_from_this<Call> {
   std::atomic<bool> finished_{false}, cancelled_{false};
 };
 
+// The service as heterod registers it: every method asynchronous, and
+// ModelInfer raw, its request handed over as the bytes that came, so that
+// what it would parse into is bounded before it is parsed
+// (protocol/decoded_size.h; Service::model_infer).
+using AsyncService = inference::GRPCInferenceService::WithRawMethod_ModelInfer<
+    inference::GRPCInferenceService::AsyncService>;
+
 // A unary method of the service: how its calls are awaited and handled.
-template <typename Request, typename Response>
+// `Raw`: the method is raw (AsyncService); its handler parses `request`
+// from `wire_request`, and `response` is serialized when the call finishes.
+template <typename Request, typename Response, bool Raw = false>
 class UnaryCall final : public Call {
  public:
-  using Service = inference::GRPCInferenceService::AsyncService;
-  using AwaitMethod = void (Service::*)(grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
-                                        grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
+  using WireRequest = std::conditional_t<Raw, grpc::ByteBuffer, Request>;
+  using WireResponse = std::conditional_t<Raw, grpc::ByteBuffer, Response>;
+  using AwaitMethod = void (AsyncService::*)(grpc::ServerContext*, WireRequest*,
+                                             grpc::ServerAsyncResponseWriter<WireResponse>*, grpc::CompletionQueue*,
+                                             grpc::ServerCompletionQueue*, void*);
   using Handler = std::function<void(const std::shared_ptr<UnaryCall>&)>;
   struct Method {
-    Service* service;
+    AsyncService* service;
     grpc::ServerCompletionQueue* queue;
     AwaitMethod await;
     Handler handle;
@@ -97,24 +109,36 @@ class UnaryCall final : public Call {
 
   Request request;
   Response response;  // sent when the call finishes OK
+  grpc::ByteBuffer wire_request;  // Raw: the request as it came
 
  private:
   void await(grpc::ServerCompletionQueue* queue, void* tag) override {
-    (method_->service->*method_->await)(&context_, &request, &responder_, queue, queue, tag);
+    WireRequest* into = nullptr;
+    if constexpr (Raw)
+      into = &wire_request;
+    else
+      into = &request;
+    (method_->service->*method_->await)(&context_, into, &responder_, queue, queue, tag);
   }
   void arrived() override {
     listen(method_);
     method_->handle(std::static_pointer_cast<UnaryCall>(shared_from_this()));
   }
   void send(const grpc::Status& status, void* tag) override {
-    if (status.ok())
+    if (!status.ok()) return responder_.FinishWithError(status, tag);
+    if constexpr (Raw) {
+      grpc::ByteBuffer bytes;
+      bool own = false;
+      const grpc::Status serialized = grpc::SerializationTraits<Response>::Serialize(response, &bytes, &own);
+      if (!serialized.ok()) return responder_.FinishWithError(serialized, tag);
+      responder_.Finish(bytes, status, tag);
+    } else {
       responder_.Finish(response, status, tag);
-    else
-      responder_.FinishWithError(status, tag);
+    }
   }
 
   std::shared_ptr<const Method> method_;
-  grpc::ServerAsyncResponseWriter<Response> responder_{&context_};
+  grpc::ServerAsyncResponseWriter<WireResponse> responder_{&context_};
 };
 
 // Every call not answered yet, so that a stopping daemon can answer them:

@@ -1,5 +1,7 @@
 #include "daemon/kserve/service.h"
 
+#include <grpcpp/support/proto_buffer_reader.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -7,6 +9,7 @@
 #include "daemon/kserve/repository.h"
 #include "daemon/kserve/tensor_convert.h"
 #include "daemon/server.h"
+#include "protocol/decoded_size.h"
 
 namespace hetero::daemon::kserve {
 
@@ -101,15 +104,43 @@ class V2Job final : public InferJob {
 };
 
 Service::Service(Server& server, std::shared_ptr<CallRegister> calls, RequesterOf requester_of)
-    : server_(server), post_(server.loop_post()), calls_(std::move(calls)), requester_of_(std::move(requester_of)) {}
+    : server_(server),
+      post_(server.loop_post()),
+      calls_(std::move(calls)),
+      requester_of_(std::move(requester_of)),
+      max_decoded_bytes_(2 * uint64_t{server.config().kserve.max_message_bytes} + kDecodedSlackBytes) {}
 
-template <typename Request, typename Response>
-void Service::listen(grpc::ServerCompletionQueue* queue, typename UnaryCall<Request, Response>::AwaitMethod await,
-                     void (Service::*handle)(const CallPtr<Request, Response>&), int awaiting) {
-  using Call = UnaryCall<Request, Response>;
+bool Service::parse_bounded(InferCall& call) const {
+  wire::DecodedSize size;
+  {
+    grpc::ProtoBufferReader reader(&call.wire_request);
+    if (!wire::estimate_decoded_size(reader, *ModelInferRequest::descriptor(), size)) {
+      call.finish(HETERO_INVALID_ARGUMENT, "the request is not a ModelInferRequest message");
+      return false;
+    }
+  }
+  if (size.bytes > max_decoded_bytes_ || size.messages > kMaxRequestMessages) {
+    call.finish(HETERO_OUT_OF_MEMORY,
+                "the request would take " + std::to_string(size.bytes) + " bytes in " +
+                    std::to_string(size.messages) + " messages once parsed; heterod parses at most " +
+                    std::to_string(max_decoded_bytes_) + " bytes (twice kserve.max_message_bytes) and " +
+                    std::to_string(kMaxRequestMessages) + " messages");
+    return false;
+  }
+  if (!grpc::SerializationTraits<ModelInferRequest>::Deserialize(&call.wire_request, &call.request).ok()) {
+    call.finish(HETERO_INVALID_ARGUMENT, "the request is not a ModelInferRequest message");
+    return false;
+  }
+  return true;
+}
+
+template <typename Request, typename Response, bool Raw>
+void Service::listen(grpc::ServerCompletionQueue* queue, typename UnaryCall<Request, Response, Raw>::AwaitMethod await,
+                     void (Service::*handle)(const CallPtr<Request, Response, Raw>&), int awaiting) {
+  using Call = UnaryCall<Request, Response, Raw>;
   auto method = std::make_shared<const typename Call::Method>(typename Call::Method{
       &async_, queue, await,
-      [this, handle](const CallPtr<Request, Response>& call) {
+      [this, handle](const CallPtr<Request, Response, Raw>& call) {
         if (stopping_.load()) return call->finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "heterod is stopping"));
         (this->*handle)(call);
       },
@@ -118,14 +149,14 @@ void Service::listen(grpc::ServerCompletionQueue* queue, typename UnaryCall<Requ
 }
 
 void Service::listen(grpc::ServerCompletionQueue* queue) {
-  using S = GRPCInferenceService::AsyncService;
+  using S = AsyncService;
   // Calls awaited at once per method: inference is where clients overlap.
   listen<ServerLiveRequest, ServerLiveResponse>(queue, &S::RequestServerLive, &Service::server_live, 1);
   listen<ServerReadyRequest, ServerReadyResponse>(queue, &S::RequestServerReady, &Service::server_ready, 1);
   listen<ModelReadyRequest, ModelReadyResponse>(queue, &S::RequestModelReady, &Service::model_ready, 1);
   listen<ServerMetadataRequest, ServerMetadataResponse>(queue, &S::RequestServerMetadata, &Service::server_metadata, 1);
   listen<ModelMetadataRequest, ModelMetadataResponse>(queue, &S::RequestModelMetadata, &Service::model_metadata, 1);
-  listen<ModelInferRequest, ModelInferResponse>(queue, &S::RequestModelInfer, &Service::model_infer, 8);
+  listen<ModelInferRequest, ModelInferResponse, true>(queue, &S::RequestModelInfer, &Service::model_infer, 8);
   listen<ModelStatisticsRequest, ModelStatisticsResponse>(queue, &S::RequestModelStatistics,
                                                           &Service::model_statistics, 1);
   listen<RepositoryIndexRequest, RepositoryIndexResponse>(queue, &S::RequestRepositoryIndex,
@@ -196,6 +227,7 @@ void Service::model_metadata(const CallPtr<ModelMetadataRequest, ModelMetadataRe
 }
 
 void Service::model_infer(const std::shared_ptr<InferCall>& call) {
+  if (!parse_bounded(*call)) return;
   const ModelInferRequest& request = call->request;
   auto job = std::make_unique<V2Job>();
   job->received = Clock::now();

@@ -21,9 +21,9 @@ class Server;
 
 namespace hetero::daemon::kserve {
 
-template <typename Request, typename Response>
-using CallPtr = std::shared_ptr<UnaryCall<Request, Response>>;
-using InferCall = UnaryCall<inference::ModelInferRequest, inference::ModelInferResponse>;
+template <typename Request, typename Response, bool Raw = false>
+using CallPtr = std::shared_ptr<UnaryCall<Request, Response, Raw>>;
+using InferCall = UnaryCall<inference::ModelInferRequest, inference::ModelInferResponse, true>;
 class V2Job;
 
 class Service {
@@ -41,9 +41,9 @@ class Service {
   void stop() noexcept { stopping_.store(true); }
 
  private:
-  template <typename Request, typename Response>
-  void listen(grpc::ServerCompletionQueue* queue, typename UnaryCall<Request, Response>::AwaitMethod await,
-              void (Service::*handle)(const CallPtr<Request, Response>&), int awaiting);
+  template <typename Request, typename Response, bool Raw = false>
+  void listen(grpc::ServerCompletionQueue* queue, typename UnaryCall<Request, Response, Raw>::AwaitMethod await,
+              void (Service::*handle)(const CallPtr<Request, Response, Raw>&), int awaiting);
   // Runs task(call) on the loop thread, which answers the call (at once or
   // later).
   template <typename Request, typename Response, typename Task>
@@ -64,6 +64,11 @@ class Service {
       const CallPtr<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>& call);
   void repository_load(const CallPtr<inference::RepositoryModelLoadRequest, inference::RepositoryModelLoadResponse>& call);
   void repository_unload(const CallPtr<inference::RepositoryModelUnloadRequest, inference::RepositoryModelUnloadResponse>& call);
+  // Completion-queue thread: parses a ModelInfer call's request from its
+  // bytes once protocol/decoded_size.h says the parse stays within
+  // max_decoded_bytes_ and kMaxRequestMessages; otherwise answers the call
+  // (RESOURCE_EXHAUSTED) and returns false.
+  bool parse_bounded(InferCall& call) const;
   // Loop thread: an infer request checked against its model and submitted.
   void submit_infer(std::unique_ptr<V2Job> job);
 
@@ -71,7 +76,13 @@ class Service {
   std::shared_ptr<LoopPost> post_;
   std::shared_ptr<CallRegister> calls_;
   const RequesterOf requester_of_;
-  inference::GRPCInferenceService::AsyncService async_;
+  // A request's tensors travel inside it as bytes, parsed at about their
+  // size; a request that would parse into more than twice the largest
+  // message (plus this) is no tensor data, but a message crafted to grow.
+  static constexpr uint64_t kDecodedSlackBytes = uint64_t{1} << 20;
+  static constexpr uint64_t kMaxRequestMessages = 65536;  // inputs, outputs, parameters: any sane request has few
+  const uint64_t max_decoded_bytes_;
+  AsyncService async_;
   std::atomic<bool> stopping_{false};
 };
 

@@ -1,6 +1,7 @@
 // The daemon's parts that need no running daemon: its config file and the
 // protocol's framing and tensor checks. In the unit suite, so they run under
 // ASan+UBSan too.
+#include <google/protobuf/descriptor.pb.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include "core/error.h"
 #include "daemon/config.h"
 #include "daemon/log_sink.h"
+#include "protocol/decoded_size.h"
 #include "protocol/frame.h"
 #include "protocol/socket_io.h"
 #include "protocol/tensor_codec.h"
@@ -261,6 +263,51 @@ TEST(LogSink, LinesAreRateLimited) {
   }
   EXPECT_EQ(written, 220);
   EXPECT_EQ(dropped, 100000u - 200u);
+}
+
+// The parsed size of a request, read off its wire bytes: close to what the
+// parse allocates for an ordinary request, and, for a request of a million
+// empty entries (2 bytes each on the wire), the hundreds of megabytes the
+// parse would allocate, counted without allocating them.
+TEST(DecodedSize, EstimatesWhatTheParseWouldAllocate) {
+  namespace pb = google::protobuf;
+  // A message of protobuf's own (the full runtime, with descriptors).
+  pb::FileDescriptorProto ordinary;
+  ordinary.set_name("ordinary.proto");
+  for (int k = 0; k < 3; ++k) {
+    pb::DescriptorProto& m = *ordinary.add_message_type();
+    m.set_name("Message" + std::to_string(k) + std::string(4096, 'x'));
+    for (int f = 0; f < 4; ++f) m.add_field()->set_number(f + 1);
+  }
+  ordinary.add_public_dependency(1);
+  ordinary.add_public_dependency(2);
+  const std::string bytes = ordinary.SerializeAsString();
+  wire::DecodedSize size;
+  ASSERT_TRUE(wire::estimate_decoded_size({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()},
+                                          *pb::FileDescriptorProto::descriptor(), size));
+  pb::FileDescriptorProto parsed;
+  ASSERT_TRUE(parsed.ParseFromString(bytes));
+  const double actual = static_cast<double>(parsed.SpaceUsedLong());
+  EXPECT_GT(static_cast<double>(size.bytes), 0.5 * actual) << size.bytes << " vs " << actual;
+  EXPECT_LT(static_cast<double>(size.bytes), 2.0 * actual) << size.bytes << " vs " << actual;
+  EXPECT_EQ(size.messages, 15u);  // three messages of four fields each
+
+  // 1M empty message_type entries (field 4): 2 bytes each on the wire.
+  std::string bomb;
+  for (int k = 0; k < (1 << 20); ++k) bomb += std::string("\x22\x00", 2);
+  wire::DecodedSize bomb_size;
+  ASSERT_TRUE(wire::estimate_decoded_size({reinterpret_cast<const uint8_t*>(bomb.data()), bomb.size()},
+                                          *pb::FileDescriptorProto::descriptor(), bomb_size));
+  EXPECT_EQ(bomb_size.messages, 1u << 20);
+  EXPECT_GT(bomb_size.bytes, 50 * bomb.size()) << "2 MiB on the wire";
+
+  // Not a message: a truncated field, a zero tag.
+  const std::string cut = bytes.substr(0, bytes.size() - 10);
+  wire::DecodedSize ignored;
+  EXPECT_FALSE(wire::estimate_decoded_size({reinterpret_cast<const uint8_t*>(cut.data()), cut.size()},
+                                           *pb::FileDescriptorProto::descriptor(), ignored));
+  const uint8_t zero_tag[] = {0x00, 0x01};
+  EXPECT_FALSE(wire::estimate_decoded_size(zero_tag, *pb::FileDescriptorProto::descriptor(), ignored));
 }
 
 TEST(Frames, ByteByByteAndBatched) {

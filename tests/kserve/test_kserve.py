@@ -321,6 +321,26 @@ def test_oversized_message_is_refused(stub: Any, v2: Stubs) -> None:
     assert stub.ServerLive(v2.pb.ServerLiveRequest()).live
 
 
+def test_requests_that_would_parse_into_gigabytes_are_refused(daemon: Daemon, stub: Any, v2: Stubs) -> None:
+    """Empty `inputs` entries are 2 bytes on the wire and hundreds parsed:
+    4 million of them fit the message limit (and gzip to a few KB), and
+    would parse into gigabytes. They are counted on the wire and refused
+    before the parse; the daemon serves on."""
+    bomb = b"\x2a\x00" * 4_000_000  # ModelInferRequest.inputs (field 5), empty, 4M times
+    assert len(bomb) < MAX_MESSAGE
+    with daemon.channel() as channel:
+        raw = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer",
+                                  request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        for compression in (grpc.Compression.NoCompression, grpc.Compression.Gzip):
+            with pytest.raises(grpc.RpcError) as e:
+                raw(bomb, compression=compression, timeout=60)
+            assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, e.value.details()
+            assert "once parsed" in e.value.details() and "4000000 messages" in e.value.details()
+    assert daemon.process.poll() is None
+    r = stub.ModelInfer(request(v2.pb, "demo", {"image": ("FP32", demo_input(1))}))
+    assert output(r, "probabilities", np.float32).shape == (1, 10)
+
+
 # ---- Statistics ----------------------------------------------------------------------------
 
 
