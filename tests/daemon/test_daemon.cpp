@@ -50,7 +50,10 @@ std::string make_config(const TempDir& dir, const ConfigOptions& o = {}) {
   if (!o.access.empty()) c += "access:\n" + o.access;
   c += "cache_dir: " + dir.path() + "/cache\n";
   c += "model_dirs: [" + fixture_dir() + "]\n";
-  c += "limits:\n  shutdown_grace_ms: 20000\n" + o.limits;
+  // A long grace period unless the test sets its own (a key given twice is an error).
+  c += "limits:\n" +
+       (o.limits.find("shutdown_grace_ms") == std::string::npos ? std::string("  shutdown_grace_ms: 20000\n") : "") +
+       o.limits;
   c += "models:\n";
   c += "  - name: demo\n    path: " + demo_model_path() + "\n    shapes: {image: [1, 3, 32, 32]}\n";
   c += "    parallel: " + std::to_string(o.demo_parallel) + "\n    queue: " + std::to_string(o.demo_queue) + "\n";
