@@ -14,10 +14,17 @@
 #include "core/priority.h"
 #include "daemon/peer_credentials.h"
 #include "daemon/server.h"
+#include "protocol/decoded_size.h"
+#include "protocol/heterod_schema.pb.h"
 
 namespace hetero::daemon {
 
 namespace {
+
+// What a frame may parse into beyond twice its size, and the messages in it
+// (tensors, config entries: a real request has a few dozen).
+constexpr uint64_t kDecodedSlackBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxFrameMessages = 65536;
 
 bool under(const std::string& path, const std::string& dir) {
   return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
@@ -39,6 +46,20 @@ void Server::reply_error(Connection& connection, uint64_t id, hetero_status stat
 }
 
 void Server::handle_frame(Connection& connection, wire::Frame frame) {
+  // A frame's tensors parse at about their size; one that would parse into
+  // more than twice its size (and a little) is a crafted one, of empty
+  // repeated entries (protocol/decoded_size.h).
+  const wire::DecodedSize limit{2 * frame.payload.size() + kDecodedSlackBytes, kMaxFrameMessages};
+  wire::DecodedSize size;
+  if (wire::estimate_decoded_size(frame.payload, *wire_schema::Request::descriptor(), limit, size) &&
+      size.over_limit) {
+    connection.send_fatal(0, HETERO_OUT_OF_MEMORY,
+                          "a frame of " + std::to_string(frame.payload.size()) + " bytes would take more than " +
+                              std::to_string(limit.bytes) + " bytes or " + std::to_string(limit.messages) +
+                              " messages once parsed (at most twice its size plus 1 MiB, and " +
+                              std::to_string(kMaxFrameMessages) + " messages)");
+    return;
+  }
   auto request = std::make_unique<wire::Request>();
   if (!request->ParseFromArray(frame.payload.data(), static_cast<int>(frame.payload.size()))) {
     connection.send_fatal(0, HETERO_PROTOCOL_ERROR, "a frame of " + std::to_string(frame.payload.size()) +

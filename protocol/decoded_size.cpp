@@ -79,9 +79,14 @@ bool count_packed(pb::io::CodedInputStream& in, const pb::FieldDescriptor& field
   }
 }
 
-bool walk(pb::io::CodedInputStream& in, const pb::Descriptor& type, int depth, DecodedSize& size) {
+bool walk(pb::io::CodedInputStream& in, const pb::Descriptor& type, int depth, const DecodedSize& limit,
+          DecodedSize& size) {
   if (depth > kMaxDepth) return false;
   for (;;) {
+    if (size.bytes > limit.bytes || size.messages > limit.messages) {
+      size.over_limit = true;
+      return true;
+    }
     const uint32_t tag = in.ReadTag();
     if (tag == 0) return in.ConsumedEntireMessage();  // the end, not a zero tag
     const pb::FieldDescriptor* field = type.FindFieldByNumber(static_cast<int>(WireFormatLite::GetTagFieldNumber(tag)));
@@ -111,9 +116,11 @@ bool walk(pb::io::CodedInputStream& in, const pb::Descriptor& type, int depth, D
           const pb::Descriptor& nested = *field->message_type();
           size.bytes += empty_message_bytes(nested);
           ++size.messages;
-          const pb::io::CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(length));
-          if (!walk(in, nested, depth + 1, size) || in.BytesUntilLimit() != 0) return false;
-          in.PopLimit(limit);
+          const pb::io::CodedInputStream::Limit end = in.PushLimit(static_cast<int>(length));
+          if (!walk(in, nested, depth + 1, limit, size)) return false;
+          if (size.over_limit) return true;
+          if (in.BytesUntilLimit() != 0) return false;
+          in.PopLimit(end);
         } else if (field && element) {  // a packed repeated scalar
           uint64_t count = 0;
           if (!count_packed(in, *field, length, count)) return false;
@@ -132,16 +139,18 @@ bool walk(pb::io::CodedInputStream& in, const pb::Descriptor& type, int depth, D
 
 }  // namespace
 
-bool estimate_decoded_size(pb::io::ZeroCopyInputStream& input, const pb::Descriptor& type, DecodedSize& size) {
+bool estimate_decoded_size(pb::io::ZeroCopyInputStream& input, const pb::Descriptor& type, const DecodedSize& limit,
+                           DecodedSize& size) {
   pb::io::CodedInputStream in(&input);
   in.SetTotalBytesLimit(INT_MAX);
-  return walk(in, type, 0, size);
+  return walk(in, type, 0, limit, size);
 }
 
-bool estimate_decoded_size(std::span<const uint8_t> bytes, const pb::Descriptor& type, DecodedSize& size) {
+bool estimate_decoded_size(std::span<const uint8_t> bytes, const pb::Descriptor& type, const DecodedSize& limit,
+                           DecodedSize& size) {
   if (bytes.size() > static_cast<size_t>(INT_MAX)) return false;
   pb::io::ArrayInputStream input(bytes.data(), static_cast<int>(bytes.size()));
-  return estimate_decoded_size(input, type, size);
+  return estimate_decoded_size(input, type, limit, size);
 }
 
 }  // namespace hetero::wire

@@ -111,20 +111,20 @@ Service::Service(Server& server, std::shared_ptr<CallRegister> calls, RequesterO
       max_decoded_bytes_(2 * uint64_t{server.config().kserve.max_message_bytes} + kDecodedSlackBytes) {}
 
 bool Service::parse_bounded(InferCall& call) const {
+  const wire::DecodedSize limit{max_decoded_bytes_, kMaxRequestMessages};
   wire::DecodedSize size;
   {
     grpc::ProtoBufferReader reader(&call.wire_request);
-    if (!wire::estimate_decoded_size(reader, *ModelInferRequest::descriptor(), size)) {
+    if (!wire::estimate_decoded_size(reader, *ModelInferRequest::descriptor(), limit, size)) {
       call.finish(HETERO_INVALID_ARGUMENT, "the request is not a ModelInferRequest message");
       return false;
     }
   }
-  if (size.bytes > max_decoded_bytes_ || size.messages > kMaxRequestMessages) {
-    call.finish(HETERO_OUT_OF_MEMORY,
-                "the request would take " + std::to_string(size.bytes) + " bytes in " +
-                    std::to_string(size.messages) + " messages once parsed; heterod parses at most " +
-                    std::to_string(max_decoded_bytes_) + " bytes (twice kserve.max_message_bytes) and " +
-                    std::to_string(kMaxRequestMessages) + " messages");
+  if (size.over_limit) {
+    call.finish(HETERO_OUT_OF_MEMORY, "the request would take more than " + std::to_string(limit.bytes) +
+                                          " bytes or " + std::to_string(limit.messages) +
+                                          " messages once parsed (at most twice kserve.max_message_bytes plus 1 MiB, "
+                                          "and " + std::to_string(kMaxRequestMessages) + " messages)");
     return false;
   }
   if (!grpc::SerializationTraits<ModelInferRequest>::Deserialize(&call.wire_request, &call.request).ok()) {

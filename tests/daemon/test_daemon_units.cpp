@@ -282,9 +282,11 @@ TEST(DecodedSize, EstimatesWhatTheParseWouldAllocate) {
   ordinary.add_public_dependency(1);
   ordinary.add_public_dependency(2);
   const std::string bytes = ordinary.SerializeAsString();
+  const wire::DecodedSize unlimited{UINT64_MAX, UINT64_MAX};
   wire::DecodedSize size;
   ASSERT_TRUE(wire::estimate_decoded_size({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()},
-                                          *pb::FileDescriptorProto::descriptor(), size));
+                                          *pb::FileDescriptorProto::descriptor(), unlimited, size));
+  EXPECT_FALSE(size.over_limit);
   pb::FileDescriptorProto parsed;
   ASSERT_TRUE(parsed.ParseFromString(bytes));
   const double actual = static_cast<double>(parsed.SpaceUsedLong());
@@ -297,17 +299,23 @@ TEST(DecodedSize, EstimatesWhatTheParseWouldAllocate) {
   for (int k = 0; k < (1 << 20); ++k) bomb += std::string("\x22\x00", 2);
   wire::DecodedSize bomb_size;
   ASSERT_TRUE(wire::estimate_decoded_size({reinterpret_cast<const uint8_t*>(bomb.data()), bomb.size()},
-                                          *pb::FileDescriptorProto::descriptor(), bomb_size));
+                                          *pb::FileDescriptorProto::descriptor(), unlimited, bomb_size));
   EXPECT_EQ(bomb_size.messages, 1u << 20);
   EXPECT_GT(bomb_size.bytes, 50 * bomb.size()) << "2 MiB on the wire";
+  // With a limit, the walk stops at it rather than counting the rest.
+  wire::DecodedSize stopped;
+  ASSERT_TRUE(wire::estimate_decoded_size({reinterpret_cast<const uint8_t*>(bomb.data()), bomb.size()},
+                                          *pb::FileDescriptorProto::descriptor(), {UINT64_MAX, 1000}, stopped));
+  EXPECT_TRUE(stopped.over_limit);
+  EXPECT_EQ(stopped.messages, 1001u);
 
   // Not a message: a truncated field, a zero tag.
   const std::string cut = bytes.substr(0, bytes.size() - 10);
   wire::DecodedSize ignored;
   EXPECT_FALSE(wire::estimate_decoded_size({reinterpret_cast<const uint8_t*>(cut.data()), cut.size()},
-                                           *pb::FileDescriptorProto::descriptor(), ignored));
+                                           *pb::FileDescriptorProto::descriptor(), unlimited, ignored));
   const uint8_t zero_tag[] = {0x00, 0x01};
-  EXPECT_FALSE(wire::estimate_decoded_size(zero_tag, *pb::FileDescriptorProto::descriptor(), ignored));
+  EXPECT_FALSE(wire::estimate_decoded_size(zero_tag, *pb::FileDescriptorProto::descriptor(), unlimited, ignored));
 }
 
 TEST(Frames, ByteByByteAndBatched) {

@@ -410,6 +410,37 @@ TEST_F(Hostile, OversizedHeaders) {
   });
 }
 
+// Four clients each send a frame just under max_frame_bytes of empty Infer
+// inputs: 2 bytes each on the wire, about 70 parsed, so each frame would
+// parse into 580 MB, four of them past the address-space limit. Each is
+// measured on the wire and refused (OUT_OF_MEMORY) before it is parsed.
+TEST_F(Hostile, FramesThatWouldParseIntoGigabytes) {
+  // Request{id: 1, infer (field 7): {model: "demo", inputs (field 2): {} x 8M}}
+  std::vector<uint8_t> infer = {0x0a, 4, 'd', 'e', 'm', 'o'};
+  for (int k = 0; k < 8000000; ++k) infer.insert(infer.end(), {0x12, 0x00});
+  std::vector<uint8_t> payload = {0x08, 0x01, 0x3a};
+  for (uint64_t n = infer.size();; n >>= 7) {
+    payload.push_back(static_cast<uint8_t>(n < 0x80 ? n : (n & 0x7f) | 0x80));
+    if (n < 0x80) break;
+  }
+  payload.insert(payload.end(), infer.begin(), infer.end());
+  std::vector<uint8_t> frame = header_of(static_cast<uint32_t>(payload.size()));
+  frame.insert(frame.end(), payload.begin(), payload.end());
+  survive("frames that would parse into gigabytes", [&frame] {
+    std::vector<std::unique_ptr<RawClient>> crowd;
+    for (int k = 0; k < 4; ++k) crowd.push_back(client());
+    std::vector<std::thread> senders;
+    for (auto& c : crowd) senders.emplace_back([&c, &frame] { c->send_bytes(frame); });
+    for (std::thread& t : senders) t.join();
+    for (auto& c : crowd) {
+      auto reply = c->receive(30s);
+      ASSERT_TRUE(reply);
+      EXPECT_EQ(reply->status(), HETERO_OUT_OF_MEMORY) << reply->message();
+      EXPECT_NE(reply->message().find("once parsed"), std::string::npos) << reply->message();
+    }
+  });
+}
+
 // Eight clients send requests with 256 KiB answers until the daemon stops
 // reading them, and never read a reply; then they close. (One thread sends
 // for all eight: eight threads copying 256 KiB frames flat out would measure
