@@ -24,9 +24,14 @@
 //   once, rather than MADV_FREE, which lowers it only under memory pressure;
 // - oversize_threshold:0: blocks over 8 MiB come from the same arenas as
 //   the rest, not from jemalloc's own arena for them, which gives them back
-//   at once and so faults a 16 MiB message's pages in again every time.
+//   at once and so faults a 16 MiB message's pages in again every time;
+// - retain:false: address space whose pages were given back is unmapped,
+//   not kept for later. Kept, it added up under an address-space limit: four
+//   clients' 16 MiB frames left enough of it that a later upload's compile,
+//   within every limit, failed to allocate (tests/daemon/test_hostile.cpp).
 extern "C" {
 extern const char* malloc_conf;
 const char* malloc_conf =
-    "background_thread:true,max_background_threads:1,dirty_decay_ms:5000,muzzy_decay_ms:0,oversize_threshold:0";
+    "background_thread:true,max_background_threads:1,dirty_decay_ms:5000,muzzy_decay_ms:0,oversize_threshold:0,"
+    "retain:false";
 }
