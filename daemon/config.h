@@ -35,6 +35,10 @@ struct Limits {
   // The highest priority a client's LoadModel may give its model: a higher
   // one asked for (or the default, normal) runs at this.
   core::Priority max_client_priority = core::Priority::Background;
+  // What one inference of a client's CPU model may hold for its values (its
+  // intermediates and outputs), in MiB: the CPU config max_inference_mb it
+  // is compiled with, whatever the client asks for.
+  uint32_t max_client_inference_mb = 256;
   uint32_t shutdown_grace_ms = 10000;           // SIGTERM: in-flight requests finish
   uint32_t handshake_timeout_ms = 5000;         // from connect to a complete Hello
   uint32_t frame_timeout_ms = 30000;            // from a frame's first byte to its last, either way

@@ -193,6 +193,16 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
     bare_priority = bare_priority || key == "priority";
   }
   if (!bare_priority && cap < core::Priority::Normal) spec.priority = core::priority_name(cap);
+  // ...and one inference of it holds at most limits.max_client_inference_mb
+  // for its values (a 125-byte Expand would otherwise take gigabytes, and
+  // keep them between inferences). The CPU driver enforces it; other
+  // drivers have no such bound yet (docs/limits.md).
+  if (spec.device.rfind("CPU", 0) == 0) {
+    const uint32_t most = config_.limits.max_client_inference_mb;
+    std::string& asked = spec.config["max_inference_mb"];
+    const unsigned long long value = std::strtoull(asked.c_str(), nullptr, 10);
+    if (asked.empty() || value == 0 || value > most) asked = std::to_string(most);
+  }
   if (spec.config.count("policy"))
     return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
                        "model '" + spec.name + "': a policy file can only be named in the daemon's config");

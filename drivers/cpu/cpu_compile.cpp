@@ -46,6 +46,9 @@ const core::ConfigTable<CpuOptions>& cpu_config() {
                         "threads do not take its core mid-inference; applied where the system allows it "
                         "(root, CAP_SYS_NICE or RLIMIT_NICE), else the lane runs as nice as the process",
                         core::ConfigScope::Driver),
+          core::int_key("max_inference_mb", &CpuOptions::max_inference_mb, 0, 0, 1 << 20,
+                        "memory the values of one inference (its intermediates and outputs) may take, in MiB; "
+                        "past it the inference fails with OUT_OF_MEMORY; 0: no limit"),
           core::priority_key(&CpuOptions::priority,
                              "; a running inference lets waiting ones of higher priority run between its nodes"),
       });
@@ -111,6 +114,7 @@ std::shared_ptr<CpuProgram> plan_program(PreparedModel prepared, const CpuOption
   program->engine = engine;
   program->threads = threads;
   program->priority = options.priority;
+  program->max_inference_bytes = uint64_t(options.max_inference_mb) << 20;
   // Weight reorders at compile time use the same thread count as inference.
   omp_set_num_threads(program->threads);
   program->plan = Plan::compile(program->model->graph, *program->model, program->engine);

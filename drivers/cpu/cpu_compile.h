@@ -29,6 +29,7 @@ struct CpuOptions {
   int stream_nice;
   int lane_nice;
   core::Priority priority;
+  int max_inference_mb;  // memory one inference's values may take; 0: no limit
 
   // The streams and threads per stream these options ask for, on `cores`
   // cores: never more threads in all than cores.
@@ -51,6 +52,7 @@ struct CpuProgram {
   std::vector<driver::Port> inputs, outputs;
   int threads = 1;  // OpenMP threads per inference: those of one stream
   core::Priority priority = core::Priority::Normal;
+  uint64_t max_inference_bytes = 0;  // RunControl::max_bytes
   std::string device;
 };
 

@@ -52,7 +52,7 @@ class CpuInferStep final : public core::InferStep {
       : program_(std::move(program)),
         scheduler_(std::move(scheduler)),
         stream_(program_->engine),
-        control_{&cancel_flag(), scheduler_.get(), program_->priority},
+        control_{&cancel_flag(), scheduler_.get(), program_->priority, program_->max_inference_bytes},
         frame_(*program_->plan, nullptr, stream_, program_->threads, &control_) {}
 
   const std::vector<driver::Port>& inputs() const override { return program_->inputs; }

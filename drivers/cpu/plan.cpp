@@ -165,11 +165,22 @@ Frame::Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int thr
       stream_(stream),
       threads_(threads),
       control_(outer ? outer->control_ : control),
-      slots_(plan.num_slots()) {
+      slots_(plan.num_slots()),
+      held_(outer ? outer->held_ : &held_bytes_) {
   for (size_t s = 0; s < slots_.size(); ++s) {
     const core::Value* v = plan.slot_value(s);
     if (v->constant) slots_[s] = *v->constant;
   }
+}
+
+Frame::~Frame() {
+  for (const Buffer& b : owned_) *held_ -= b.capacity;
+  for (const Buffer& b : pool_) *held_ -= b.capacity;
+}
+
+void Frame::drop_pool() {
+  for (const Buffer& b : pool_) *held_ -= b.capacity;
+  pool_.clear();
 }
 
 const core::Tensor* Frame::lookup(const core::Value* v) const {
@@ -204,14 +215,22 @@ core::Tensor Frame::take_buffer(core::DType dtype, const core::Shape& shape) {
     t = core::Tensor::wrap(dtype, shape, const_cast<void*>(b.owner.get()), b.owner);
     owned_.push_back(std::move(b));
   } else {
+    if (const uint64_t limit = control_ ? control_->max_bytes : 0; limit && *held_ + bytes > limit) {
+      drop_pool();  // free buffers too small for this one: give them back first
+      if (*held_ + bytes > limit)
+        fail(HETERO_OUT_OF_MEMORY, "one inference needs more than " + std::to_string(limit >> 20) +
+                                       " MiB for its values (CPU config max_inference_mb)");
+    }
     t = core::Tensor::allocate(dtype, shape, false);
     owned_.push_back({bytes, t.owner()});
+    *held_ += bytes;
   }
   // Shapes that keep changing must not grow the pool without bound: keep the
   // largest few free buffers.
   constexpr size_t kMaxPooled = 64;
   if (pool_.size() > kMaxPooled) {
     std::sort(pool_.begin(), pool_.end(), [](const Buffer& a, const Buffer& b) { return a.capacity > b.capacity; });
+    for (size_t i = kMaxPooled; i < pool_.size(); ++i) *held_ -= pool_[i].capacity;
     pool_.resize(kMaxPooled);
   }
   return t;

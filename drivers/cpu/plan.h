@@ -59,6 +59,10 @@ struct RunControl {
   const std::atomic<bool>* cancelled = nullptr;
   Scheduler* scheduler = nullptr;
   core::Priority priority = core::Priority::Normal;
+  // The most bytes the frames of one inference may hold for its values
+  // (max_inference_mb); 0: no limit. A model that would need more fails with
+  // OUT_OF_MEMORY instead of taking the process's memory.
+  uint64_t max_bytes = 0;
 
   void at_node_boundary() const;
 };
@@ -71,6 +75,9 @@ class Frame {
   // outer frame's.
   Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int threads,
         const RunControl* control = nullptr);
+  ~Frame();
+  Frame(const Frame&) = delete;
+  Frame& operator=(const Frame&) = delete;
 
   // Runs the plan on `inputs` (graph-input order); returns the graph outputs.
   std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs);
@@ -94,8 +101,14 @@ class Frame {
     std::shared_ptr<const void> owner;
   };
   core::Tensor take_buffer(core::DType dtype, const core::Shape& shape);
+  // Frees the pool's buffers and uncounts them.
+  void drop_pool();
   std::vector<Buffer> owned_;  // handed out, maybe still in use
   std::vector<Buffer> pool_;   // free for reuse
+  // The bytes of the buffers this frame and those nested in it hold,
+  // against RunControl::max_bytes: the outermost frame's count.
+  uint64_t held_bytes_ = 0;
+  uint64_t* held_ = &held_bytes_;
   friend class StepRun;
 };
 

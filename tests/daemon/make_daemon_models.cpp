@@ -9,7 +9,10 @@
 //   heavy.onnx  2^16 nodes once its local functions are inlined: a load
 //               that takes seconds (tests/unit/onnx_doubling.h);
 //   bomb.onnx   the same chain 40 deep, 2^40 nodes: 1.6 KB that the
-//               importer's budget must refuse.
+//               importer's budget must refuse;
+//   expand.onnx float[1] x expanded to 2^28 values (1 GiB) and summed: a
+//               model of a few hundred bytes whose one inference would take
+//               a gigabyte.
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -59,6 +62,15 @@ spin (int64[] m, float[1, 4] x) => (float[1, 4] y) {
 }
 )ONNX";
 
+const char* const kExpand = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+expand (float[1] x) => (float[1] y) {
+  shape = Constant<value = int64[1] {268435456}>()
+  big = Expand(x, shape)
+  y = ReduceSum<keepdims = 1>(big)
+}
+)ONNX";
+
 bool write_model(const std::string& path, const char* text, bool with_weight) {
   std::optional<onnx::ModelProto> parsed = hetero::test::parse_model_text("make_daemon_models", path, text);
   if (!parsed) return false;
@@ -92,6 +104,7 @@ int main(int argc, char** argv) {
   const bool ok = write_model(dir + "/scale.onnx", kScale, false) && write_model(dir + "/slow.onnx", kSlow, true) &&
                   write_model(dir + "/spin.onnx", kSpin, false) &&
                   write_model(dir + "/heavy.onnx", hetero::test::doubling_functions(16).c_str(), false) &&
-                  write_model(dir + "/bomb.onnx", hetero::test::doubling_functions(40).c_str(), false);
+                  write_model(dir + "/bomb.onnx", hetero::test::doubling_functions(40).c_str(), false) &&
+                  write_model(dir + "/expand.onnx", kExpand, false);
   return ok ? 0 : 1;
 }

@@ -518,6 +518,28 @@ TEST_F(Hostile, FunctionBomb) {
   });
 }
 
+// A client's upload of a few hundred bytes whose one inference would take
+// 1 GiB (an Expand, summed): its inferences are refused OUT_OF_MEMORY at the
+// Expand, by limits.max_client_inference_mb (the CPU config
+// max_inference_mb), four of them at once, and nothing stays held.
+TEST_F(Hostile, AnInferenceThatWouldTakeAGigabyte) {
+  survive("1 GiB inferences of a tiny upload", [] {
+    auto c = client();
+    const wire::Response loaded = ask(*c, load_bytes("expand", read_file(fixture_path("expand.onnx")), {}, 4), 60s);
+    ASSERT_EQ(loaded.status(), HETERO_OK) << loaded.message();
+    for (int round = 0; round < 2; ++round) {
+      for (int k = 0; k < 4; ++k) c->send(infer_request("expand", "x", {1}, {1.0f}));
+      for (int k = 0; k < 4; ++k) {
+        auto reply = c->receive(60s);
+        ASSERT_TRUE(reply);
+        EXPECT_EQ(reply->status(), HETERO_OUT_OF_MEMORY) << reply->message();
+        EXPECT_NE(reply->message().find("max_inference_mb"), std::string::npos) << reply->message();
+      }
+    }
+    EXPECT_EQ(ask(*c, unload("expand")).status(), HETERO_OK);
+  });
+}
+
 // The same chain 16 deep, 2^16 nodes, within the budget: an upload (so
 // compiled afresh: uploads are not cached) that takes seconds to load, on
 // the client's own loader. Its compile's transient memory (300 MiB at its

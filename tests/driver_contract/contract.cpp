@@ -44,7 +44,7 @@ const std::vector<DeviceCase>& device_cases() {
   static const std::vector<DeviceCase> cases = [] {
     const std::vector<std::string> cpu_keys = {"optimize",         "ops",         "num_threads", "device_count",
                                                "performance_hint", "num_streams", "pin_threads", "stream_nice",
-                                               "lane_nice",        "priority"};
+                                               "lane_nice",        "max_inference_mb", "priority"};
     const std::vector<std::string> gpu_keys = {"optimize", "ops", "kernels_per_batch", "tuning", "priority"};
     const std::vector<std::pair<std::string, std::string>> cpu_bad = {
         {"optimize", "maybe"},        {"num_threads", "x"},     {"num_threads", "-1"}, {"device_count", "0"},
