@@ -300,6 +300,12 @@ void ServedModel::cancel_running(Slot& slot, hetero_status as, std::string messa
   slot.cancelled_as = as;
   slot.cancel_message = std::move(message);
   hetero_infer_request_cancel(slot.request.get());
+  // A deadline is kept even inside one long node, which sees the cancel only
+  // when it ends: the client is answered now, and the slot is busy until then.
+  if (as == HETERO_TIMEOUT && !slot.claimed.exchange(true)) {
+    time_out(*slot.job, slot.cancel_message);
+    slot.answered_early = true;
+  }
 }
 
 void ServedModel::cancel_orphans() {
@@ -454,7 +460,11 @@ void ServedModel::on_done(void* user_data, hetero_status status) {
   ServedModel& model = *slot.model;
   auto outcome = std::make_shared<Outcome>();
   outcome->status = status;
-  if (status != HETERO_OK) {
+  // Answered TIMEOUT at its deadline already (cancel_running): only the
+  // slot is freed.
+  const bool answered = slot.claimed.exchange(true);
+  if (answered) {
+  } else if (status != HETERO_OK) {
     outcome->message = hetero_last_error();
   } else {
     try {
@@ -472,7 +482,7 @@ void ServedModel::on_done(void* user_data, hetero_status status) {
   // The reply goes now if it can: the loop thread's wake-up is then off the
   // client's path. The replier is released on the loop thread, its own.
   std::shared_ptr<Replier> replier = slot.job->replier.lock();
-  if (outcome->status == HETERO_OK && replier && replier->try_reply_now(outcome->frame)) {
+  if (!answered && outcome->status == HETERO_OK && replier && replier->try_reply_now(outcome->frame)) {
     outcome->sent = true;
     slot.replied = true;
   }
@@ -492,7 +502,10 @@ void ServedModel::finish(Slot& slot, Outcome outcome) {
   // A cancel that came too late to stop the inference leaves its answer be.
   const hetero_status cancelled_as = std::exchange(slot.cancelled_as, HETERO_OK);
   slot.replied = false;
-  if (outcome.sent) {
+  slot.claimed = false;
+  if (std::exchange(slot.answered_early, false)) {
+    // cancel_running() answered it.
+  } else if (outcome.sent) {
     record(*job, true);
     if (auto replier = job->replier.lock()) replier->reply_sent();
   } else if (outcome.status == HETERO_OK)

@@ -161,6 +161,12 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
     std::string cancel_message;
     // Its reply has gone from the driver thread; finish() has not run yet.
     std::atomic<bool> replied = false;
+    // Who answers the running job: set by the driver thread when the
+    // inference ends (its outcome is the answer), or by the loop thread when
+    // the job's deadline passes first (TIMEOUT at once, while a long node
+    // runs on until its end; answered_early then says so to finish()).
+    std::atomic<bool> claimed = false;
+    bool answered_early = false;
   };
   // How a job that ran ended: its encoded reply, or why it failed.
   struct Outcome {

@@ -12,7 +12,9 @@
 //               importer's budget must refuse;
 //   expand.onnx float[1] x expanded to 2^28 values (1 GiB) and summed: a
 //               model of a few hundred bytes whose one inference would take
-//               a gigabyte.
+//               a gigabyte;
+//   long_node.onnx  one 4096x4096 MatMul (137 GFLOP) between two nodes that
+//               take no time: a node that runs for seconds.
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -71,6 +73,16 @@ expand (float[1] x) => (float[1] y) {
 }
 )ONNX";
 
+const char* const kLongNode = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+long_node (float[1] x) => (float[1, 1] y) {
+  shape = Constant<value = int64[2] {4096, 4096}>()
+  a = Expand(x, shape)
+  p = MatMul(a, a)
+  y = ReduceSum<keepdims = 1>(p)
+}
+)ONNX";
+
 bool write_model(const std::string& path, const char* text, bool with_weight) {
   std::optional<onnx::ModelProto> parsed = hetero::test::parse_model_text("make_daemon_models", path, text);
   if (!parsed) return false;
@@ -105,6 +117,7 @@ int main(int argc, char** argv) {
                   write_model(dir + "/spin.onnx", kSpin, false) &&
                   write_model(dir + "/heavy.onnx", hetero::test::doubling_functions(16).c_str(), false) &&
                   write_model(dir + "/bomb.onnx", hetero::test::doubling_functions(40).c_str(), false) &&
-                  write_model(dir + "/expand.onnx", kExpand, false);
+                  write_model(dir + "/expand.onnx", kExpand, false) &&
+                  write_model(dir + "/long_node.onnx", kLongNode, false);
   return ok ? 0 : 1;
 }

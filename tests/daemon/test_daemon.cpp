@@ -446,6 +446,38 @@ TEST_F(Daemon, CancelAndDeadlinesStopRunningInferences) {
   expect_spin_served(socket_);
 }
 
+// A deadline that passes inside one long node (a 4096x4096 MatMul, which
+// sees a cancel only when it ends) is answered TIMEOUT at the deadline, not
+// when the node ends; the model serves on.
+TEST_F(Daemon, ADeadlineInsideOneLongNodeIsAnsweredAtIt) {
+  start({.extra_models = "  - name: long\n    path: " + fixture_path("long_node.onnx") + "\n    parallel: 1\n"});
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  auto timed = [&](uint64_t id, uint32_t timeout_ms) {
+    wire::Request r = infer_request("long", "x", {1}, {1.0f});
+    r.set_id(id);
+    r.mutable_infer()->set_timeout_ms(timeout_ms);
+    const auto t0 = std::chrono::steady_clock::now();
+    client.send(r);
+    auto reply = client.receive(std::chrono::seconds(120));
+    return std::make_pair(reply ? *reply : wire::Response{}, std::chrono::steady_clock::now() - t0);
+  };
+  // How long the node takes on this machine.
+  const auto [whole, node] = timed(1, 0);
+  ASSERT_EQ(whole.status(), HETERO_OK) << whole.message();
+  if (node < std::chrono::milliseconds(500)) GTEST_SKIP() << "the MatMul takes under 500 ms here";
+  const auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(node / 5);
+  const auto [late, answered_after] = timed(2, static_cast<uint32_t>(deadline.count()));
+  EXPECT_EQ(late.status(), HETERO_TIMEOUT) << late.message();
+  std::printf("[long node] %lld ms node; a %lld ms deadline answered after %lld ms\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(node).count()),
+              static_cast<long long>(deadline.count()),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(answered_after).count()));
+  EXPECT_LT(answered_after, node / 2) << "answered when the node ended, not at the deadline";
+  // The slot frees once the node ends; the next request runs.
+  EXPECT_EQ(timed(3, 0).first.status(), HETERO_OK);
+}
+
 // Unloading a model answers its running request CANCELLED instead of waiting
 // for an inference that would never end.
 TEST_F(Daemon, UnloadCancelsRunningInferences) {
