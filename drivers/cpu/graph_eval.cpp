@@ -43,6 +43,7 @@ class EvalRun final : public KernelRun {
   const Frame& frame() const override {
     fail(HETERO_NOT_SUPPORTED, node_.describe() + ": runs no subgraphs inside a table-driven op");
   }
+  void checkpoint() override {}  // compile-time evaluation: nothing to yield to
 
  private:
   const core::Node& node_;

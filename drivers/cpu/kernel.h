@@ -82,6 +82,12 @@ class KernelRun {
   virtual int threads() const = 0;
   // The frame running this kernel, for kernels that run subgraphs.
   virtual const Frame& frame() const = 0;
+  // What the frame does between two nodes (RunControl::at_node_boundary):
+  // stops a cancelled inference (throws CANCELLED), and runs waiting work of
+  // higher priority on this thread first. A kernel whose one node would run
+  // for long calls it between parts of its work, holding nothing that the
+  // work run meanwhile could need.
+  virtual void checkpoint() = 0;
 };
 
 class Kernel {

@@ -60,6 +60,17 @@ dnnl::memory::desc matrix_desc(const DnnlDims& dims, bool transposed, dnnl_dt dt
 
 namespace {
 
+// A product of more multiply-adds than twice this runs in blocks of rows,
+// with a checkpoint between two (KernelRun::checkpoint): a cancel or a
+// deadline is seen, and work of higher priority runs, after about one block
+// instead of after the whole node (a client's 148-byte upload of one huge
+// MatMul held its stream for 27 s). Not smaller: oneDNN's gemm packs B
+// again for every call, which at 256 rows of a 4096x4096x4096 product made
+// it twice as slow (0.94 s whole, 1.9 s in 16 blocks); 2^34 multiply-adds
+// cost nothing measurable and are a quarter of that product, 0.25-0.3 s on
+// two AVX2 cores.
+constexpr double kBlockMacs = double(1ull << 34);
+
 class ProductKernel final : public Kernel {
  public:
   ProductKernel(const KernelBuild& b, bool gemm);
@@ -74,6 +85,13 @@ class ProductKernel final : public Kernel {
     size_t scratchpad = 0;
   };
   Entry make_entry(KernelRun& r, const core::Shape& a_shape, const core::Shape& b_shape) const;
+  // The rows of a plain 2-D product per block; 0 when it runs whole (small,
+  // batched, or with post-ops, whose inputs would need cutting too).
+  int64_t block_rows(const Entry& e) const;
+  // The primitive for `rows` of A's rows at a time, B in layout `b_md`.
+  Entry make_block(KernelRun& r, const Entry& e, int64_t rows, const dnnl::memory::desc& b_md) const;
+  void run_blocks(KernelRun& r, const Entry& e, int64_t rows, const core::Tensor& a, const core::Tensor& b,
+                  core::Tensor& y, int threads);
 
   const core::Node& node_;
   bool gemm_;
@@ -147,6 +165,67 @@ ProductKernel::Entry ProductKernel::make_entry(KernelRun& r, const core::Shape& 
   return e;
 }
 
+int64_t ProductKernel::block_rows(const Entry& e) const {
+  const ProductShapes& p = e.shapes;
+  if (p.a.size() != 2 || !post_.empty() || e.manual_post_ops) return 0;
+  const double macs = double(p.m) * double(p.n) * double(p.k);
+  if (macs <= 2 * kBlockMacs) return 0;
+  return std::max<int64_t>(1, static_cast<int64_t>(kBlockMacs / (double(p.n) * double(p.k))));
+}
+
+ProductKernel::Entry ProductKernel::make_block(KernelRun& r, const Entry& e, int64_t rows,
+                                               const dnnl::memory::desc& b_md) const {
+  Entry block = e;
+  // A's rows keep their strides in the whole A: [m, k] stored row-major, or
+  // transposed ([k, m] stored).
+  const int64_t m = e.shapes.m, k = e.shapes.k, n = e.shapes.n;
+  block.a_desc = dnnl::memory::desc({rows, k}, dnnl_dt::f32, trans_a_ ? DnnlDims{1, m} : DnnlDims{k, 1});
+  block.y_desc = dnnl::memory::desc({rows, n}, dnnl_dt::f32, DnnlDims{n, 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(block.a_desc, b_md, block.y_desc), attr,
+                                        r.stream().get_engine());
+  block.prim = dnnl::matmul(pd);
+  block.b_desc = pd.weights_desc();
+  block.scratchpad = pd.scratchpad_desc().get_size();
+  return block;
+}
+
+void ProductKernel::run_blocks(KernelRun& r, const Entry& e, int64_t rows, const core::Tensor& a,
+                               const core::Tensor& b, core::Tensor& y, int threads) {
+  const int64_t m = e.shapes.m, k = e.shapes.k, n = e.shapes.n;
+  const int64_t a_row_stride = trans_a_ ? 1 : k;
+  dnnl::stream& s = r.stream();
+  const dnnl::engine engine = s.get_engine();
+  // Every block takes B as the whole product does: a constant B in its
+  // reordered layout, a run-time one as it is.
+  std::vector<int64_t> base = {-1, m, k, n, threads};  // -1: not a whole-node entry
+  append_key(base, a.shape());
+  append_key(base, b.shape());
+  const dnnl::memory::desc& b_layout = weights_.empty() ? e.b_user_desc : e.b_desc;
+  const dnnl::memory b_memory = with_dnnl_errors(node_, [&] {
+    return weights_.empty() ? view_memory(b_layout, engine, b.raw()) : weights_.get(e.b_desc, e.b_user_desc, engine, s);
+  });
+  for (int64_t first = 0; first < m; first += rows) {
+    const int64_t count = std::min(rows, m - first);
+    std::vector<int64_t> key = base;
+    key.push_back(count);
+    const auto block =
+        with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return make_block(r, e, count, b_layout); }); });
+    with_dnnl_errors(node_, [&] {
+      std::unordered_map<int, dnnl::memory> args;
+      args[DNNL_ARG_SRC] = view_memory(block->a_desc, engine, a.data<float>() + first * a_row_stride);
+      args[DNNL_ARG_WEIGHTS] = b_memory;
+      args[DNNL_ARG_DST] = view_memory(block->y_desc, engine, y.data<float>() + first * n);
+      if (block->scratchpad) args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(block->scratchpad, engine);
+      block->prim.execute(s, args);
+      s.wait();
+    });
+    if (first + count < m) r.checkpoint();
+  }
+}
+
 void ProductKernel::run(KernelRun& r) {
   const core::Tensor* a = r.input(0);
   const core::Tensor* b = r.input(1);
@@ -175,6 +254,7 @@ void ProductKernel::run(KernelRun& r) {
     post_.apply(y.data<float>(), y.shape(), r);
     return;
   }
+  if (const int64_t rows = block_rows(*e)) return run_blocks(r, *e, rows, *a, *b, y, team.threads());
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
     const dnnl::engine engine = s.get_engine();

@@ -136,6 +136,9 @@ class StepRun final : public KernelRun {
   dnnl::stream& stream() override { return frame_.stream_; }
   int threads() const override { return frame_.threads_; }
   const Frame& frame() const override { return frame_; }
+  void checkpoint() override {
+    if (frame_.control_) frame_.control_->at_node_boundary();
+  }
 
  private:
   core::Tensor& slot(size_t i) {

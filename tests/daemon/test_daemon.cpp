@@ -478,6 +478,39 @@ TEST_F(Daemon, ADeadlineInsideOneLongNodeIsAnsweredAtIt) {
   EXPECT_EQ(timed(3, 0).first.status(), HETERO_OK);
 }
 
+// A long node of a background model lets a normal one in between its
+// blocks (the MatMul kernel's checkpoints): the normal model's request waits
+// for about one block, not for the whole node.
+TEST_F(Daemon, ALongNodeAtBackgroundLetsANormalModelIn) {
+  start({.extra_models = "  - name: long\n    path: " + fixture_path("long_node.onnx") +
+                         "\n    parallel: 1\n    priority: background\n"});
+  RawClient background(socket_), normal(socket_);
+  ASSERT_TRUE(background.hello());
+  ASSERT_TRUE(normal.hello());
+  auto run_long = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    background.send(infer_request("long", "x", {1}, {1.0f}));
+    auto reply = background.receive(std::chrono::seconds(120));
+    EXPECT_TRUE(reply && reply->status() == HETERO_OK);
+    return std::chrono::steady_clock::now() - t0;
+  };
+  const auto node = run_long();
+  if (node < std::chrono::milliseconds(500)) GTEST_SKIP() << "the MatMul takes under 500 ms here";
+  std::thread long_one([&] { run_long(); });
+  std::this_thread::sleep_for(node / 10);  // into the node
+  const auto t0 = std::chrono::steady_clock::now();
+  normal.send(infer_request("demo", "image", kDemoDims, seeded_input(kDemoInput, 1)));
+  auto reply = normal.receive(std::chrono::seconds(60));
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  long_one.join();
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status(), HETERO_OK) << reply->message();
+  std::printf("[long node] %lld ms node at background; a normal request meanwhile answered after %lld ms\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(node).count()),
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()));
+  EXPECT_LT(waited, node * 3 / 4) << "the normal model waited for the whole node";
+}
+
 // Unloading a model answers its running request CANCELLED instead of waiting
 // for an inference that would never end.
 TEST_F(Daemon, UnloadCancelsRunningInferences) {

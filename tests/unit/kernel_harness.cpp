@@ -34,6 +34,7 @@ class TestRun final : public KernelRun {
   // Subgraph kernels (If, Loop, Scan) run through real plans instead
   // (test_cpu_control_flow.cpp).
   const Frame& frame() const override { std::abort(); }
+  void checkpoint() override {}
 
   std::vector<core::Tensor>& outputs() { return outputs_; }
 

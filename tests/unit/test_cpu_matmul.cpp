@@ -116,6 +116,30 @@ TEST(CpuDnnlGemm, TransposesScalesAndBias) {
 }
 
 // Einsum through both of its paths against explicit loops.
+// A product past the kernel's block size (2^35 multiply-adds) runs in blocks
+// of rows with a checkpoint between two: rows on either side of each block
+// edge, and the short last block, are right, plain and transposed (Gemm's
+// transA), with a constant B and with B given at run time.
+TEST(CpuDnnlMatMul, LargeProductsInBlocksOfRows) {
+  const int64_t M = 4100, K = 4096, N = 2048;  // blocks of 2048 rows: 2048, 2048, 4
+  std::mt19937 rng(23);
+  const core::Tensor a = random_f32({M, K}, rng), b = random_f32({K, N}, rng);
+  const core::Tensor a_t = transpose2d(a);
+  for (int variant = 0; variant < 2; ++variant) {
+    KernelNode node(variant == 0 ? "MatMul" : "Gemm", 13, 2);
+    if (variant == 1) node.attr_int("transA", 1).constant(1, b);
+    const core::Tensor y = node.run_once({variant == 0 ? a : a_t, b}, 1, kThreads)[0];
+    ASSERT_EQ(y.shape(), (core::Shape{M, N}));
+    for (int64_t m : {int64_t{0}, int64_t{2047}, int64_t{2048}, int64_t{4095}, int64_t{4096}, M - 1})
+      for (int64_t n : {int64_t{0}, int64_t{1000}, N - 1}) {
+        double want = 0;
+        for (int64_t k = 0; k < K; ++k) want += double(a.data<float>()[m * K + k]) * b.data<float>()[k * N + n];
+        EXPECT_NEAR(y.data<float>()[m * N + n], want, 1e-3 * std::max(1.0, std::abs(want)))
+            << (variant == 0 ? "MatMul" : "Gemm transA") << " row " << m << " column " << n;
+      }
+  }
+}
+
 TEST(CpuEinsum, EinsumBatchedProductsAndDiagonals) {
   std::mt19937 rng(9);
   const core::Tensor a = random_f32({2, 3, 4, 5}, rng), b = random_f32({2, 3, 6, 5}, rng);
