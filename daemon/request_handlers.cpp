@@ -21,11 +21,6 @@ namespace hetero::daemon {
 
 namespace {
 
-// What a frame may parse into beyond twice its size, and the messages in it
-// (tensors, config entries: a real request has a few dozen).
-constexpr uint64_t kDecodedSlackBytes = uint64_t{1} << 20;
-constexpr uint64_t kMaxFrameMessages = 65536;
-
 bool under(const std::string& path, const std::string& dir) {
   return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
 }
@@ -46,18 +41,16 @@ void Server::reply_error(Connection& connection, uint64_t id, hetero_status stat
 }
 
 void Server::handle_frame(Connection& connection, wire::Frame frame) {
-  // A frame's tensors parse at about their size; one that would parse into
-  // more than twice its size (and a little) is a crafted one, of empty
-  // repeated entries (protocol/decoded_size.h).
-  const wire::DecodedSize limit{2 * frame.payload.size() + kDecodedSlackBytes, kMaxFrameMessages};
+  // Measured before it is parsed: a frame crafted to grow (empty repeated
+  // entries) is refused before it takes the memory (protocol/decoded_size.h).
+  const wire::DecodedSize limit = wire::request_parse_limit(frame.payload.size());
   wire::DecodedSize size;
   if (wire::estimate_decoded_size(frame.payload, *wire_schema::Request::descriptor(), limit, size) &&
       size.over_limit) {
     connection.send_fatal(0, HETERO_OUT_OF_MEMORY,
                           "a frame of " + std::to_string(frame.payload.size()) + " bytes would take more than " +
                               std::to_string(limit.bytes) + " bytes or " + std::to_string(limit.messages) +
-                              " messages once parsed (at most twice its size plus 1 MiB, and " +
-                              std::to_string(kMaxFrameMessages) + " messages)");
+                              " messages once parsed (at most twice its size plus 1 MiB)");
     return;
   }
   auto request = std::make_unique<wire::Request>();

@@ -24,6 +24,8 @@ constexpr int kMaxDepth = 100;
 constexpr uint64_t kStringBytes = sizeof(std::string);
 // A map entry's node: hash-map links and the key's and value's shells.
 constexpr uint64_t kMapNodeBytes = 64;
+// An unknown scalar field, kept with its tag among the unknown fields.
+constexpr uint64_t kUnknownScalarBytes = 16;
 
 // The parsed size of an empty message of `type`, from its prototype. Cached:
 // a type's size never changes.
@@ -43,7 +45,8 @@ uint64_t empty_message_bytes(const pb::Descriptor& type) {
   return it->second;
 }
 
-// In-memory bytes of one element of a scalar field.
+// In-memory bytes of one element of a repeated scalar field; 0 for a
+// message, string or bytes field.
 uint64_t scalar_bytes(const pb::FieldDescriptor& field) {
   switch (field.cpp_type()) {
     case pb::FieldDescriptor::CPPTYPE_BOOL: return 1;
@@ -51,7 +54,10 @@ uint64_t scalar_bytes(const pb::FieldDescriptor& field) {
     case pb::FieldDescriptor::CPPTYPE_UINT32:
     case pb::FieldDescriptor::CPPTYPE_FLOAT:
     case pb::FieldDescriptor::CPPTYPE_ENUM: return 4;
-    default: return 8;
+    case pb::FieldDescriptor::CPPTYPE_INT64:
+    case pb::FieldDescriptor::CPPTYPE_UINT64:
+    case pb::FieldDescriptor::CPPTYPE_DOUBLE: return 8;
+    default: return 0;
   }
 }
 
@@ -89,25 +95,27 @@ bool walk(pb::io::CodedInputStream& in, const pb::Descriptor& type, int depth, c
     }
     const uint32_t tag = in.ReadTag();
     if (tag == 0) return in.ConsumedEntireMessage();  // the end, not a zero tag
-    const pb::FieldDescriptor* field = type.FindFieldByNumber(static_cast<int>(WireFormatLite::GetTagFieldNumber(tag)));
-    const uint64_t element = field && field->is_repeated() && field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE &&
-                                     field->cpp_type() != pb::FieldDescriptor::CPPTYPE_STRING
-                                 ? scalar_bytes(*field)
-                                 : 0;
+    const pb::FieldDescriptor* field =
+        type.FindFieldByNumber(static_cast<int>(WireFormatLite::GetTagFieldNumber(tag)));
+    // A repeated scalar's element size (0 for anything else), and what one
+    // scalar on the wire costs: a repeated field's element, nothing for a
+    // singular one (the message holds it), an unknown field kept with its tag.
+    const uint64_t element = field && field->is_repeated() ? scalar_bytes(*field) : 0;
+    const uint64_t one_scalar = field ? element : kUnknownScalarBytes;
     switch (WireFormatLite::GetTagWireType(tag)) {
       case WireFormatLite::WIRETYPE_VARINT: {
         uint64_t value = 0;
         if (!in.ReadVarint64(&value)) return false;
-        size.bytes += field ? element : 16;  // an unknown field is kept, with its tag
+        size.bytes += one_scalar;
         break;
       }
       case WireFormatLite::WIRETYPE_FIXED32:
         if (!in.Skip(4)) return false;
-        size.bytes += field ? element : 16;
+        size.bytes += one_scalar;
         break;
       case WireFormatLite::WIRETYPE_FIXED64:
         if (!in.Skip(8)) return false;
-        size.bytes += field ? element : 16;
+        size.bytes += one_scalar;
         break;
       case WireFormatLite::WIRETYPE_LENGTH_DELIMITED: {
         uint32_t length = 0;
@@ -151,6 +159,12 @@ bool estimate_decoded_size(std::span<const uint8_t> bytes, const pb::Descriptor&
   if (bytes.size() > static_cast<size_t>(INT_MAX)) return false;
   pb::io::ArrayInputStream input(bytes.data(), static_cast<int>(bytes.size()));
   return estimate_decoded_size(input, type, limit, size);
+}
+
+DecodedSize request_parse_limit(uint64_t wire_bytes) {
+  constexpr uint64_t kSlackBytes = uint64_t{1} << 20;
+  constexpr uint64_t kMaxMessages = 65536;
+  return {2 * wire_bytes + kSlackBytes, kMaxMessages};
 }
 
 }  // namespace hetero::wire

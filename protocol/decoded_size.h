@@ -41,4 +41,11 @@ bool estimate_decoded_size(google::protobuf::io::ZeroCopyInputStream& input,
 bool estimate_decoded_size(std::span<const uint8_t> bytes, const google::protobuf::Descriptor& type,
                            const DecodedSize& limit, DecodedSize& size);
 
+// The limit both front ends hold a request to, for a request of at most
+// `wire_bytes` on the wire: its tensors travel inside it as bytes and parse
+// at about their size, so twice that plus 1 MiB, in at most 65536 messages
+// (inputs, outputs, parameters, config entries: a real request has a few
+// dozen). Past it the request is a message crafted to grow.
+DecodedSize request_parse_limit(uint64_t wire_bytes);
+
 }  // namespace hetero::wire

@@ -9,7 +9,6 @@
 #include "daemon/kserve/repository.h"
 #include "daemon/kserve/tensor_convert.h"
 #include "daemon/server.h"
-#include "protocol/decoded_size.h"
 
 namespace hetero::daemon::kserve {
 
@@ -108,23 +107,21 @@ Service::Service(Server& server, std::shared_ptr<CallRegister> calls, RequesterO
       post_(server.loop_post()),
       calls_(std::move(calls)),
       requester_of_(std::move(requester_of)),
-      max_decoded_bytes_(2 * uint64_t{server.config().kserve.max_message_bytes} + kDecodedSlackBytes) {}
+      parse_limit_(wire::request_parse_limit(server.config().kserve.max_message_bytes)) {}
 
 bool Service::parse_bounded(InferCall& call) const {
-  const wire::DecodedSize limit{max_decoded_bytes_, kMaxRequestMessages};
   wire::DecodedSize size;
   {
     grpc::ProtoBufferReader reader(&call.wire_request);
-    if (!wire::estimate_decoded_size(reader, *ModelInferRequest::descriptor(), limit, size)) {
+    if (!wire::estimate_decoded_size(reader, *ModelInferRequest::descriptor(), parse_limit_, size)) {
       call.finish(HETERO_INVALID_ARGUMENT, "the request is not a ModelInferRequest message");
       return false;
     }
   }
   if (size.over_limit) {
-    call.finish(HETERO_OUT_OF_MEMORY, "the request would take more than " + std::to_string(limit.bytes) +
-                                          " bytes or " + std::to_string(limit.messages) +
-                                          " messages once parsed (at most twice kserve.max_message_bytes plus 1 MiB, "
-                                          "and " + std::to_string(kMaxRequestMessages) + " messages)");
+    call.finish(HETERO_OUT_OF_MEMORY, "the request would take more than " + std::to_string(parse_limit_.bytes) +
+                                          " bytes or " + std::to_string(parse_limit_.messages) +
+                                          " messages once parsed (at most twice kserve.max_message_bytes plus 1 MiB)");
     return false;
   }
   if (!grpc::SerializationTraits<ModelInferRequest>::Deserialize(&call.wire_request, &call.request).ok()) {

@@ -14,6 +14,7 @@
 #include "daemon/kserve/call.h"
 #include "daemon/kserve/grpc_predict_v2.grpc.pb.h"
 #include "daemon/loop_post.h"
+#include "protocol/decoded_size.h"
 
 namespace hetero::daemon {
 class Server;
@@ -66,8 +67,8 @@ class Service {
   void repository_unload(const CallPtr<inference::RepositoryModelUnloadRequest, inference::RepositoryModelUnloadResponse>& call);
   // Completion-queue thread: parses a ModelInfer call's request from its
   // bytes once protocol/decoded_size.h says the parse stays within
-  // max_decoded_bytes_ and kMaxRequestMessages; otherwise answers the call
-  // (RESOURCE_EXHAUSTED) and returns false.
+  // parse_limit_; otherwise answers the call (RESOURCE_EXHAUSTED) and
+  // returns false.
   bool parse_bounded(InferCall& call) const;
   // Loop thread: an infer request checked against its model and submitted.
   void submit_infer(std::unique_ptr<V2Job> job);
@@ -76,12 +77,8 @@ class Service {
   std::shared_ptr<LoopPost> post_;
   std::shared_ptr<CallRegister> calls_;
   const RequesterOf requester_of_;
-  // A request's tensors travel inside it as bytes, parsed at about their
-  // size; a request that would parse into more than twice the largest
-  // message (plus this) is no tensor data, but a message crafted to grow.
-  static constexpr uint64_t kDecodedSlackBytes = uint64_t{1} << 20;
-  static constexpr uint64_t kMaxRequestMessages = 65536;  // inputs, outputs, parameters: any sane request has few
-  const uint64_t max_decoded_bytes_;
+  // What a request as large as kserve.max_message_bytes may parse into.
+  const wire::DecodedSize parse_limit_;
   AsyncService async_;
   std::atomic<bool> stopping_{false};
 };
