@@ -8,9 +8,10 @@
 // temporary file, fsync'ed and renamed into place, so a reader sees a whole
 // entry or none, even if the writer is killed mid-write; two writers of one
 // key both succeed and leave one whole entry. A killed writer's temporary
-// file is removed by the next cache opened on the directory, or the next put. Least-recently-used entries
-// (by mtime, touched on every hit) are removed to keep the directory under
-// its size limit. The directory is created 0750, entries 0640.
+// file is removed by the next cache opened on the directory, or the next
+// put. Least-recently-used entries (by mtime, touched on every hit) are
+// removed to keep the directory under its size limit. The directory is
+// created 0750, entries 0640.
 #pragma once
 
 #include <cstdint>

@@ -18,9 +18,9 @@ struct MappedBytes {
 };
 
 // Maps a regular file read-only (reads it into memory where mapping is not
-// possible, or after never_map_files()). Fails with NOT_FOUND, PERMISSION_DENIED or IO_ERROR naming `path`;
-// a FIFO, a device or a directory is refused at once, unread
-// (core/regular_file.h).
+// possible, or after never_map_files()). Fails with NOT_FOUND,
+// PERMISSION_DENIED or IO_ERROR naming `path`; a FIFO, a device or a
+// directory is refused at once, unread (core/regular_file.h).
 MappedBytes map_file(const std::string& path);
 
 // From now on map_file reads files into memory instead of mapping them. For

@@ -45,13 +45,13 @@ struct Limits {
   uint32_t idle_timeout_ms = 0;                 // nothing asked or pending this long: closed (0: never)
 };
 
-// One model to serve.
 // Who owns a model, or who asks to unload or replace one: a uid (>= 0),
 // or one of these.
 constexpr int64_t kOwnedByConfig = -1;      // the config's: only a reload unloads it
 constexpr int64_t kOwnedByTcpClients = -2;  // a v2 client over TCP, which has no uid
 constexpr int64_t kUnknownRequester = -3;   // a request whose connection has gone: owns nothing
 
+// One model to serve.
 struct ModelSpec {
   std::string name;
   std::string path;      // absolute: an ONNX file or a compiled blob

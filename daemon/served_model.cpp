@@ -463,10 +463,9 @@ void ServedModel::on_done(void* user_data, hetero_status status) {
   // Answered TIMEOUT at its deadline already (cancel_running): only the
   // slot is freed.
   const bool answered = slot.claimed.exchange(true);
-  if (answered) {
-  } else if (status != HETERO_OK) {
+  if (!answered && status != HETERO_OK) {
     outcome->message = hetero_last_error();
-  } else {
+  } else if (!answered) {
     try {
       outcome->frame = slot.job->encode_outputs(slot.request.get(), model.output_names_);
     } catch (const Error& e) {

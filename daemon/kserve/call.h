@@ -10,8 +10,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 
 #include "daemon/kserve/grpc_predict_v2.grpc.pb.h"
