@@ -518,20 +518,13 @@ TEST_F(Daemon, UnloadCancelsRunningInferences) {
   RawClient client(socket_);
   ASSERT_TRUE(client.hello());
   // The client's own model: the config's are unloaded only by a reload.
-  wire::Request load;
-  load.set_id(100);
-  load.mutable_load_model()->set_name("spin");
-  load.mutable_load_model()->set_path(fixture_path("spin.onnx"));
-  client.send(load);
+  client.send(load_path_request("spin", fixture_path("spin.onnx"), 100));
   auto loaded = client.receive(std::chrono::seconds(60));
   ASSERT_TRUE(loaded);
   ASSERT_EQ(loaded->status(), HETERO_OK) << loaded->message();
   client.send(spin_request(1, kEndless));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  wire::Request unload;
-  unload.set_id(2);
-  unload.mutable_unload_model()->set_name("spin");
-  client.send(unload);
+  client.send(unload_request("spin", 2));
   std::map<uint64_t, wire::Response> replies;
   for (int k = 0; k < 2; ++k) {
     auto reply = client.receive();
@@ -621,15 +614,7 @@ TEST_F(Daemon, OnlyAModelsOwnerUnloadsIt) {
     return reply ? *reply : wire::Response{};
   };
   auto load = [](const std::string& name, const std::string& file) {
-    wire::Request r;
-    r.mutable_load_model()->set_name(name);
-    r.mutable_load_model()->set_path(fixture_path(file));
-    return r;
-  };
-  auto unload = [](const std::string& name) {
-    wire::Request r;
-    r.mutable_unload_model()->set_name(name);
-    return r;
+    return load_path_request(name, fixture_path(file));
   };
   RawClient root(socket_);
   ASSERT_TRUE(root.hello());
@@ -648,11 +633,11 @@ TEST_F(Daemon, OnlyAModelsOwnerUnloadsIt) {
     auto note = [&seen](const wire::Response& r) {
       seen += std::to_string(r.status()) + " " + r.message() + "\n";
     };
-    note(ask(other, unload("demo")));           // the config's
-    note(ask(other, unload("roots")));          // root's
+    note(ask(other, unload_request("demo")));           // the config's
+    note(ask(other, unload_request("roots")));          // root's
     note(ask(other, load("demo", "spin.onnx")));  // an impostor under the config's name
     note(ask(other, load("theirs", "scale.onnx")));
-    note(ask(other, unload("theirs")));         // its own
+    note(ask(other, unload_request("theirs")));         // its own
     note(ask(other, load("theirs", "scale.onnx")));
     (void)!::write(pipe_fds[1], seen.data(), seen.size());
     ::_exit(0);
@@ -681,9 +666,9 @@ TEST_F(Daemon, OnlyAModelsOwnerUnloadsIt) {
 
   EXPECT_TRUE(demo_works()) << "the config's model was unloaded or replaced";
   // Root unloads another uid's model, not the config's.
-  EXPECT_EQ(ask(root, unload("theirs")).status(), HETERO_OK);
-  EXPECT_EQ(ask(root, unload("roots")).status(), HETERO_OK);
-  const wire::Response config_model = ask(root, unload("demo"));
+  EXPECT_EQ(ask(root, unload_request("theirs")).status(), HETERO_OK);
+  EXPECT_EQ(ask(root, unload_request("roots")).status(), HETERO_OK);
+  const wire::Response config_model = ask(root, unload_request("demo"));
   EXPECT_EQ(config_model.status(), HETERO_PERMISSION_DENIED) << config_model.message();
   EXPECT_TRUE(demo_works());
 }
@@ -1251,11 +1236,7 @@ TEST_F(Daemon, ClientLoadsThatCompileTooLongTimeOut) {
   RawClient client(socket_);
   ASSERT_TRUE(client.hello());
   auto load = [&](const std::string& name, const std::string& file) {
-    wire::Request r;
-    r.set_id(2);
-    r.mutable_load_model()->set_name(name);
-    r.mutable_load_model()->set_path(fixture_path(file));
-    client.send(r);
+    client.send(load_path_request(name, fixture_path(file), 2));
     return client.receive(std::chrono::seconds(120));
   };
   const auto started = std::chrono::steady_clock::now();
@@ -1284,11 +1265,7 @@ TEST_F(Daemon, OneClientsSlowLoadDelaysNoOtherClient) {
     if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
     RawClient other(socket_);
     if (!other.hello()) ::_exit(4);
-    wire::Request r;
-    r.set_id(2);
-    r.mutable_load_model()->set_name("heavy");
-    r.mutable_load_model()->set_path(fixture_path("heavy.onnx"));
-    other.send(r);
+    other.send(load_path_request("heavy", fixture_path("heavy.onnx"), 2));
     auto reply = other.receive(std::chrono::seconds(120));
     ::_exit(reply && reply->status() == HETERO_OK ? 0 : 5);
   }
@@ -1312,11 +1289,7 @@ TEST_F(Daemon, OneClientsSlowLoadDelaysNoOtherClient) {
     if (state != wire::ModelInfo::LOADING) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   ASSERT_EQ(state, wire::ModelInfo::LOADING) << "the other user's load was not seen under way";
-  wire::Request load;
-  load.set_id(++id);
-  load.mutable_load_model()->set_name("mine");
-  load.mutable_load_model()->set_path(fixture_path("scale.onnx"));
-  client.send(load);
+  client.send(load_path_request("mine", fixture_path("scale.onnx"), ++id));
   auto loaded = client.receive();
   ASSERT_TRUE(loaded);
   EXPECT_EQ(loaded->status(), HETERO_OK) << loaded->message();
@@ -1331,11 +1304,7 @@ TEST_F(Daemon, ClientsLoadAtMostTheirShareOfModels) {
   RawClient client(socket_);
   ASSERT_TRUE(client.hello());
   auto load = [&](uint64_t id, const std::string& name) {
-    wire::Request r;
-    r.set_id(id);
-    r.mutable_load_model()->set_name(name);
-    r.mutable_load_model()->set_path(fixture_path("scale.onnx"));
-    client.send(r);
+    client.send(load_path_request(name, fixture_path("scale.onnx"), id));
     auto reply = client.receive();
     return reply ? *reply : wire::Response{};
   };
@@ -1344,10 +1313,7 @@ TEST_F(Daemon, ClientsLoadAtMostTheirShareOfModels) {
   const wire::Response third = load(3, "c");
   EXPECT_EQ(third.status(), HETERO_BUSY);
   EXPECT_NE(third.message().find("max_models_per_client"), std::string::npos) << third.message();
-  wire::Request unload;
-  unload.set_id(4);
-  unload.mutable_unload_model()->set_name("a");
-  client.send(unload);
+  client.send(unload_request("a", 4));
   ASSERT_TRUE(client.receive());
   EXPECT_EQ(load(5, "c").status(), HETERO_OK);
 }
@@ -1365,19 +1331,12 @@ TEST_F(Daemon, ClientsLoadAtMostTheirShareOfBytes) {
     auto reply = client.receive();
     return reply ? *reply : wire::Response{};
   };
-  auto load = [&](const std::string& name) {
-    wire::Request r;
-    r.mutable_load_model()->set_name(name);
-    r.mutable_load_model()->set_path(fixture_path("scale.onnx"));
-    return send(r);
-  };
+  auto load = [&](const std::string& name) { return send(load_path_request(name, fixture_path("scale.onnx"))); };
   EXPECT_EQ(load("a").status(), HETERO_OK);
   const wire::Response second = load("b");
   EXPECT_EQ(second.status(), HETERO_BUSY);
   EXPECT_NE(second.message().find("max_model_bytes_per_client"), std::string::npos) << second.message();
-  wire::Request unload;
-  unload.mutable_unload_model()->set_name("a");
-  EXPECT_EQ(send(unload).status(), HETERO_OK);
+  EXPECT_EQ(send(unload_request("a")).status(), HETERO_OK);
   EXPECT_EQ(load("b").status(), HETERO_OK);
 }
 

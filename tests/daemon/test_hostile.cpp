@@ -206,8 +206,8 @@ class Hostile : public ::testing::Test {
     // and unload (its loader thread, what the importer sets up once).
     {
       auto c = client();
-      ask(*c, load_path("warm", fixture_path("scale.onnx")));
-      ask(*c, unload("warm"));
+      ask(*c, load_path_request("warm", fixture_path("scale.onnx")));
+      ask(*c, unload_request("warm"));
     }
     std::this_thread::sleep_for(1s);
     const Bystander::Window idle = idle_window();
@@ -308,17 +308,6 @@ class Hostile : public ::testing::Test {
     r.mutable_load_model()->set_model_bytes(bytes);
     r.mutable_load_model()->set_parallel(parallel);
     for (const auto& [key, value] : config) (*r.mutable_load_model()->mutable_config())[key] = value;
-    return r;
-  }
-  static wire::Request load_path(const std::string& name, const std::string& path) {
-    wire::Request r;
-    r.mutable_load_model()->set_name(name);
-    r.mutable_load_model()->set_path(path);
-    return r;
-  }
-  static wire::Request unload(const std::string& name) {
-    wire::Request r;
-    r.mutable_unload_model()->set_name(name);
     return r;
   }
 
@@ -481,7 +470,8 @@ TEST_F(Hostile, UploadFlood) {
     EXPECT_EQ(loaded, 16);
     EXPECT_EQ(refused.status(), HETERO_BUSY);
     EXPECT_NE(refused.message().find("max_models_per_client"), std::string::npos) << refused.message();
-    for (int k = 0; k < loaded; ++k) EXPECT_EQ(ask(*c, unload("flood" + std::to_string(k))).status(), HETERO_OK);
+    for (int k = 0; k < loaded; ++k)
+      EXPECT_EQ(ask(*c, unload_request("flood" + std::to_string(k))).status(), HETERO_OK);
   });
 }
 
@@ -501,7 +491,7 @@ TEST_F(Hostile, EndlessLoop) {
     std::this_thread::sleep_for(3s);
     c->close();
     auto admin = client();
-    EXPECT_EQ(ask(*admin, unload("endless")).status(), HETERO_OK);
+    EXPECT_EQ(ask(*admin, unload_request("endless")).status(), HETERO_OK);
   });
 }
 
@@ -536,7 +526,7 @@ TEST_F(Hostile, AnInferenceThatWouldTakeAGigabyte) {
         EXPECT_NE(reply->message().find("max_inference_mb"), std::string::npos) << reply->message();
       }
     }
-    EXPECT_EQ(ask(*c, unload("expand")).status(), HETERO_OK);
+    EXPECT_EQ(ask(*c, unload_request("expand")).status(), HETERO_OK);
   });
 }
 
@@ -557,7 +547,7 @@ TEST_F(Hostile, SlowUpload) {
         auto c = client();
         const wire::Response heavy = ask(*c, load_bytes("heavy", read_file(fixture_path("heavy.onnx"))), 120s);
         EXPECT_EQ(heavy.status(), HETERO_OK) << heavy.message();
-        EXPECT_EQ(ask(*c, unload("heavy")).status(), HETERO_OK);
+        EXPECT_EQ(ask(*c, unload_request("heavy")).status(), HETERO_OK);
       },
       HETEROD_JEMALLOC ? kRssGrowth : 1.5);
 }
@@ -570,7 +560,7 @@ TEST_F(Hostile, FifoAsAModel) {
   survive("FIFO path", [&] {
     auto c = client();
     for (int k = 0; k < 20; ++k) {
-      const wire::Response r = ask(*c, load_path("fifo", fifo));
+      const wire::Response r = ask(*c, load_path_request("fifo", fifo));
       EXPECT_NE(r.status(), HETERO_OK);
       EXPECT_NE(r.message().find("is a FIFO, not a regular file"), std::string::npos) << r.message();
     }

@@ -36,6 +36,21 @@ wire::Request spin_request(uint64_t id, int64_t iterations, uint32_t timeout_ms,
   return r;
 }
 
+wire::Request load_path_request(const std::string& name, const std::string& path, uint64_t id) {
+  wire::Request r;
+  r.set_id(id);
+  r.mutable_load_model()->set_name(name);
+  r.mutable_load_model()->set_path(path);
+  return r;
+}
+
+wire::Request unload_request(const std::string& name, uint64_t id) {
+  wire::Request r;
+  r.set_id(id);
+  r.mutable_unload_model()->set_name(name);
+  return r;
+}
+
 std::vector<uint8_t> header_of(uint32_t length) {
   return {static_cast<uint8_t>(length), static_cast<uint8_t>(length >> 8), static_cast<uint8_t>(length >> 16),
           static_cast<uint8_t>(length >> 24), 0, 0, 0, 0};

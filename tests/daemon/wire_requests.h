@@ -20,6 +20,10 @@ wire::Request infer_request(const std::string& model, const std::string& input, 
 wire::Request spin_request(uint64_t id, int64_t iterations, uint32_t timeout_ms = 0, const std::string& model = "spin");
 constexpr int64_t kEndless = int64_t{1} << 62;
 
+// LoadModel of the model file at `path` under `name`, and UnloadModel.
+wire::Request load_path_request(const std::string& name, const std::string& path, uint64_t id = 0);
+wire::Request unload_request(const std::string& name, uint64_t id = 0);
+
 // A frame header announcing `length` payload bytes.
 std::vector<uint8_t> header_of(uint32_t length);
 
