@@ -12,9 +12,12 @@ from ._lib import lib, library_path
 from .core import (Core, Device, Driver, DriverFailure, ModelSource, QueryNode, ServedModel,
                    describe_blob)
 from .dtypes import DType
-from .errors import HeteroError, Status
+from .errors import (BlobError, BusyError, CancelledError, DeadlineError, DriverError, HeteroConnectionError,
+                     HeteroError, HeteroIOError, HeteroPermissionError, InternalError, InvalidArgumentError,
+                     InvalidModelError, ModelFileNotFoundError, NotFoundError, NotSupportedError, OutOfMemoryError,
+                     ProtocolError, Status)
 from .model import CompiledModel, Model, Port
-from .request import InferRequest, Inputs
+from .request import InferRequest, Inputs, OutputNames
 
 __version__ = "0.1.0"
 
@@ -32,7 +35,10 @@ def library_version() -> str:
 
 
 __all__ = [
-    "CompiledModel", "Core", "DType", "Device", "Driver", "DriverFailure", "HeteroError", "InferRequest",
-    "Inputs", "Model", "ModelSource", "Port", "QueryNode", "ServedModel", "Status", "api_version",
-    "describe_blob", "library_path", "library_version",
+    "BlobError", "BusyError", "CancelledError", "CompiledModel", "Core", "DType", "DeadlineError", "Device",
+    "Driver", "DriverError", "DriverFailure", "HeteroConnectionError", "HeteroError", "HeteroIOError",
+    "HeteroPermissionError", "InferRequest", "Inputs", "InternalError", "InvalidArgumentError", "InvalidModelError",
+    "Model", "ModelFileNotFoundError", "ModelSource", "NotFoundError", "NotSupportedError", "OutOfMemoryError",
+    "OutputNames", "Port", "ProtocolError", "QueryNode", "ServedModel", "Status", "api_version", "describe_blob",
+    "library_path", "library_version",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes as C
 import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 from ._lib import int64_p, lib
 from .errors import check
@@ -14,6 +14,7 @@ from .errors import check
 StrPath = Union[str, "os.PathLike[str]"]
 Config = Mapping[str, Any]
 Shapes = Mapping[str, Sequence[int]]
+_Self = TypeVar("_Self", bound="Handle")
 
 
 class Handle:
@@ -45,7 +46,7 @@ class Handle:
         if ptr:
             check(type(self)._release(ptr))
 
-    def __enter__(self) -> Any:
+    def __enter__(self: _Self) -> _Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -58,10 +59,11 @@ class Handle:
             pass
 
 
-def new_handle(create: Callable[..., int], *args: Any) -> C.c_void_p:
-    """Calls a creating function (its out-param first) and returns the handle."""
+def new_handle(create: Callable[..., int], *args: Any, path: StrPath | None = None) -> C.c_void_p:
+    """Calls a creating function (its out-param first) and returns the
+    handle. `path` is the file it reads, for the error when it is missing."""
     out = C.c_void_p()
-    check(create(C.byref(out), *args))
+    check(create(C.byref(out), *args), path=os.fspath(path) if path is not None else None)
     return out
 
 

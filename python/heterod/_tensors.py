@@ -25,7 +25,7 @@ import numpy as np
 from ._handle import Handle, new_handle
 from ._lib import int64_p, lib
 from .dtypes import Array, DType
-from .errors import HeteroError, Status, check
+from .errors import Status, check, error
 
 
 class Tensor(Handle):
@@ -38,8 +38,8 @@ class Tensor(Handle):
 def as_input_array(value: Any, name: str, port_dtype: DType, port_shape: tuple[int, ...] | None) -> Array:
     """`value` as an array the library can read in place: the same object
     when it already is one; array-likes (lists, scalars) take the port's
-    dtype. An array whose shape the port cannot take is refused before
-    anything is copied: a broadcast view (np.broadcast_to) of a few bytes
+    dtype. An array of another dtype is refused, and so is one whose shape
+    the port cannot take, before anything is copied: a broadcast view (np.broadcast_to) of a few bytes
     would otherwise become gigabytes first."""
     if not isinstance(value, np.ndarray):
         value = np.asarray(value, dtype=port_dtype.numpy if port_dtype != DType.UNDEFINED else None)
@@ -47,8 +47,15 @@ def as_input_array(value: Any, name: str, port_dtype: DType, port_shape: tuple[i
     if port_shape is not None and (array.ndim != len(port_shape) or any(
             want >= 0 and have != want for have, want in zip(array.shape, port_shape))):
         wanted = "(" + ", ".join("?" if d < 0 else str(d) for d in port_shape) + ")"
-        raise HeteroError(Status.INVALID_ARGUMENT,
+        raise error(Status.INVALID_ARGUMENT,
                           f"input '{name}' takes shape {wanted}; the array has shape {tuple(array.shape)}")
+    have = DType.from_numpy(array.dtype)  # TypeError for a dtype no tensor holds
+    if port_dtype not in (DType.UNDEFINED, have) and not (port_dtype == DType.BFLOAT16 and have == DType.UINT16):
+        # Refused, not converted, as ONNX Runtime does: a silent float64 ->
+        # float32 copy would hide a slow path (and a lossy one the other way).
+        raise error(Status.INVALID_ARGUMENT,
+                          f"input '{name}' takes {port_dtype.name.lower()}; the array is {array.dtype.name} "
+                          f"(convert it with .astype(numpy.{port_dtype.numpy.name}))")
     if array.dtype.byteorder == ">":  # big-endian: the library reads native order
         array = array.astype(array.dtype.newbyteorder("="))
     if not (array.flags.c_contiguous and array.flags.aligned):

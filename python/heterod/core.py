@@ -132,7 +132,8 @@ class Core(Handle):
         if isinstance(source, (bytes, bytearray, memoryview)):
             data, size = _buffer(source)
             return Model(new_handle(lib.hetero_model_read_memory, self._handle, data, size, *shape_args))
-        return Model(new_handle(lib.hetero_model_read_file, self._handle, encode_path(source), *shape_args))
+        return Model(new_handle(lib.hetero_model_read_file, self._handle, encode_path(source), *shape_args,
+                                path=source))
 
     def compile_model(self, model: Model | ModelSource, device: str = "CPU", config: Config | None = None,
                       shapes: Shapes | None = None) -> CompiledModel:
@@ -149,7 +150,7 @@ class Core(Handle):
             with self.read_model(model, shapes) as read:
                 return self.compile_model(read, device, config)
         return CompiledModel(new_handle(lib.hetero_compile_file, self._handle, encode_path(model),
-                                        *ShapeArrays(shapes).args(), device.encode(), *config_args))
+                                        *ShapeArrays(shapes).args(), device.encode(), *config_args, path=model))
 
     def import_model(self, blob: ModelSource, config: Config | None = None) -> CompiledModel:
         """A compiled model from a blob (CompiledModel.export, `hetero
@@ -159,7 +160,7 @@ class Core(Handle):
             data, size = _buffer(blob)
             return CompiledModel(new_handle(lib.hetero_compiled_model_import, self._handle, data, size, *config_args))
         return CompiledModel(new_handle(lib.hetero_compiled_model_import_file, self._handle, encode_path(blob),
-                                        *config_args))
+                                        *config_args, path=blob))
 
     def query(self, model: Model, device: str, config: Config | None = None) -> list[QueryNode]:
         """Which nodes of `model` `device` runs, and why not the others."""

@@ -14,7 +14,7 @@ from ._handle import Handle, StrPath, borrowed_string, count, encode_path
 from ._lib import int64_p, lib
 from .dtypes import Array, DType
 from .errors import check
-from .request import InferRequest, Inputs
+from .request import InferRequest, Inputs, OutputNames
 
 
 @dataclass(frozen=True)
@@ -122,21 +122,23 @@ class CompiledModel(_Ports, Handle):
     def create_infer_request(self) -> InferRequest:
         return InferRequest(self)
 
-    def infer(self, inputs: Inputs = None) -> dict[str, Array]:
+    def infer(self, inputs: Inputs = None, output_names: OutputNames = None) -> dict[str, Array]:
         """One inference on a pooled request; safe from many threads at once
-        (each gets its own request)."""
+        (each gets its own request). Every call gives every input (a missing
+        one is an InvalidArgumentError naming it, as in ONNX Runtime);
+        `output_names` picks the outputs returned (default: all)."""
         request = self._borrow()
         try:
-            return request.infer(inputs)
+            return request._infer(inputs, output_names, every_input=True)
         finally:
             self._give_back(request)
 
-    async def infer_async(self, inputs: Inputs = None) -> dict[str, Array]:
-        """One inference on a pooled request, awaited: many may be in flight at
-        once (each on its own request)."""
+    async def infer_async(self, inputs: Inputs = None, output_names: OutputNames = None) -> dict[str, Array]:
+        """infer(), awaited: many may be in flight at once (each on its own
+        pooled request)."""
         request = self._borrow()
         try:
-            return await request.infer_async(inputs)
+            return await request._infer_async(inputs, output_names, every_input=True)
         finally:
             self._give_back(request)
 
@@ -151,6 +153,7 @@ class CompiledModel(_Ports, Handle):
     def _give_back(self, request: InferRequest) -> None:
         if request.busy:  # an awaited inference was cancelled and still runs: let it go
             return
+        request._forget_inputs()
         with self._idle_lock:
             self._idle.append(request)
 

@@ -31,7 +31,7 @@ from . import _tensors
 from ._handle import Handle, new_handle
 from ._lib import CALLBACK, lib
 from .dtypes import Array
-from .errors import HeteroError, Status, check, last_error, to_status
+from .errors import Status, check, error, last_error, to_status
 
 if TYPE_CHECKING:
     from .model import CompiledModel
@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 #: What infer() takes: arrays by input name or index, arrays in input order,
 #: one array for a model of one input, or None for the inputs already bound.
 Inputs = Union[None, Array, Sequence[Any], Mapping[Union[str, int], Any]]
+
+#: Which outputs infer() returns: their names, or None for all of them.
+OutputNames = Union[None, Sequence[str]]
 
 
 class InferRequest(Handle):
@@ -71,27 +74,36 @@ class InferRequest(Handle):
         with self._lock:
             self._bind(key, value)
 
-    def infer(self, inputs: Inputs = None) -> dict[str, Array]:
-        """Binds `inputs` (see Inputs), runs one inference and returns the
-        outputs by name, in the model's order, as read-only arrays sharing
-        the result memory (no copy; each keeps its memory alive)."""
-        with self._lock:
-            self._bind_all(inputs)
-            check(lib.hetero_infer_request_infer(self._handle))
-            return self._outputs()
+    def infer(self, inputs: Inputs = None, output_names: OutputNames = None) -> dict[str, Array]:
+        """Binds `inputs` (see Inputs; inputs bound earlier stay bound), runs
+        one inference and returns the outputs by name, in the model's order
+        or that of `output_names`, as read-only arrays sharing the result
+        memory (no copy; each keeps its memory alive)."""
+        return self._infer(inputs, output_names, every_input=False)
 
-    async def infer_async(self, inputs: Inputs = None) -> dict[str, Array]:
+    def _infer(self, inputs: Inputs, output_names: OutputNames, every_input: bool) -> dict[str, Array]:
+        outputs = self._output_indices(output_names)
+        with self._lock:
+            self._bind_all(inputs, every_input)
+            check(lib.hetero_infer_request_infer(self._handle))
+            return self._outputs(outputs)
+
+    async def infer_async(self, inputs: Inputs = None, output_names: OutputNames = None) -> dict[str, Array]:
         """infer(), awaited: the event loop runs on while the inference does.
-        Raises HeteroError(BUSY) when another inference holds the request.
+        Raises BusyError when another inference holds the request.
         Cancelling the awaiting task cancels the inference (see cancel());
         the request stays busy until it has stopped."""
+        return await self._infer_async(inputs, output_names, every_input=False)
+
+    async def _infer_async(self, inputs: Inputs, output_names: OutputNames, every_input: bool) -> dict[str, Array]:
         loop = asyncio.get_running_loop()
+        outputs = self._output_indices(output_names)
         if not self._lock.acquire(blocking=False):
-            raise HeteroError(Status.BUSY, "an inference is running on this infer request; use one request "
+            raise error(Status.BUSY, "an inference is running on this infer request; use one request "
                                            "per concurrent inference (CompiledModel.infer_async pools them)")
         try:
-            self._bind_all(inputs)
-            pending = _Pending(self, loop, loop.create_future())
+            self._bind_all(inputs, every_input)
+            pending = _Pending(self, loop, loop.create_future(), outputs)
             token = _in_flight.add(pending)
             self._async_in_flight = True
             code = lib.hetero_infer_request_start_async(self._handle, _ON_DONE, C.c_void_p(token))
@@ -111,7 +123,7 @@ class InferRequest(Handle):
     def cancel(self) -> None:
         """Asks the inference running on this request (from another thread,
         or infer_async) to stop: it ends at its next node boundary and raises
-        HeteroError(CANCELLED), unless it finished first. Does nothing when
+        a CancelledError, unless it finished first. Does nothing when
         none runs; the request is usable again once it has ended."""
         check(lib.hetero_infer_request_cancel(self._handle))
 
@@ -126,51 +138,80 @@ class InferRequest(Handle):
             super().close()
             self._bound = []
 
-    def _bind_all(self, inputs: Inputs) -> None:
+    def _bind_all(self, inputs: Inputs, every_input: bool) -> None:
+        """Binds `inputs`; with `every_input`, they must name every input of
+        the model (the pooled CompiledModel.infer: nothing is left over from
+        another caller's inference)."""
+        given: set[int] = set()
         if inputs is None:
-            return
-        if isinstance(inputs, Mapping):
+            pass
+        elif isinstance(inputs, Mapping):
             for key, value in inputs.items():
-                self._bind(key, value)
+                given.add(self._bind(key, value))
         elif isinstance(inputs, np.ndarray):
             if len(self._input_ports) != 1:
                 raise TypeError(f"one array given for a model of {len(self._input_ports)} inputs "
                                 f"({', '.join(p.name for p in self._input_ports)}): pass a dict by name")
-            self._bind(0, inputs)
+            given.add(self._bind(0, inputs))
         elif isinstance(inputs, Sequence) and not isinstance(inputs, (str, bytes)):
             if len(inputs) != len(self._input_ports):
                 raise TypeError(f"{len(inputs)} arrays given for a model of {len(self._input_ports)} inputs")
             for i, value in enumerate(inputs):
-                self._bind(i, value)
+                given.add(self._bind(i, value))
         else:
             raise TypeError(f"inputs must be a dict, a list of arrays or an array, not {type(inputs).__name__}")
+        missing = [p.name for i, p in enumerate(self._input_ports) if i not in given]
+        if every_input and missing:
+            raise error(Status.INVALID_ARGUMENT,
+                              f"required inputs are missing: {', '.join(repr(n) for n in missing)} (every call of "
+                              "CompiledModel.infer gives every input; an InferRequest keeps them bound between calls)")
 
-    def _bind(self, key: str | int, value: Any) -> None:
+    def _forget_inputs(self) -> None:
+        """Lets go of the caller's arrays once a pooled inference is over (its
+        outputs keep what they need); the next pooled call binds every input
+        again before it runs."""
+        self._bound = [None] * len(self._input_ports)
+
+    def _bind(self, key: str | int, value: Any) -> int:
         index = self._index_of(key)
         port = self._input_ports[index]
         array = _tensors.as_input_array(value, port.name, port.dtype, port.shape)
         with _tensors.wrap(array, port.dtype) as tensor:
             check(lib.hetero_infer_request_set_input(self._handle, index, tensor._handle))
         self._bound[index] = array
+        return index
 
     def _index_of(self, key: str | int) -> int:
         if isinstance(key, str):
             if key not in self._input_index:
                 names = ", ".join(f"'{p.name}'" for p in self._input_ports) or "none"
-                raise HeteroError(Status.NOT_FOUND, f"the model has no input named '{key}' (inputs: {names})")
+                raise error(Status.NOT_FOUND, f"the model has no input named '{key}' (inputs: {names})")
             return self._input_index[key]
         if not 0 <= key < len(self._input_ports):
-            raise HeteroError(Status.INVALID_ARGUMENT,
+            raise error(Status.INVALID_ARGUMENT,
                               f"input index {key} is out of range (the model has {len(self._input_ports)} inputs)")
         return key
 
-    def _outputs(self) -> dict[str, Array]:
+    def _output_indices(self, names: OutputNames) -> list[int]:
+        """The outputs named (all when None), checked before anything runs."""
+        if names is None:
+            return list(range(len(self._output_ports)))
+        if isinstance(names, str):
+            raise TypeError("output_names takes a list of names, not one string")
+        index = {p.name: i for i, p in enumerate(self._output_ports)}
+        unknown = [n for n in names if n not in index]
+        if unknown:
+            known = ", ".join(f"'{p.name}'" for p in self._output_ports)
+            raise error(Status.NOT_FOUND, f"the model has no output named '{unknown[0]}' (outputs: {known})")
+        return [index[n] for n in names]
+
+    def _outputs(self, indices: list[int]) -> dict[str, Array]:
         inputs = tuple(a for a in self._bound if a is not None)
         outputs = {}
-        for i, port in enumerate(self._output_ports):
+        for i in indices:
             handle = C.c_void_p()
             check(lib.hetero_infer_request_get_output(self._handle, C.byref(handle), i))
-            outputs[port.name] = _tensors.output_array(_tensors.Tensor(handle), inputs)
+            outputs[self._output_ports[i].name] = _tensors.output_array(_tensors.Tensor(handle), inputs)
         return outputs
 
     def __repr__(self) -> str:
@@ -185,6 +226,7 @@ class _Pending:
     request: InferRequest
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[dict[str, Array]]
+    outputs: list[int]
     status: int = 0
     message: str = ""
 
@@ -257,9 +299,9 @@ def _finish(token: int) -> None:
         if future.cancelled():
             return
         if pending.status != Status.OK:
-            future.set_exception(HeteroError(to_status(pending.status), pending.message))
+            future.set_exception(error(to_status(pending.status), pending.message))
         else:
-            future.set_result(request._outputs())
+            future.set_result(request._outputs(pending.outputs))
     except Exception as e:  # noqa: BLE001 - e.g. the request was closed meanwhile
         if not future.done():
             future.set_exception(e)

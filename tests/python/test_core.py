@@ -121,6 +121,28 @@ def test_bad_models(local_core: heterod.Core, tmp_path) -> None:
     assert e.value.status == heterod.Status.INVALID_ARGUMENT and "no_such_key" in e.value.message
 
 
+def test_errors_are_the_builtin_exceptions_users_catch(local_core: heterod.Core, tmp_path) -> None:
+    """Each status raises its subclass of HeteroError, which is also the
+    built-in exception a Python user would write in an except clause."""
+    with pytest.raises(FileNotFoundError) as missing:
+        local_core.compile_model(tmp_path / "missing.onnx")
+    assert isinstance(missing.value, heterod.ModelFileNotFoundError)
+    assert missing.value.filename == str(tmp_path / "missing.onnx")
+    assert missing.value.status == heterod.Status.NOT_FOUND and "missing.onnx" in missing.value.message
+    (tmp_path / "junk.onnx").write_bytes(b"\x00junk" * 10)
+    with pytest.raises(ValueError) as junk:
+        local_core.compile_model(tmp_path / "junk.onnx")
+    assert isinstance(junk.value, heterod.InvalidModelError)
+    with pytest.raises(LookupError) as device:  # an unknown device: not a missing file
+        local_core.compile_model(DEMO, device="NO_SUCH_DEVICE", shapes=DEMO_SHAPES)
+    assert not isinstance(device.value, FileNotFoundError)
+    with pytest.raises(ValueError) as blob:
+        local_core.import_model(b"not a blob")
+    assert isinstance(blob.value, heterod.BlobError)
+    with local_core.compile_model(MODELS / "affine.onnx") as compiled, pytest.raises(LookupError):
+        compiled.infer({"nope": np.zeros((1, 8), np.float32)})
+
+
 def test_closed_handles_refuse_use(local_core: heterod.Core) -> None:
     compiled = local_core.compile_model(MODELS / "affine.onnx")
     request = compiled.create_infer_request()

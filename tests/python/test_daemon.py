@@ -56,6 +56,9 @@ def test_in_process_only_and_daemon_only(remote_core: heterod.Core, local_core: 
     with pytest.raises(heterod.HeteroError) as e:
         remote_core.read_model(DEMO)
     assert e.value.status == heterod.Status.NOT_SUPPORTED
+    # The hint names the Python methods, not the C functions behind them.
+    assert "Core.load_model()" in e.value.message and "Core.open_model()" in e.value.message
+    assert "hetero_" not in e.value.message
     with remote_core.open_model("demo") as compiled, pytest.raises(heterod.HeteroError) as e:
         compiled.export()
     assert e.value.status == heterod.Status.NOT_SUPPORTED
@@ -68,6 +71,7 @@ def test_connect(daemon: Daemon, tmp_path, monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(heterod.HeteroError) as e:
         heterod.Core.connect(tmp_path / "nobody.sock")
     assert e.value.status == heterod.Status.CONNECTION_ERROR and "nobody.sock" in e.value.message
+    assert isinstance(e.value, ConnectionError)
     monkeypatch.setenv("HETEROD_SOCKET", daemon.socket)
     with heterod.Core.connect() as core:  # the socket from the environment
         assert "demo" in {m.name for m in core.models()}

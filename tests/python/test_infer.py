@@ -98,6 +98,60 @@ def test_input_errors(target: Target) -> None:
             request.infer([np.zeros((1, 8), np.float32)] * 2)
 
 
+def test_pooled_infer_takes_every_input_on_every_call(target: Target) -> None:
+    """CompiledModel.infer shares pooled requests: nothing a previous call
+    bound may answer the next one (ONNX Runtime raises for missing inputs
+    too), and the caller's array is not read after its call returns."""
+    x = np.arange(8, dtype=np.float32).reshape(1, 8)
+    with target.open("affine") as compiled:
+        np.testing.assert_array_equal(compiled.infer({"x": x})["y"], 2 * x + 1)
+        for missing in ({}, None):
+            with pytest.raises(ValueError, match="required inputs are missing: 'x'") as e:
+                compiled.infer(missing)
+            assert isinstance(e.value, heterod.InvalidArgumentError)
+        x[:] = 0  # the caller reuses its array: the pool must not have kept it
+        with pytest.raises(heterod.InvalidArgumentError):
+            compiled.infer()
+        np.testing.assert_array_equal(compiled.infer(x)["y"], np.ones((1, 8), np.float32))
+
+
+def test_pooled_async_infer_takes_every_input(target: Target) -> None:
+    import asyncio
+
+    async def run() -> None:
+        with target.open("affine") as compiled:
+            await compiled.infer_async({"x": np.zeros((1, 8), np.float32)})
+            with pytest.raises(heterod.InvalidArgumentError, match="'x'"):
+                await compiled.infer_async({})
+    asyncio.run(run())
+
+
+def test_output_names_pick_the_outputs(target: Target) -> None:
+    with target.open("passthrough") as compiled:
+        x = np.array([1, 2, 3, 4], np.float32)
+        assert list(compiled.infer(x)) == ["y", "c"]
+        picked = compiled.infer(x, output_names=["c"])
+        assert list(picked) == ["c"]
+        np.testing.assert_array_equal(picked["c"], [1, 2, 3])
+        assert list(compiled.infer(x, output_names=["c", "y"])) == ["c", "y"]
+        with pytest.raises(LookupError, match="no output named 'z' \\(outputs: 'y', 'c'\\)"):
+            compiled.infer(x, output_names=["z"])
+        with pytest.raises(TypeError, match="list of names"):
+            compiled.infer(x, output_names="y")
+
+
+def test_arrays_of_another_dtype_are_refused_with_the_conversion(target: Target) -> None:
+    """As in ONNX Runtime: float64 and uint8 arrays for a float32 input are
+    refused (no silent copy), and the message says what to write; lists
+    take the input's dtype."""
+    with target.open("affine") as compiled:
+        for dtype in (np.float64, np.uint8):
+            with pytest.raises(ValueError, match=r"input 'x' takes float32; the array is "
+                               + np.dtype(dtype).name + r" \(convert it with .astype\(numpy.float32\)\)"):
+                compiled.infer(np.zeros((1, 8), dtype))
+        np.testing.assert_array_equal(compiled.infer({"x": [[0.0] * 8]})["y"], np.ones((1, 8), np.float32))
+
+
 def test_outputs_are_read_only_views_that_keep_their_memory(target: Target) -> None:
     with target.open("affine") as compiled:
         request = compiled.create_infer_request()
