@@ -69,14 +69,24 @@ std::vector<DeviceInfo> Runtime::devices() const {
   return out;
 }
 
+bool Runtime::knows_driver(const std::string& driver) const {
+  return registry_.loaded(driver) || !failure_for(registry_, driver).empty();
+}
+
 std::pair<driver::Driver*, std::string> Runtime::resolve(const DeviceName& device) const {
   driver::Driver* d = registry_.find(device.driver);
   if (!d) {
     const std::string why = failure_for(registry_, device.driver);
-    fail(HETERO_NOT_FOUND, "device " + device.to_string() + ": " +
-                               (registry_.loaded(device.driver) ? "the " + device.driver + " driver cannot be used"
-                                                                : "no " + device.driver + " driver is loaded") +
-                               (why.empty() ? "" : " (" + why + ")"));
+    if (registry_.loaded(device.driver) || !why.empty())
+      fail(HETERO_NOT_FOUND, "device " + device.to_string() + ": the " + device.driver + " driver cannot be used" +
+                                 (why.empty() ? "" : " (" + why + ")"));
+    // Not a driver at all: a typo, or another runtime's name for a device
+    // (OpenVINO's GPU); list what there is.
+    std::string known;
+    for (const DeviceInfo& info : devices()) known += (known.empty() ? "" : ", ") + info.name;
+    fail(HETERO_NOT_FOUND, "device " + device.to_string() + ": no " + device.driver + " driver is loaded (devices: " +
+                               (known.empty() ? "none" : known) + ")" +
+                               (device.driver == "GPU" ? "; heterod names GPUs by their API: OPENCL, LEVEL_ZERO" : ""));
   }
   const auto ids = d->devices();
   if (ids.empty()) {

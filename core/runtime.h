@@ -48,6 +48,10 @@ class Runtime {
   // Fails with NOT_FOUND naming the device, with the driver's no-device reason
   // or load failure when there is one.
   std::pair<driver::Driver*, std::string> resolve(const DeviceName& device) const;
+  // Whether `driver` names a driver module that was found, usable or not: a
+  // name that is neither is a typo (HETERO refuses it instead of planning
+  // without it).
+  bool knows_driver(const std::string& driver) const;
 
   // Per-node support of `device` for `model` (plain device names only).
   std::vector<driver::NodeSupport> query(const Model& model, const std::string& device,

@@ -34,6 +34,12 @@ std::vector<DeviceSupport> device_support(const core::Runtime& runtime, const co
     try {
       resolved = runtime.resolve(name);
     } catch (const Error& e) {
+      // A device this box lacks gets the nodes a policy pins to it (plans
+      // made offline for another box); a name no driver has and no rule
+      // pins to is a typo (HETERO:OPNECL,CPU), refused with the devices.
+      const bool pinned = std::any_of(config.policy.rules.begin(), config.policy.rules.end(),
+                                      [&](const PolicyRule& rule) { return rule.device == config.policy.devices[d]; });
+      if (!runtime.knows_driver(name.driver) && !pinned) throw;
       support[d].absent_reason = e.what();
       continue;
     }

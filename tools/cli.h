@@ -19,9 +19,18 @@
 #define CLI_FAILED 1
 #define CLI_USAGE 2
 
-/* The daemon socket of `hetero --connect SOCKET COMMAND`, or NULL: commands
+/* The daemon socket of `hetero COMMAND --connect SOCKET`, or NULL: commands
  * then run through heterod (hetero_core_connect) instead of in process. */
 extern const char* cli_connect;
+
+/* Where the installed heterod listens (systemd/heterod.socket). */
+#define CLI_INSTALLED_SOCKET "/run/heterod/heterod.sock"
+/* The socket of a bare --connect and of the daemon's own commands without
+ * one: $HETEROD_SOCKET, else CLI_INSTALLED_SOCKET. */
+const char* cli_default_socket(void);
+
+/* "hetero: warning: <printf text>" on stderr: an option that has no effect. */
+void cli_warning(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A core: connected to cli_connect when set, else local with --driver-path
  * `driver_path` (may be NULL). Prints why and returns CLI_FAILED on failure. */
@@ -34,8 +43,8 @@ void cli_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "hetero: error: <what>: <hetero_last_error()>" for a failed call; returns
  * CLI_FAILED so that callers can `return cli_call_failed(...)`. */
 int cli_call_failed(const char* what);
-/* A usage error for `command`: the message, then a pointer to --help;
- * returns CLI_USAGE. */
+/* A usage error for `command` (NULL: of hetero itself): the message, then
+ * a pointer to --help; returns CLI_USAGE. */
 int cli_usage_error(const char* command, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- Arguments (cli_util.c) ---------------------------------------------- */

@@ -111,7 +111,14 @@ static int split_config(loader* l) {
 
 int cli_core_open(hetero_core_t** core, const char* driver_path) {
   if (cli_connect) {
-    if (hetero_core_connect(core, cli_connect)) return cli_call_failed("cannot connect to heterod");
+    if (hetero_core_connect(core, cli_connect)) {
+      cli_error("%s", hetero_last_error()); /* it names the socket */
+      if (strcmp(cli_connect, CLI_INSTALLED_SOCKET) == 0)
+        fputs("Is heterod running (systemctl status heterod)? Another daemon's socket is given with --connect "
+              "SOCKET or $HETEROD_SOCKET.\n",
+              stderr);
+      return CLI_FAILED;
+    }
     return CLI_OK;
   }
   const char* keys[] = {"driver_path"};
@@ -450,6 +457,11 @@ static int open_session(loader* l, cli_session* s) {
     s->served = true;
     if (rc == CLI_OK) rc = open_served(l, s);
     s->load_seconds = cli_now() - start;
+    const char* served_on = NULL;
+    if (rc == CLI_OK && l->o->device_given && !hetero_compiled_model_get_device(s->compiled, &served_on) &&
+        strcmp(served_on, l->o->device) != 0)
+      cli_warning("--device %s is ignored: heterod serves '%s' on %s (hetero load serves a model on another device)",
+                  l->o->device, l->o->model, served_on);
     return rc == CLI_OK ? prepare_inputs(l, s) : rc;
   }
 

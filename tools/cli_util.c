@@ -21,6 +21,16 @@ void cli_error(const char* fmt, ...) {
   va_end(ap);
 }
 
+void cli_warning(const char* fmt, ...) {
+  cli_progress_clear();
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("hetero: warning: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
 int cli_call_failed(const char* what) {
   const char* why = hetero_last_error();
   cli_error("%s: %s", what, why && *why ? why : "(no message)");
@@ -33,7 +43,7 @@ int cli_usage_error(const char* command, const char* fmt, ...) {
   va_start(ap, fmt);
   fputs("hetero: error: ", stderr);
   vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\nTry 'hetero %s --help'.\n", command);
+  fprintf(stderr, "\nTry 'hetero %s%s--help'.\n", command ? command : "", command ? " " : "");
   va_end(ap);
   return CLI_USAGE;
 }

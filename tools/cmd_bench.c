@@ -28,7 +28,7 @@ static const char kHelp[] =
     "usage: hetero bench MODEL [options] [--and MODEL [options]]...\n"
     "\n"
     "Measures latency and throughput. MODEL is an ONNX file or a compiled blob;\n"
-    "with hetero --connect SOCKET, the name of a model heterod serves. Inputs are\n"
+    "with --connect [SOCKET], the name of a model heterod serves. Inputs are\n"
     "seeded random values unless given with --input.\n"
     "\n"
     "  --device D             device string (default CPU), or HETERO:A,B to split\n"

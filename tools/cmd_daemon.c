@@ -1,4 +1,4 @@
-/* Commands that manage a heterod daemon (hetero --connect SOCKET ...):
+/* Commands that manage a heterod daemon (hetero COMMAND [--connect SOCKET]):
  * models, stats, load, unload, reload. */
 #include <string.h>
 
@@ -13,15 +13,17 @@ static bool wants_help(int argc, char** argv, const char* help) {
   return false;
 }
 
-/* The connected core, or CLI_USAGE without --connect. */
+/* The core connected to --connect's socket, else to the default one: these
+ * commands are the daemon's own. */
 static int connect_core(const char* command, hetero_core_t** core) {
-  if (!cli_connect) return cli_usage_error(command, "needs a daemon: hetero --connect SOCKET %s ...", command);
+  (void)command;
+  if (!cli_connect) cli_connect = cli_default_socket();
   return cli_core_open(core, NULL);
 }
 
 int cmd_models(int argc, char** argv) {
   static const char kHelp[] =
-      "usage: hetero --connect SOCKET models\n\nLists the models heterod serves: name, state, device.\n";
+      "usage: hetero models [--connect SOCKET]\n\nLists the models heterod serves: name, state, device.\n";
   if (wants_help(argc, argv, kHelp)) return CLI_OK;
   if (argc > 1) return cli_usage_error("models", "unexpected argument '%s'", argv[1]);
   hetero_core_t* core = NULL;
@@ -46,7 +48,7 @@ int cmd_models(int argc, char** argv) {
 
 int cmd_stats(int argc, char** argv) {
   static const char kHelp[] =
-      "usage: hetero --connect SOCKET stats [--json | --prometheus]\n"
+      "usage: hetero stats [--json | --prometheus] [--connect SOCKET]\n"
       "\n"
       "Per model: requests answered, errors, busy replies, timeouts, latency\n"
       "percentiles, queue depth and inferences running. --prometheus prints the\n"
@@ -76,7 +78,7 @@ int cmd_stats(int argc, char** argv) {
 
 int cmd_load(int argc, char** argv) {
   static const char kHelp[] =
-      "usage: hetero --connect SOCKET load NAME PATH [--device DEVICE] [--config KEY=VALUE]...\n"
+      "usage: hetero load NAME PATH [--device DEVICE] [--config KEY=VALUE]... [--connect SOCKET]\n"
       "\n"
       "Asks heterod to serve the model at PATH (an .onnx file or a blob, in one of\n"
       "the directories its config lists under model_dirs) as NAME, and waits\n"
@@ -120,7 +122,7 @@ int cmd_load(int argc, char** argv) {
 }
 
 int cmd_unload(int argc, char** argv) {
-  static const char kHelp[] = "usage: hetero --connect SOCKET unload NAME\n\nStops serving model NAME.\n";
+  static const char kHelp[] = "usage: hetero unload NAME [--connect SOCKET]\n\nStops serving model NAME.\n";
   if (wants_help(argc, argv, kHelp)) return CLI_OK;
   if (argc != 2) return cli_usage_error("unload", "give one model NAME");
   hetero_core_t* core = NULL;
@@ -132,7 +134,7 @@ int cmd_unload(int argc, char** argv) {
 
 int cmd_reload(int argc, char** argv) {
   static const char kHelp[] =
-      "usage: hetero --connect SOCKET reload\n"
+      "usage: hetero reload [--connect SOCKET]\n"
       "\n"
       "Makes heterod re-read its config, as SIGHUP does, and waits until models\n"
       "added or changed are ready (what systemd's ExecReload= runs).\n";

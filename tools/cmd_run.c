@@ -12,7 +12,7 @@ static const char kHelp[] =
     "usage: hetero run MODEL [options]\n"
     "\n"
     "Runs one inference. MODEL is an ONNX file, or a compiled blob (which is\n"
-    "imported instead of compiled); with hetero --connect SOCKET, the name of a\n"
+    "imported instead of compiled); with --connect [SOCKET], the name of a\n"
     "model heterod serves. Inputs without --input get seeded random values:\n"
     "floats in [0, 1), integers in [0, 8), bools 0/1.\n"
     "\n"

@@ -1,11 +1,12 @@
 /* hetero: the heterod command-line tool. Each command lives in cmd_*.c; this
  * file only dispatches and answers --version and --help. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 static const char kHelp[] =
-    "usage: hetero [--version] [--help] [--connect SOCKET] COMMAND [ARGS]\n"
+    "usage: hetero [--version] [--help] COMMAND [ARGS] [--connect[=SOCKET]]\n"
     "\n"
     "Commands:\n"
     "  devices   list devices, drivers and driver modules that failed to load\n"
@@ -15,9 +16,11 @@ static const char kHelp[] =
     "  compile   precompile a model into a blob that run, bench and the C ABI import\n"
     "  blob      describe a compiled blob (blob info [--json] BLOB)\n"
     "\n"
-    "With --connect SOCKET, devices, run and bench go through the heterod daemon\n"
-    "listening there (run and bench then take a served model's name), and these\n"
-    "commands manage it:\n"
+    "With --connect SOCKET (anywhere on the line), devices, run and bench go\n"
+    "through the heterod daemon listening there (run and bench then take a served\n"
+    "model's name). A bare --connect, and the commands below without one, use\n"
+    "$HETEROD_SOCKET, else the installed daemon's " CLI_INSTALLED_SOCKET ".\n"
+    "These commands manage the daemon:\n"
     "  models    list the models it serves\n"
     "  stats     per-model requests, errors and latency (--json, --prometheus)\n"
     "  load      serve another model (load NAME PATH [--device D] [--config K=V])\n"
@@ -47,21 +50,54 @@ static const command kCommands[] = {
 
 const char* cli_connect = NULL;
 
+const char* cli_default_socket(void) {
+  const char* env = getenv("HETEROD_SOCKET");
+  return env && *env ? env : CLI_INSTALLED_SOCKET;
+}
+
+static bool is_command(const char* word) {
+  for (size_t k = 0; k < sizeof kCommands / sizeof kCommands[0]; ++k)
+    if (strcmp(word, kCommands[k].name) == 0) return true;
+  return false;
+}
+
+/* Takes --connect out of argv wherever it stands (before or after the
+ * command, up to a "--"): "--connect=SOCKET", "--connect SOCKET", or a bare
+ * "--connect" (followed by a command, an option or nothing) for the default
+ * socket. Returns false (after a usage error) when it is given twice. */
+static bool take_connect(int* argc, char** argv) {
+  for (int i = 1; i < *argc && strcmp(argv[i], "--") != 0; ++i) {
+    const char* arg = argv[i];
+    if (strncmp(arg, "--connect", 9) != 0 || (arg[9] != '\0' && arg[9] != '=')) continue;
+    if (cli_connect) {
+      cli_usage_error(NULL, "--connect is given twice");
+      return false;
+    }
+    int taken = 1;
+    if (arg[9] == '=') {
+      cli_connect = arg + 10;
+    } else if (i + 1 < *argc && argv[i + 1][0] != '-' && !is_command(argv[i + 1])) {
+      cli_connect = argv[i + 1];
+      taken = 2;
+    } else {
+      cli_connect = cli_default_socket();
+    }
+    if (!*cli_connect) {
+      cli_usage_error(NULL, "--connect= needs a socket path");
+      return false;
+    }
+    memmove(argv + i, argv + i + taken, (size_t)(*argc - i - taken + 1) * sizeof *argv);
+    *argc -= taken;
+    --i;
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
+  if (!take_connect(&argc, argv)) return CLI_USAGE;
   if (argc < 2) {
     fputs(kHelp, stderr);
     return CLI_USAGE;
-  }
-  if (strcmp(argv[1], "--connect") == 0 || strncmp(argv[1], "--connect=", 10) == 0) {
-    const bool joined = argv[1][9] == '=';
-    if (!joined && argc < 3) return cli_usage_error("hetero", "--connect needs a socket path");
-    cli_connect = joined ? argv[1] + 10 : argv[2];
-    argc -= joined ? 1 : 2;
-    argv += joined ? 1 : 2;
-    if (argc < 2) {
-      fputs(kHelp, stderr);
-      return CLI_USAGE;
-    }
   }
   const char* name = argv[1];
   if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {

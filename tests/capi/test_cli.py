@@ -377,6 +377,9 @@ def main(lib_path, fixtures):
         (("run", tiny, "--bogus"), 2, "--bogus"),
         (("run", os.path.join(work, "missing.onnx")), 1, "missing.onnx"),
         (("run", tiny, "--device", "NOPE"), 1, "NOPE"),
+        # A typo inside HETERO is not planned around: it names what there is.
+        (("run", tiny, "--device", "HETERO:OPNECL,CPU"), 1, "no OPNECL driver is loaded (devices: CPU"),
+        (("run", tiny, "--device", "GPU"), 1, "heterod names GPUs by their API: OPENCL, LEVEL_ZERO"),
         (("run", tiny, "--input", os.path.join(work, "none.npy")), 1, "none.npy"),
         (("run", tiny, "--input", "nope=" + x_npy), 1, "no input 'nope'"),
         (("run", tiny, "--input", x_pb, "--input", x_pb), 1, "only 1 input"),

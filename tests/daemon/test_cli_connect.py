@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""`hetero --connect SOCKET ...` against a real heterod: every daemon command
-of the CLI, their output and their errors.
+"""`hetero ... --connect SOCKET` against a real heterod: every daemon command
+of the CLI, their output and their errors, and the ways to name the daemon.
 
     test_cli_connect.py HETERO HETEROD DEMO_MODEL FIXTURE_DIR
 
@@ -107,10 +107,31 @@ def main():
             r = cli(socket, "reload")
             check(r.returncode == 0, "reload", r.stderr)
 
-            r = subprocess.run([hetero, "models"], capture_output=True, text=True)
-            check(r.returncode == 2 and "--connect" in r.stderr, "models without --connect", r.stderr)
+            # --connect anywhere on the line, bare, or not at all: $HETEROD_SOCKET.
+            def plain(*args, env=None):
+                return subprocess.run([hetero, *args], capture_output=True, text=True, timeout=120,
+                                      env={**os.environ, **(env or {})})
+            r = plain("models", "--connect", socket)
+            check(r.returncode == 0 and "demo" in r.stdout, "--connect after the command", r.stdout + r.stderr)
+            r = plain("run", "demo", f"--connect={socket}")
+            check(r.returncode == 0 and "output 0" in r.stdout, "--connect=SOCKET at the end", r.stdout + r.stderr)
+            r = plain("models", env={"HETEROD_SOCKET": socket})
+            check(r.returncode == 0 and "demo" in r.stdout, "models with $HETEROD_SOCKET", r.stdout + r.stderr)
+            r = plain("--connect", "run", "demo", env={"HETEROD_SOCKET": socket})
+            check(r.returncode == 0 and "output 0" in r.stdout, "a bare --connect: $HETEROD_SOCKET",
+                  r.stdout + r.stderr)
+            r = plain("--connect")
+            check(r.returncode == 2 and r.stderr.startswith("usage: hetero") and "hetero hetero" not in r.stderr,
+                  "--connect and no command", r.stderr)
+            r = plain("models", "--connect", socket, "--connect", socket)
+            check(r.returncode == 2 and "given twice" in r.stderr, "--connect twice", r.stderr)
+            # An option the daemon's model does not take is said, not dropped.
+            r = plain("run", "demo", "--device", "CPU.1", "--connect", socket)
+            check(r.returncode == 0 and "warning: --device CPU.1 is ignored: heterod serves 'demo' on CPU" in r.stderr,
+                  "--device with --connect warns", r.stdout + r.stderr)
             r = cli(os.path.join(tmp, "nobody.sock"), "models")
-            check(r.returncode == 1 and "cannot connect to heterod" in r.stderr, "no daemon", r.stderr)
+            check(r.returncode == 1 and "cannot connect to heterod at " + os.path.join(tmp, "nobody.sock") in r.stderr,
+                  "no daemon", r.stderr)
         finally:
             daemon.terminate()
             check(daemon.wait(timeout=60) == 0, "heterod exits 0 on SIGTERM")

@@ -166,6 +166,13 @@ TEST(Hetero, PlansOfflineFromPinsForAbsentDevices) {
   EXPECT_NE(why.find("pinned to NPU by " + policy), std::string::npos) << why;
 }
 
+TEST(Hetero, ADeviceNoDriverHasAndNoRulePinsToIsATypo) {
+  const auto model = test::model_from_text(kSharedConstant);
+  const std::string why =
+      error_of([&] { make_plan(two_cpus(), *model, "HETERO:OPNECL,CPU", {}); }, HETERO_NOT_FOUND);
+  EXPECT_NE(why.find("no OPNECL driver is loaded (devices: CPU"), std::string::npos) << why;
+}
+
 TEST(Hetero, ConfigMistakesAreNamed) {
   const auto model = test::model_from_text(kSharedConstant);
   EXPECT_NE(error_of([&] { make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"num_threads", "2"}}); },
