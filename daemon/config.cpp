@@ -347,7 +347,7 @@ std::vector<FileProblem> check_files(const Config& c, bool thorough) {
     if (!why.empty())
       problems.push_back({where(c, c.cache_dir_line) + "cache_dir" +
                               (c.cache_dir_line > 0 ? std::string() : " ($CACHE_DIRECTORY)") + ": " + why,
-                          true});
+                          true, {}});
   }
   for (const ModelSpec& m : c.models) {
     const std::string model = where(c, m.line) + "model '" + m.name + "': ";
@@ -368,13 +368,13 @@ std::vector<FileProblem> check_files(const Config& c, bool thorough) {
         core::RegularFile file(m.path);
       }
     } catch (const Error& e) {
-      problems.push_back({model + e.what(), false});
+      problems.push_back({model + e.what(), false, m.name});
     }
     if (!m.policy.empty()) {
       try {
         partition::load_policy(m.policy);
       } catch (const Error& e) {
-        problems.push_back({model + "policy " + e.what(), false});
+        problems.push_back({model + "policy " + e.what(), false, m.name});
       }
     }
   }

@@ -127,6 +127,7 @@ struct FileProblem {
   // The daemon refuses to start over it (the cache directory). A model's
   // file or policy is not: that model fails to load, the others serve.
   bool fatal = false;
+  std::string model;  // the model it is about; empty for the config's own files
 };
 
 // The files and directories `c` names, checked as the daemon will use them

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "core/mapped_file.h"
 #include "daemon/config.h"
 #include "daemon/log_sink.h"
+#include "daemon/model_check.h"
 #include "daemon/server.h"
 #include "hetero/hetero.h"
 
@@ -27,8 +29,10 @@ const char kUsage[] =
     "usage: heterod [--config FILE] [--check] [--version] [--help]\n"
     "\n"
     "  --config FILE  the daemon's config (default " HETEROD_DEFAULT_CONFIG ")\n"
-    "  --check        check the config and the files it names (cache directory,\n"
-    "                 models, policies, TLS files), then exit: 0 when all is well\n";
+    "  --check        check the config and what it names as a start would, short\n"
+    "                 of compiling (cache directory, TLS files, drivers; each\n"
+    "                 model's file, shapes, device, config and policy), then\n"
+    "                 exit: 0 when all is well\n";
 
 }  // namespace
 
@@ -73,8 +77,18 @@ int main(int argc, char** argv) {
     // The files the config names, checked once for both: --check reports
     // every problem; a start refuses only those the daemon cannot run with
     // (a model whose file is wrong fails alone, and its load says why).
-    const std::vector<hetero::daemon::FileProblem> problems = hetero::daemon::check_files(config, check_only);
+    std::vector<hetero::daemon::FileProblem> problems = hetero::daemon::check_files(config, check_only);
     if (check_only) {
+      // Then what a start resolves, short of compiling: the drivers, and
+      // each model's inputs, device and config.
+      std::set<std::string> known_bad;
+      for (const auto& p : problems) known_bad.insert(p.model);
+      try {
+        const hetero::daemon::CorePtr core = hetero::daemon::create_core(config);
+        for (auto& p : hetero::daemon::check_models(core.get(), config, known_bad)) problems.push_back(std::move(p));
+      } catch (const hetero::Error& e) {
+        problems.push_back({e.what(), true, {}});
+      }
       for (const auto& p : problems) hetero::core::log(hetero::core::LogLevel::Error, p.message);
       if (!problems.empty()) return 1;
       std::printf("%s: ok (%zu models)\n", config_path.c_str(), config.models.size());

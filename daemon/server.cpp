@@ -17,6 +17,7 @@
 
 #include "core/log.h"
 #include "core/progress.h"
+#include "daemon/model_check.h"
 #include "daemon/peer_credentials.h"
 #include "daemon/systemd_notify.h"
 #include "daemon/uv_status.h"
@@ -57,25 +58,8 @@ Server::~Server() {
 }
 
 void Server::create_core() {
-  std::vector<std::string> keys, values;
-  auto add = [&](const std::string& k, const std::string& v) {
-    keys.push_back(k);
-    values.push_back(v);
-  };
-  if (!config_.driver_path.empty()) add("driver_path", config_.driver_path);
-  if (!config_.cache_dir.empty()) {
-    add("cache_dir", config_.cache_dir);
-    add("cache_max_mb", std::to_string(config_.cache_max_mb));
-  }
-  for (const auto& [k, v] : config_.driver_config) add(k, v);
-  std::vector<const char*> key_ptrs, value_ptrs;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    key_ptrs.push_back(keys[k].c_str());
-    value_ptrs.push_back(values[k].c_str());
-  }
-  hetero_core_t* core = nullptr;
-  check(hetero_core_create(&core, key_ptrs.data(), value_ptrs.data(), keys.size()), config_.file + ": drivers");
-  core_.reset(core);
+  core_ = daemon::create_core(config_);
+  hetero_core_t* core = core_.get();
 
   size_t count = 0;
   hetero_core_get_driver_count(core, &count);

@@ -266,7 +266,7 @@ TEST_F(DaemonFiles, SighupWithAnEmptyFileADirectoryOrAFifoKeepsTheRunningConfig)
 
 // ---- heterod --check ---------------------------------------------------------------
 
-TEST_F(DaemonFiles, CheckNamesABadCacheDirAndAMissingModel) {
+TEST_F(DaemonFiles, CheckFindsWhatAStartWouldFail) {
   const std::string path = dir_.path() + "/check.yaml";
   auto check = [&](const std::string& text) {
     std::ofstream(path) << text;
@@ -323,6 +323,21 @@ TEST_F(DaemonFiles, CheckNamesABadCacheDirAndAMissingModel) {
   EXPECT_EQ(corrupt.status, 1) << corrupt.output;
   EXPECT_NE(corrupt.output.find(path + ":11: model 'compiled': " + blob + ": "), std::string::npos) << corrupt.output;
   EXPECT_NE(corrupt.output.find("checksum"), std::string::npos) << corrupt.output;
+
+  // What a start resolves, --check resolves too (short of compiling): the
+  // device, the inputs `shapes:` names, the driver's config keys.
+  const RunResult unresolved = check(config(
+      "  - name: on-gpu\n    path: " + fixture_path("scale.onnx") + "\n    device: GPU\n" +
+      "  - name: typo\n    path: " + demo_model_path() + "\n    shapes: {imag: [1, 3, 32, 32]}\n" +
+      "  - name: hetero-typo\n    path: " + fixture_path("scale.onnx") + "\n    device: HETERO:OPNECL,CPU\n" +
+      "  - name: key\n    path: " + fixture_path("scale.onnx") + "\n    config: {num_thread: 2}\n"));
+  EXPECT_EQ(unresolved.status, 1) << unresolved.output;
+  for (const std::string& expected :
+       {path + ":11: model 'on-gpu': device GPU: no GPU driver is loaded (devices: CPU",
+        path + ":14: model 'typo': " + demo_model_path() + ": input shape given for 'imag', which is not an input",
+        path + ":17: model 'hetero-typo': device OPNECL: no OPNECL driver is loaded",
+        path + ":20: model 'key': the CPU driver has no config key 'num_thread'"})
+    EXPECT_NE(unresolved.output.find(expected), std::string::npos) << expected << "\n" << unresolved.output;
 
   // An empty config is an error at start as at --check.
   for (const std::vector<std::string>& args : {std::vector<std::string>{"--config", path, "--check"},
