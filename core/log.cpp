@@ -8,7 +8,10 @@ namespace hetero::core {
 namespace {
 
 void to_stderr(LogLevel level, const std::string& message) {
-  const char* name = level == LogLevel::Error ? "error" : level == LogLevel::Warning ? "warning" : "info";
+  const char* name = level == LogLevel::Error     ? "error"
+                     : level == LogLevel::Warning ? "warning"
+                     : level == LogLevel::Info    ? "info"
+                                                  : "debug";
   std::fprintf(stderr, "heterod: %s: %s\n", name, message.c_str());
 }
 

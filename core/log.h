@@ -7,7 +7,8 @@
 
 namespace hetero::core {
 
-enum class LogLevel { Info, Warning, Error };
+// In increasing severity: a sink may drop those below a threshold.
+enum class LogLevel { Debug, Info, Warning, Error };
 
 using LogSink = void (*)(LogLevel level, const std::string& message);
 

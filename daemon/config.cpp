@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "core/regular_file.h"
+#include "daemon/log_sink.h"
 #include "partition/policy.h"
 #include "partition/strict_yaml.h"
 
@@ -408,8 +409,9 @@ Config read_config(const std::string& path) {
     fail(HETERO_INVALID_ARGUMENT, path + ": the file is empty (it sets nothing; write {} for every default)");
   Config c;
   c.file = path;
-  const std::set<std::string> keys = {"socket",     "access", "driver_path", "driver_config", "cache_dir",
-                                      "cache_max_mb", "model_dirs", "limits", "models",        "kserve"};
+  const std::set<std::string> keys = {"socket",     "access",     "driver_path", "driver_config", "cache_dir",
+                                      "cache_max_mb", "model_dirs", "limits",      "models",        "kserve",
+                                      "log_level"};
   r.each(root, "the config", keys, [&](const std::string& key, const YAML::Node& v) {
     if (key == "socket") {
       read_socket(r, v, c);
@@ -433,6 +435,10 @@ Config read_config(const std::string& path) {
       read_limits(r, v, c.limits);
     } else if (key == "kserve") {
       read_kserve(r, v, c.kserve);
+    } else if (key == "log_level") {
+      const std::optional<core::LogLevel> level = log_level_named(r.text(v, "log_level"));
+      if (!level) r.fail_at(v, std::string("'log_level' must be ") + kLogLevelNames);
+      c.log_level = *level;
     } else {
       if (!v.IsSequence()) r.fail_at(v, "'models' must be a list");
       std::set<std::string> names;

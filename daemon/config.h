@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "core/priority.h"
 
 namespace hetero::daemon {
@@ -104,6 +105,8 @@ struct Config {
   std::string cache_dir;    // empty: no cache
   int cache_dir_line = 0;   // in the file; 0: from $CACHE_DIRECTORY or unset
   uint64_t cache_max_mb = 1024;
+
+  core::LogLevel log_level = core::LogLevel::Info;  // the least severe line logged
 
   std::vector<std::string> model_dirs;  // where LoadModel may read paths from
   Limits limits;

@@ -1,10 +1,9 @@
 #include "daemon/log_sink.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
-
-#include "core/log.h"
 
 namespace hetero::daemon {
 
@@ -16,11 +15,16 @@ constexpr double kBurstLines = 200;
 bool to_journal = false;
 std::mutex sink_mutex;  // the loop, loader and gRPC threads all log
 LogRateLimit rate_limit(kLinesPerSecond, kBurstLines);
+std::atomic<core::LogLevel> least_level{core::LogLevel::Info};
+std::atomic<bool> level_pinned{false};
 
 void write_line(core::LogLevel level, const std::string& text) {
   const char* name = "info";
   int priority = 6;
-  if (level == core::LogLevel::Warning) {
+  if (level == core::LogLevel::Debug) {
+    name = "debug";
+    priority = 7;
+  } else if (level == core::LogLevel::Warning) {
     name = "warning";
     priority = 4;
   } else if (level == core::LogLevel::Error) {
@@ -34,6 +38,7 @@ void write_line(core::LogLevel level, const std::string& text) {
 }
 
 void log_line(core::LogLevel level, const std::string& message) {
+  if (level < least_level.load(std::memory_order_relaxed)) return;  // before the rate limit: not counted
   std::lock_guard lock(sink_mutex);
   uint64_t dropped = 0;
   if (!rate_limit.admit(LogRateLimit::Clock::now(), dropped)) return;
@@ -83,6 +88,23 @@ bool LogRateLimit::admit(Clock::time_point now, uint64_t& dropped) {
 void install_log_sink(bool journal) {
   to_journal = journal;
   core::set_log_sink(&log_line);
+}
+
+void set_log_level(core::LogLevel least) {
+  if (!level_pinned.load()) least_level.store(least);
+}
+
+void pin_log_level(core::LogLevel least) {
+  least_level.store(least);
+  level_pinned.store(true);
+}
+
+std::optional<core::LogLevel> log_level_named(std::string_view name) {
+  if (name == "debug") return core::LogLevel::Debug;
+  if (name == "info") return core::LogLevel::Info;
+  if (name == "warning") return core::LogLevel::Warning;
+  if (name == "error") return core::LogLevel::Error;
+  return std::nullopt;
 }
 
 }  // namespace hetero::daemon

@@ -10,8 +10,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "core/log.h"
 
 namespace hetero::daemon {
 
@@ -39,5 +42,15 @@ class LogRateLimit {
 // "<N>message" (a syslog priority) when `to_journal`. 200 lines at once,
 // then 20 a second.
 void install_log_sink(bool to_journal);
+
+// The least severe level written (default info): the config's log_level,
+// at start and at each reload, unless the command line pinned one
+// (--log-level), which later calls leave alone.
+void set_log_level(core::LogLevel least);
+void pin_log_level(core::LogLevel least);
+
+// "debug", "info", "warning" or "error"; nullopt for anything else.
+std::optional<core::LogLevel> log_level_named(std::string_view name);
+inline constexpr const char* kLogLevelNames = "debug, info, warning or error";
 
 }  // namespace hetero::daemon

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,13 +27,15 @@ namespace {
 constexpr const char* kDefaultConfig = HETEROD_DEFAULT_CONFIG;
 
 const char kUsage[] =
-    "usage: heterod [--config FILE] [--check] [--version] [--help]\n"
+    "usage: heterod [--config FILE] [--check] [--log-level LEVEL] [--version] [--help]\n"
     "\n"
-    "  --config FILE  the daemon's config (default " HETEROD_DEFAULT_CONFIG ")\n"
-    "  --check        check the config and what it names as a start would, short\n"
-    "                 of compiling (cache directory, TLS files, drivers; each\n"
-    "                 model's file, shapes, device, config and policy), then\n"
-    "                 exit: 0 when all is well\n";
+    "  --config FILE      the daemon's config (default " HETEROD_DEFAULT_CONFIG ")\n"
+    "  --log-level LEVEL  debug, info, warning or error: the least severe line\n"
+    "                     logged, over the config's log_level (default info)\n"
+    "  --check            check the config and what it names as a start would,\n"
+    "                     short of compiling (cache directory, TLS files,\n"
+    "                     drivers; each model's file, shapes, device, config\n"
+    "                     and policy), then exit: 0 when all is well\n";
 
 }  // namespace
 
@@ -45,6 +48,15 @@ int main(int argc, char** argv) {
       config_path = argv[++k];
     } else if (arg.rfind("--config=", 0) == 0) {
       config_path = arg.substr(9);
+    } else if ((arg == "--log-level" && k + 1 < argc) || arg.rfind("--log-level=", 0) == 0) {
+      const std::string name = arg == "--log-level" ? argv[++k] : arg.substr(12);
+      const std::optional<hetero::core::LogLevel> level = hetero::daemon::log_level_named(name);
+      if (!level) {
+        std::fprintf(stderr, "heterod: --log-level '%s' must be %s\n%s", name.c_str(),
+                     hetero::daemon::kLogLevelNames, kUsage);
+        return 2;
+      }
+      hetero::daemon::pin_log_level(*level);
     } else if (arg == "--check") {
       check_only = true;
     } else if (arg == "--version") {
@@ -74,6 +86,7 @@ int main(int argc, char** argv) {
 
   try {
     hetero::daemon::Config config = hetero::daemon::read_config(config_path);
+    hetero::daemon::set_log_level(config.log_level);
     // The files the config names, checked once for both: --check reports
     // every problem; a start refuses only those the daemon cannot run with
     // (a model whose file is wrong fails alone, and its load says why).

@@ -17,6 +17,7 @@
 
 #include "core/log.h"
 #include "core/progress.h"
+#include "daemon/log_sink.h"
 #include "daemon/model_check.h"
 #include "daemon/peer_credentials.h"
 #include "daemon/systemd_notify.h"
@@ -273,6 +274,8 @@ void Server::accept_clients() {
                              "uid " + std::to_string(peer.uid) + " has " + std::to_string(held - 1) +
                                  " connections open (limits.max_connections_per_uid = " +
                                  std::to_string(config_.limits.max_connections_per_uid) + ")");
+    } else {
+      core::log(core::LogLevel::Debug, "client " + peer.describe() + " connected");
     }
   }
 }
@@ -310,6 +313,7 @@ std::vector<std::shared_ptr<Connection>> Server::open_connections() const {
 }
 
 void Server::connection_closed(Connection& connection) {
+  core::log(core::LogLevel::Debug, "client " + connection.peer().describe() + " disconnected");
   connections_.erase(&connection);
   // Its inferences stop at their next node boundary, freeing their slots.
   for (auto& [name, entry] : models_)
@@ -466,6 +470,7 @@ void Server::apply_reload(Config next, std::vector<LoadResult> results, std::vec
   // keep their settings.
   next.socket_path = config_.socket_path;
   next.kserve = config_.kserve;
+  set_log_level(next.log_level);
   config_ = std::move(next);
   info("reloaded: " + std::to_string(counts.added()) + " added, " + std::to_string(counts.changed()) + " changed, " +
        std::to_string(counts.removed()) + " removed, " + std::to_string(counts.failed()) + " failed");

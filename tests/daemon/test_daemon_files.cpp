@@ -264,6 +264,34 @@ TEST_F(DaemonFiles, SighupWithAnEmptyFileADirectoryOrAFifoKeepsTheRunningConfig)
   EXPECT_EQ(daemon_->log().find("reloaded:"), std::string::npos) << daemon_->log();
 }
 
+// ---- The log level ----------------------------------------------------------------
+
+TEST_F(DaemonFiles, TheLogLevelComesFromTheConfigAndItsReloads) {
+  socket_ = dir_.path() + "/heterod.sock";
+  daemon_ = std::make_unique<DaemonProcess>(dir_.path(), "log_level: warning\n" + config());
+  ASSERT_TRUE(daemon_->wait_ready(socket_, 30s)) << daemon_->log();
+  EXPECT_TRUE(demo_works());
+  EXPECT_EQ(daemon_->log().find("heterod: info:"), std::string::npos) << daemon_->log();
+
+  // At debug, each client's connection is logged with its credentials.
+  daemon_->write_config("log_level: debug\n" + config());
+  daemon_->signal(SIGHUP);
+  ASSERT_TRUE(log_has("reloaded:")) << daemon_->log();
+  EXPECT_TRUE(demo_works());
+  EXPECT_TRUE(log_has(" connected")) << daemon_->log();
+  EXPECT_TRUE(log_has(" disconnected")) << daemon_->log();
+
+  std::ofstream(dir_.path() + "/loud.yaml") << "log_level: loud\n" + config();
+  const RunResult bad = run_heterod({"--config", dir_.path() + "/loud.yaml", "--check"});
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_NE(bad.output.find("loud.yaml:1: 'log_level' must be debug, info, warning or error"), std::string::npos)
+      << bad.output;
+  const RunResult flag = run_heterod({"--config", dir_.path() + "/loud.yaml", "--log-level", "loud"});
+  EXPECT_EQ(flag.status, 2) << flag.output;
+  EXPECT_NE(flag.output.find("--log-level 'loud' must be debug, info, warning or error"), std::string::npos)
+      << flag.output;
+}
+
 // ---- heterod --check ---------------------------------------------------------------
 
 TEST_F(DaemonFiles, CheckFindsWhatAStartWouldFail) {
