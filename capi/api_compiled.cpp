@@ -340,4 +340,12 @@ hetero_status hetero_compiled_model_release(hetero_compiled_model_t* compiled) {
   return guard([&] { delete compiled; });
 }
 
+hetero_status hetero_compiled_model_is_cached(const hetero_compiled_model_t* compiled, int* out_cached) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_is_cached");
+    require(out_cached, "hetero_compiled_model_is_cached", "out_cached");
+    *out_cached = c.from_cache ? 1 : 0;
+  });
+}
+
 }  // extern "C"

@@ -119,6 +119,14 @@ hetero_status hetero_model_get_output_shape(const hetero_model_t* model, const i
   });
 }
 
+hetero_status hetero_model_describe_json(const hetero_model_t* model, char** out_json) {
+  return guard([&] {
+    const ModelImpl& m = model_of(model, "hetero_model_describe_json");
+    require(out_json, "hetero_model_describe_json", "out_json");
+    *out_json = malloc_string(m.describe_json());
+  });
+}
+
 hetero_status hetero_query(hetero_query_result_t** out, hetero_core_t* core, const hetero_model_t* model,
                            const char* device, const char* const* config_keys, const char* const* config_values,
                            size_t config_count) {

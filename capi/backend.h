@@ -101,6 +101,8 @@ class CompiledModelImpl {
   // A complete blob (container header included).
   virtual std::vector<uint8_t> export_blob() const = 0;
   virtual std::unique_ptr<InferRequestImpl> create_infer_request() = 0;
+  // Imported from the core's blob cache rather than compiled.
+  bool from_cache = false;
 };
 
 class ModelImpl {
@@ -108,6 +110,8 @@ class ModelImpl {
   virtual ~ModelImpl() = default;
   virtual const std::vector<PortInfo>& inputs() const = 0;
   virtual const std::vector<PortInfo>& outputs() const = 0;
+  // hetero_model_describe_json()'s document.
+  virtual std::string describe_json() const = 0;
 };
 
 class Backend {

@@ -7,6 +7,7 @@
 
 #include "capi/backend.h"
 #include "core/blob_cache.h"
+#include "core/json.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/onnx_import.h"
@@ -66,6 +67,19 @@ class LocalModel final : public ModelImpl {
   const std::vector<PortInfo>& inputs() const override { return inputs_; }
   const std::vector<PortInfo>& outputs() const override { return outputs_; }
   const core::Model& model() const { return *model_; }
+
+  std::string describe_json() const override {
+    namespace json = core::json;
+    const json::Value doc = json::object();
+    json::set(doc.get(), "ir_version", json::integer(model_->ir_version));
+    json::set(doc.get(), "producer", json::string(model_->producer_name));
+    const json::Value opsets = json::object();
+    for (const auto& [domain, version] : model_->opsets)
+      json::set(opsets.get(), domain.empty() ? "ai.onnx" : domain.c_str(), json::integer(version));
+    json::set(doc.get(), "opsets", json::Value(json_incref(opsets.get())));
+    json::set(doc.get(), "nodes", json::integer(static_cast<int64_t>(model_->graph.nodes().size())));
+    return json::dump(doc.get());
+  }
 
  private:
   std::unique_ptr<core::Model> model_;
@@ -279,7 +293,9 @@ class LocalBackend final : public Backend {
       core::BlobOrigin found;
       auto compiled = import_any({hit->data, hit->size}, config, &found);
       if (found.model_sha256 != model_sha256) fail(HETERO_BLOB_MISMATCH, "it was compiled from another model");
-      return std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(found));
+      auto model = std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(found));
+      model->from_cache = true;
+      return model;
     } catch (const Error& e) {
       core::log(core::LogLevel::Warning,
                 "cache entry " + cache_->path_of(key) + " refused (" + e.what() + "); compiling again");

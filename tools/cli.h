@@ -134,7 +134,8 @@ typedef struct cli_session {
  * CLI_FAILED (or CLI_USAGE for a malformed option). */
 int cli_session_open(cli_session* session, const cli_model_options* options, const char* command);
 void cli_session_close(cli_session* session);
-/* "compiled", "imported", or "opened" (a daemon's model). */
+/* "compiled", "imported" (a blob), "imported from the cache" (--cache-dir
+ * had it), or "opened" (a daemon's model). */
 const char* cli_session_verb(const cli_session* session);
 /* Binds the session's inputs to `request`; prints why and returns CLI_FAILED
  * on failure. */
@@ -168,6 +169,7 @@ void cli_model_options_free(cli_model_options* options);
 /* ---- Commands ------------------------------------------------------------- */
 
 int cmd_devices(int argc, char** argv);
+int cmd_info(int argc, char** argv);
 int cmd_run(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_partition(int argc, char** argv);

@@ -429,7 +429,9 @@ static int prepare_inputs(loader* l, cli_session* s) {
 /* Verb for how the session's model became ready: "compiled", "imported",
  * or "opened" for a daemon's model. */
 const char* cli_session_verb(const cli_session* s) {
-  return s->served ? "opened" : s->imported ? "imported" : "compiled";
+  int cached = 0;
+  if (!s->served && !s->imported) hetero_compiled_model_is_cached(s->compiled, &cached);
+  return s->served ? "opened" : s->imported ? "imported" : cached ? "imported from the cache" : "compiled";
 }
 
 /* A model the daemon serves, by name. */

@@ -27,7 +27,8 @@ static const char kHelp[] =
     "                         Its shape fills the model's dynamic dims\n"
     "  --shape NAME=DIMS      the shape of an input with dynamic dims, as in\n"
     "                         data=1x3x224x224\n"
-    "  --output-dir DIR       write output k as DIR/output_k.npy (graph order)\n"
+    "  --output-dir DIR       write each output as DIR/NAME.npy, NAME its name\n"
+    "                         (characters other than A-Z a-z 0-9 . _ - as _)\n"
     "  --output NAME=FILE     write output NAME as the .npy FILE (repeatable). The\n"
     "                         file is replaced whole, after the inputs were read,\n"
     "                         so it may be the file an --input of this run names\n"
@@ -121,12 +122,47 @@ static int check_output_names(const cli_session* s, const cli_strings* outputs) 
 static int write_output(hetero_tensor_t* t, const char* name, const char* path) {
   if (hetero_tensor_write_npy(t, path)) {
     putchar('\n');
-    char what[4200];
-    snprintf(what, sizeof what, "cannot write output '%s' to %s", name, path);
-    return cli_call_failed(what);
+    cli_error("cannot write output '%s' to %s: %s", name, path, hetero_last_error());
+    return CLI_FAILED;
   }
   printf(" -> %s", path);
   return CLI_OK;
+}
+
+/* Output `name` as a file name: characters other than letters, digits, '.',
+ * '_' and '-' become '_', and a leading '.' too (no hidden file, no ".."). */
+static void file_stem(const char* name, char* out, size_t size) {
+  size_t n = 0;
+  for (const char* p = name; *p && n + 1 < size; ++p, ++n) {
+    const unsigned char c = (unsigned char)*p;
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                       c == '-' || (c == '.' && n > 0);
+    out[n] = plain ? (char)c : '_';
+  }
+  out[n] = '\0';
+}
+
+/* DIR/NAME.npy for output k (its name as a file stem); DIR/NAME_k.npy when
+ * another output's name makes the same stem, DIR/output_k.npy for a name
+ * with none. */
+static void output_path(const cli_session* s, size_t count, size_t k, const char* dir, char* out, size_t size) {
+  const char* name = "";
+  hetero_compiled_model_get_output_name(s->compiled, &name, k);
+  char stem[256], other[256];
+  file_stem(name, stem, sizeof stem);
+  bool clash = false;
+  for (size_t j = 0; j < count && !clash; ++j) {
+    const char* name_j = "";
+    if (j == k || hetero_compiled_model_get_output_name(s->compiled, &name_j, j)) continue;
+    file_stem(name_j, other, sizeof other);
+    clash = strcmp(stem, other) == 0;
+  }
+  if (!*stem)
+    snprintf(out, size, "%s/output_%zu.npy", dir, k);
+  else if (clash)
+    snprintf(out, size, "%s/%s_%zu.npy", dir, stem, k);
+  else
+    snprintf(out, size, "%s/%s.npy", dir, stem);
 }
 
 static int report_outputs(const cli_session* s, hetero_infer_request_t* request, const char* dir,
@@ -152,8 +188,8 @@ static int report_outputs(const cli_session* s, hetero_infer_request_t* request,
            cli_format_dims(dims, (int64_t)rank, shape, sizeof shape));
     int rc = CLI_OK;
     if (dir) {
-      char path[4096];
-      snprintf(path, sizeof path, "%s/output_%zu.npy", dir, k);
+      char path[4400];
+      output_path(s, count, k, dir, path, sizeof path);
       rc = write_output(t, name, path);
     }
     const char* file = output_file(outputs, name);

@@ -10,16 +10,18 @@ static const char kHelp[] =
     "\n"
     "Commands:\n"
     "  devices   list devices, drivers and driver modules that failed to load\n"
+    "  info      describe a model: inputs, outputs, opsets, what each device runs\n"
     "  run       run one inference of a model and write its outputs\n"
     "  bench     measure a model's latency and throughput\n"
     "  partition show how a HETERO device splits a model across devices\n"
     "  compile   precompile a model into a blob that run, bench and the C ABI import\n"
     "  blob      describe a compiled blob (blob info [--json] BLOB)\n"
     "\n"
-    "With --connect SOCKET (anywhere on the line), devices, run and bench go\n"
-    "through the heterod daemon listening there (run and bench then take a served\n"
-    "model's name). A bare --connect, and the commands below without one, use\n"
-    "$HETEROD_SOCKET, else the installed daemon's " CLI_INSTALLED_SOCKET ".\n"
+    "With --connect SOCKET (anywhere on the line), devices, info, run and bench\n"
+    "go through the heterod daemon listening there (info, run and bench then take\n"
+    "a served model's name). A bare --connect, and the commands below without\n"
+    "one, use $HETEROD_SOCKET, else the installed daemon's\n"
+    CLI_INSTALLED_SOCKET ".\n"
     "These commands manage the daemon:\n"
     "  models    list the models it serves\n"
     "  stats     per-model requests, errors and latency (--json, --prometheus)\n"
@@ -36,6 +38,7 @@ typedef struct command {
 
 static const command kCommands[] = {
     {"devices", cmd_devices},
+    {"info", cmd_info},
     {"run", cmd_run},
     {"bench", cmd_bench},
     {"partition", cmd_partition},

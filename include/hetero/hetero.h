@@ -53,7 +53,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------ */
 
 #define HETERO_API_VERSION_MAJOR 0
-#define HETERO_API_VERSION_MINOR 5
+#define HETERO_API_VERSION_MINOR 6
 /* (major << 16) | minor, comparable with hetero_api_version(). */
 #define HETERO_API_VERSION ((HETERO_API_VERSION_MAJOR << 16) | HETERO_API_VERSION_MINOR)
 
@@ -231,6 +231,11 @@ HETERO_API hetero_status hetero_model_get_output_dtype(const hetero_model_t* mod
                                                        size_t index);
 HETERO_API hetero_status hetero_model_get_output_shape(const hetero_model_t* model, const int64_t** out_dims,
                                                        int64_t* out_rank, size_t index);
+/* What the model file says of itself, as one line of JSON:
+ * {"ir_version": 8, "producer": "pytorch", "opsets": {"ai.onnx": 17},
+ * "nodes": 212}. Caller frees *out_json with
+ * hetero_free(). (API 0.6) */
+HETERO_API hetero_status hetero_model_describe_json(const hetero_model_t* model, char** out_json);
 
 /* Which nodes of `model` `device` runs, and why not the others. Config is
  * that of hetero_compile(). Caller releases *out with
@@ -359,6 +364,10 @@ HETERO_API hetero_status hetero_compiled_model_get_output_shape(const hetero_com
                                                                 const int64_t** out_dims, int64_t* out_rank,
                                                                 size_t index);
 HETERO_API hetero_status hetero_compiled_model_release(hetero_compiled_model_t* compiled);
+/* *out_cached is 1 when hetero_compile_file() (or _open_file) imported the
+ * core's cached blob instead of compiling, else 0. (API 0.6) */
+HETERO_API hetero_status hetero_compiled_model_is_cached(const hetero_compiled_model_t* compiled,
+                                                         int* out_cached);
 
 /* ---- HETERO: one model across several devices (API 0.2) ------------------ */
 

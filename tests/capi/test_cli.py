@@ -133,7 +133,7 @@ def main(lib_path, fixtures):
 
     r = hetero("--version")
     check(r[0] == 0 and r[1].startswith("hetero ") and "C API" in r[1], "--version", show(r))
-    for cmd in ("devices", "run", "bench", "partition", "compile"):
+    for cmd in ("devices", "info", "run", "bench", "partition", "compile"):
         r = hetero(cmd, "--help")
         check(r[0] == 0 and r[1].startswith("usage: hetero " + cmd), f"{cmd} --help", show(r))
 
@@ -150,13 +150,25 @@ def main(lib_path, fixtures):
     r = hetero("devices", "--driver-path", "/nonexistent/hetero_driver_x.so")
     check(r[0] == 0, "devices with a driver path that has nothing", show(r))
 
+    # info: a model described before it runs, nothing compiled.
+    r = hetero("info", dynamic)
+    check(r[0] == 0 and "inputs:\n  x: float32 ?x4\n" in r[1] and "outputs:\n  y: float32 ?x3\n" in r[1]
+          and "opsets ai.onnx" in r[1] and "CPU: runs all 3 nodes" in r[1], "info of a dynamic model", show(r))
+    r = hetero("info", dynamic, "--shape", "x=2x4", "--device", "CPU", "--device", "GPU")
+    check(r[0] == 0 and "x: float32 2x4" in r[1] and "y: float32 2x3" in r[1] and "CPU: runs all 3 nodes" in r[1]
+          and "GPU: cannot say: device GPU: no GPU driver is loaded (devices: CPU" in r[1], "info --device", show(r))
+    r = hetero("info", dynamic, "--device", "OPENCL")
+    if "no OPENCL driver" not in r[1]:  # PoCL here: a dynamic dim keeps the GPU driver off, and it says why
+        check(r[0] == 0 and "OPENCL: runs 0 of 3 nodes; not:\n    MatMul_0 (MatMul): output 'xw' has no static shape"
+              in r[1], "info says why a device runs no node", show(r))
+
     # run: a .pb input bound by position, outputs written in graph order.
     out = os.path.join(work, "out")
     r = hetero("run", tiny, "--input", x_pb, "--output-dir", out)
     check(r[0] == 0 and "output 0 'y': float32 1x3" in r[1], "run with a .pb input", show(r))
     if r[0] == 0:
-        check(read_npy_f32(os.path.join(out, "output_0.npy")) == ((1, 3), [5.5, 5.0, 0.0]), "output_0.npy")
-        check(sorted(os.listdir(out)) == ["output_0.npy"], "exactly one output file", str(os.listdir(out)))
+        check(read_npy_f32(os.path.join(out, "y.npy")) == ((1, 3), [5.5, 5.0, 0.0]), "y.npy, named after the output")
+        check(sorted(os.listdir(out)) == ["y.npy"], "exactly one output file", str(os.listdir(out)))
 
     # run: a .npy input by name on the dynamic model; its shape fixes N.
     x_npy = os.path.join(work, "x.npy")
@@ -164,7 +176,7 @@ def main(lib_path, fixtures):
     r = hetero("run", dynamic, "--input", "x=" + x_npy, "--output-dir", out, "--config", "num_threads=1")
     check(r[0] == 0, "run the dynamic model with a named .npy input", show(r))
     if r[0] == 0:
-        check(read_npy_f32(os.path.join(out, "output_0.npy")) == ((2, 3), [5.5, 5, 0, 1.5, 1, 3.5]), "batch of 2")
+        check(read_npy_f32(os.path.join(out, "y.npy")) == ((2, 3), [5.5, 5, 0, 1.5, 1, 3.5]), "batch of 2")
 
     # --output NAME=FILE writes one output by name, also over the file an
     # --input of the same run read (how a shell loop carries a state).
@@ -189,7 +201,7 @@ def main(lib_path, fixtures):
         r = hetero("run", blob, "--input", x_pb, "--output-dir", out)
         check(r[0] == 0 and "imported" in r[1], "run a blob", show(r))
         if r[0] == 0:
-            check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "blob output")
+            check(read_npy_f32(os.path.join(out, "y.npy"))[1] == [5.5, 5.0, 0.0], "blob output")
         # The library tells the blob from ONNX; it is refused for another device or shape.
         r = hetero("run", blob, "--device", "CPU.1")
         check(r[0] == 1 and "compiled for CPU, not CPU.1" in r[2] and "tiny.blob" in r[2], "a blob for another device",
@@ -211,7 +223,7 @@ def main(lib_path, fixtures):
     r = hetero("run", blob_a, "--input", x_pb, "--output-dir", out)
     check(r[0] == 0 and "imported" in r[1], "run a compiled blob", show(r))
     if r[0] == 0:
-        check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "compiled blob output")
+        check(read_npy_f32(os.path.join(out, "y.npy"))[1] == [5.5, 5.0, 0.0], "compiled blob output")
     data = bytearray(open(blob_a, "rb").read())
     data[-5] ^= 0x40
     with open(blob_b, "wb") as f:
@@ -253,9 +265,10 @@ def main(lib_path, fixtures):
     # Without --input, run asks the cache before reading the model at all
     # (hetero_compile_file); the same entries, the same refusals.
     quick = os.path.join(work, "quick")
-    for _ in range(2):
+    for verb in ("compiled for CPU", "imported from the cache for CPU"):  # a hit says so
         r = hetero("run", tiny, "--cache-dir", quick)
-        check(r[0] == 0 and "(random)" in r[1], "run through hetero_compile_file", show(r))
+        check(r[0] == 0 and "(random)" in r[1] and f"model {tiny}: {verb} in" in r[1],
+              f"run through hetero_compile_file: {verb}", show(r))
     entries = [os.path.join(quick, f) for f in os.listdir(quick)] if os.path.isdir(quick) else []
     check(len(entries) == 1, "one entry from hetero_compile_file", str(entries))
     if entries:
@@ -315,7 +328,7 @@ def main(lib_path, fixtures):
     r = hetero("run", tiny, "--input", x_pb, "--output-dir", out, *split)
     check(r[0] == 0 and "HETERO:CPU.1,CPU (2 submodels on CPU.1, CPU)" in r[1], "run on HETERO", show(r))
     if r[0] == 0:
-        check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "HETERO output")
+        check(read_npy_f32(os.path.join(out, "y.npy"))[1] == [5.5, 5.0, 0.0], "HETERO output")
     r = hetero("bench", tiny, *split, "--iterations", "30", "--requests", "2", "--json")
     check(r[0] == 0 and json.loads(r[1] or "{}").get("device") == "HETERO:CPU.1,CPU", "bench on HETERO", show(r))
     hblob = os.path.join(work, "hetero.blob")
@@ -326,7 +339,7 @@ def main(lib_path, fixtures):
     r = hetero("run", hblob, "--config", "CPU.device_count=2", "--input", x_pb, "--output-dir", out)
     check(r[0] == 0 and "imported for HETERO:CPU.1,CPU" in r[1], "run a HETERO blob", show(r))
     if r[0] == 0:
-        check(read_npy_f32(os.path.join(out, "output_0.npy"))[1] == [5.5, 5.0, 0.0], "HETERO blob output")
+        check(read_npy_f32(os.path.join(out, "y.npy"))[1] == [5.5, 5.0, 0.0], "HETERO blob output")
     r = hetero("run", hblob)
     check(r[0] == 1 and "CPU.1" in r[2], "a HETERO blob needs its devices", show(r))
     hcache = os.path.join(work, "hcache")

@@ -59,7 +59,12 @@ def main():
             check(r.returncode == 0 and "demo" in r.stdout and "ready" in r.stdout, "models", r.stdout + r.stderr)
             out = os.path.join(tmp, "out")
             r = cli(socket, "run", "demo", "--output-dir", out)
-            check(r.returncode == 0 and os.path.exists(os.path.join(out, "output_0.npy")), "run", r.stdout + r.stderr)
+            check(r.returncode == 0 and os.path.exists(os.path.join(out, "probabilities.npy")), "run", r.stdout + r.stderr)
+            r = cli(socket, "info", "demo")
+            check(r.returncode == 0 and "model demo: ready on CPU" in r.stdout
+                  and "inputs:\n  image: float32 1x3x32x32\n" in r.stdout
+                  and "outputs:\n  probabilities: float32 1x10\n" in r.stdout, "info of a served model",
+                  r.stdout + r.stderr)
             r = cli(socket, "bench", "demo", "--requests", "4", "--time", "0.3")
             check(r.returncode == 0 and "latency" in r.stdout, "bench", r.stdout + r.stderr)
             r = cli(socket, "run", "nope")

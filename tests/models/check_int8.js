@@ -49,7 +49,8 @@ function run(hetero, args) {
 }
 
 function outputs(dir) {
-  return fs.readdirSync(dir).filter((f) => /^output_\d+\.npy$/.test(f)).sort().map((f) => readNpy(path.join(dir, f)));
+  // One .npy per output, named after it: the same names in every directory.
+  return fs.readdirSync(dir).filter((f) => f.endsWith('.npy')).sort().map((f) => readNpy(path.join(dir, f)));
 }
 
 // Differences in steps of `scale`: { ok, text }.

@@ -87,6 +87,14 @@ function tail(text, n = 600) {
   return text.length > n ? '...' + text.slice(-n) : text;
 }
 
+// The file `hetero run --output-dir` wrote for each output, by index, from
+// its "output K 'NAME': TYPE SHAPE -> FILE" lines.
+function outputFiles(stdout) {
+  const files = [];
+  for (const m of stdout.matchAll(/^output (\d+) .* -> (.+)$/gm)) files[Number(m[1])] = m[2];
+  return files;
+}
+
 async function checkModel(model, o, ctx, work) {
   const file = modelPath(ctx.cache, model);
   if (!fs.existsSync(file)) return { ok: false, lines: [`model file ${file} is missing (rerun scripts/setup.sh --test-data)`] };
@@ -118,8 +126,9 @@ async function checkModel(model, o, ctx, work) {
     if (r.error || r.status !== 0)
       return { ok: false, lines: [`reference run hetero ${refArgs.join(' ')} failed: ${tail(r.stderr || String(r.error))}`] };
     refs = {};
+    const refFiles = outputFiles(r.stdout);
     for (const [k, outName] of session.outputNames.entries()) {
-      const npy = readNpy(path.join(refDir, `output_${k}.npy`));
+      const npy = readNpy(refFiles[k]);
       refs[outName] = { type: npy.dtype, dims: npy.shape, data: npy.data };
     }
   } else {
@@ -138,8 +147,9 @@ async function checkModel(model, o, ctx, work) {
 
   const lines = [];
   let ok = true;
+  const files = outputFiles(run.stdout);
   for (const [k, outName] of session.outputNames.entries()) {
-    const npy = path.join(outDir, `output_${k}.npy`);
+    const npy = files[k] || path.join(outDir, `${outName}.npy`);
     if (!fs.existsSync(npy)) {
       lines.push(`${outName}: hetero wrote no ${path.basename(npy)}`);
       ok = false;

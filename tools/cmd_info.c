@@ -1,0 +1,233 @@
+/* hetero info: what a model is, before running it: its inputs and outputs,
+ * what its file says of itself, and which nodes each device here runs. With
+ * --connect, the same of a model heterod serves. Nothing is compiled. */
+#include <string.h>
+
+#include "cli.h"
+
+static const char kHelp[] =
+    "usage: hetero info MODEL [options]\n"
+    "\n"
+    "Describes MODEL without compiling it: its inputs and outputs (type and\n"
+    "shape, ? for a dynamic dim), what the ONNX file says of itself (IR\n"
+    "version, producer, opsets, nodes) and, for each device, how many of its\n"
+    "nodes the device runs and why not the others. MODEL is an ONNX file or a\n"
+    "compiled blob; with --connect [SOCKET], the name of a model heterod serves\n"
+    "(its state, device and ports).\n"
+    "\n"
+    "  --device D             ask only device D (repeatable; default: every\n"
+    "                         device here)\n"
+    "  --shape NAME=DIMS      the shape of an input with dynamic dims\n"
+    "  --config K=V           DRIVER.key to the core, key to the devices' query\n"
+    "  --driver-path DIRS     colon-separated directories searched for drivers\n";
+
+/* The most unsupported nodes listed per device; the rest are counted. */
+#define SHOWN_UNSUPPORTED 5
+
+/* One input or output, read through the model's or the compiled model's
+ * getters; false past the last. */
+typedef struct port {
+  const char* name;
+  hetero_dtype dtype;
+  const int64_t* dims;
+  int64_t rank;
+} port;
+typedef bool (*port_reader)(const void* handle, bool output, size_t index, port* out);
+
+static bool model_port(const void* handle, bool output, size_t k, port* p) {
+  const hetero_model_t* m = handle;
+  size_t count = 0;
+  if ((output ? hetero_model_get_output_count : hetero_model_get_input_count)(m, &count) || k >= count) return false;
+  return !(output ? hetero_model_get_output_name : hetero_model_get_input_name)(m, &p->name, k) &&
+         !(output ? hetero_model_get_output_dtype : hetero_model_get_input_dtype)(m, &p->dtype, k) &&
+         !(output ? hetero_model_get_output_shape : hetero_model_get_input_shape)(m, &p->dims, &p->rank, k);
+}
+
+static bool compiled_port(const void* handle, bool output, size_t k, port* p) {
+  const hetero_compiled_model_t* c = handle;
+  size_t count = 0;
+  if ((output ? hetero_compiled_model_get_output_count : hetero_compiled_model_get_input_count)(c, &count) ||
+      k >= count)
+    return false;
+  return !(output ? hetero_compiled_model_get_output_name : hetero_compiled_model_get_input_name)(c, &p->name, k) &&
+         !(output ? hetero_compiled_model_get_output_dtype : hetero_compiled_model_get_input_dtype)(c, &p->dtype, k) &&
+         !(output ? hetero_compiled_model_get_output_shape
+                  : hetero_compiled_model_get_input_shape)(c, &p->dims, &p->rank, k);
+}
+
+static void print_ports(const void* handle, port_reader read) {
+  for (int output = 0; output < 2; ++output) {
+    puts(output ? "outputs:" : "inputs:");
+    port p;
+    for (size_t k = 0; read(handle, output, k, &p); ++k) {
+      char shape[256];
+      printf("  %s: %s %s\n", p.name, hetero_dtype_name(p.dtype),
+             p.rank < 0 ? "(rank unknown)" : cli_format_dims(p.dims, p.rank, shape, sizeof shape));
+    }
+  }
+}
+
+/* "ONNX IR 8, producer pytorch, opsets ai.onnx 17, 212 nodes". */
+static void print_facts(const hetero_model_t* model) {
+  char* text = NULL;
+  if (hetero_model_describe_json(model, &text)) return;
+  json_error_t error;
+  json_t* doc = json_loads(text, 0, &error);
+  hetero_free(text);
+  if (!doc) return;
+  const char* producer = json_string_value(json_object_get(doc, "producer"));
+  printf("format: ONNX IR %lld, producer %s, opsets", (long long)json_integer_value(json_object_get(doc, "ir_version")),
+         producer && *producer ? producer : "(not named)");
+  const char* domain;
+  json_t* version;
+  json_object_foreach(json_object_get(doc, "opsets"), domain, version) {
+    printf(" %s %lld", domain, (long long)json_integer_value(version));
+  }
+  printf(", %lld nodes\n", (long long)json_integer_value(json_object_get(doc, "nodes")));
+  json_decref(doc);
+}
+
+/* "CPU: runs all 212 nodes", or how many and which not, with why. */
+static void print_support(hetero_core_t* core, const hetero_model_t* model, const char* device,
+                          const cli_strings* keys, const cli_strings* values) {
+  hetero_query_result_t* result = NULL;
+  if (hetero_query(&result, core, model, device, keys->items, values->items, keys->count)) {
+    printf("  %s: cannot say: %s\n", device, hetero_last_error());
+    return;
+  }
+  size_t count = 0, supported = 0;
+  hetero_query_result_get_node_count(result, &count);
+  for (size_t k = 0; k < count; ++k) {
+    const char *name, *op, *reason;
+    int ok = 0;
+    if (!hetero_query_result_get_node(result, &name, &op, &ok, &reason, k) && ok) ++supported;
+  }
+  if (supported == count) {
+    printf("  %s: runs all %zu nodes\n", device, count);
+  } else {
+    printf("  %s: runs %zu of %zu nodes; not:\n", device, supported, count);
+    size_t shown = 0;
+    for (size_t k = 0; k < count; ++k) {
+      const char *name = "?", *op = "?", *reason = "";
+      int ok = 1;
+      if (hetero_query_result_get_node(result, &name, &op, &ok, &reason, k) || ok) continue;
+      if (shown++ < SHOWN_UNSUPPORTED) printf("    %s (%s)%s%s\n", name, op, *reason ? ": " : "", reason);
+    }
+    if (shown > SHOWN_UNSUPPORTED) printf("    ... and %zu more\n", shown - SHOWN_UNSUPPORTED);
+  }
+  hetero_query_result_release(result);
+}
+
+static int describe_onnx(const cli_model_options* o, const cli_strings* devices) {
+  cli_planning p;
+  int rc = cli_planning_open(&p, o, "info");
+  if (rc != CLI_OK) return rc;
+  printf("model %s\n", o->model);
+  print_facts(p.model);
+  print_ports(p.model, model_port);
+  puts("devices:");
+  if (devices->count) {
+    for (size_t k = 0; k < devices->count; ++k) print_support(p.core, p.model, devices->items[k], &p.keys, &p.values);
+  } else {
+    size_t count = 0;
+    hetero_core_get_device_count(p.core, &count);
+    for (size_t k = 0; k < count; ++k) {
+      const char* name = "?";
+      hetero_core_get_device_name(p.core, &name, k);
+      print_support(p.core, p.model, name, &p.keys, &p.values);
+    }
+  }
+  cli_planning_close(&p);
+  return CLI_OK;
+}
+
+/* A blob: its device and ports once imported (hetero blob info says the
+ * rest: versions, config, sections). */
+static int describe_blob(const cli_model_options* o) {
+  cli_session s;
+  int rc = cli_session_open(&s, o, "info");
+  if (rc != CLI_OK) return rc;
+  char device[512];
+  printf("model %s: a compiled blob for %s (hetero blob info %s describes it)\n", o->model,
+         cli_describe_device(s.compiled, device, sizeof device), o->model);
+  print_ports(s.compiled, compiled_port);
+  cli_session_close(&s);
+  return CLI_OK;
+}
+
+/* A model heterod serves: its row of `models`, then its ports. */
+static int describe_served(const cli_model_options* o) {
+  hetero_core_t* core = NULL;
+  int rc = cli_core_open(&core, NULL);
+  if (rc != CLI_OK) return rc;
+  hetero_model_list_t* list = NULL;
+  size_t count = 0;
+  bool found = false;
+  if (hetero_core_list_models(&list, core) || hetero_model_list_get_count(list, &count)) {
+    rc = cli_call_failed("cannot list the models");
+  } else {
+    for (size_t k = 0; k < count && !found; ++k) {
+      const char *name = "", *device = "", *state = "", *error = "";
+      hetero_model_list_get(list, &name, &device, &state, &error, k);
+      if (strcmp(name, o->model) != 0) continue;
+      found = true;
+      printf("model %s: %s on %s%s%s\n", name, state, device, *error ? ": " : "", error);
+    }
+    if (!found) {
+      cli_error("heterod serves no model '%s' (hetero models lists them)", o->model);
+      rc = CLI_FAILED;
+    }
+  }
+  hetero_model_list_release(list);
+  hetero_compiled_model_t* compiled = NULL;
+  if (rc == CLI_OK && hetero_compiled_model_open(&compiled, core, o->model) == HETERO_OK) {
+    char device[512];
+    printf("runs on: %s\n", cli_describe_device(compiled, device, sizeof device));
+    print_ports(compiled, compiled_port);
+    hetero_compiled_model_release(compiled);
+  }
+  hetero_core_release(core);
+  return rc;
+}
+
+int cmd_info(int argc, char** argv) {
+  cli_model_options o;
+  memset(&o, 0, sizeof o);
+  o.device = "CPU";
+  cli_strings devices = {0};
+  int rc = CLI_OK;
+  for (int i = 1; i < argc && rc == CLI_OK; ++i) {
+    int r;
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      fputs(kHelp, stdout);
+      cli_model_options_free(&o);
+      cli_strings_free(&devices);
+      return CLI_OK;
+    } else if ((r = cli_model_option(argc, argv, &i, "info", &o)) != 0) {
+      if (r < 0) rc = CLI_USAGE;
+      else if (o.device_given && !cli_strings_push(&devices, o.device)) rc = CLI_FAILED;
+      o.device_given = false;
+    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+      rc = cli_usage_error("info", "unknown option '%s'", argv[i]);
+    } else if (o.model) {
+      rc = cli_usage_error("info", "unexpected argument '%s' (the model is %s)", argv[i], o.model);
+    } else {
+      o.model = argv[i];
+    }
+  }
+  if (rc == CLI_OK && !o.model) rc = cli_usage_error("info", "no MODEL given");
+  if (rc == CLI_OK && (o.inputs.count || o.policy || o.cache_dir))
+    rc = cli_usage_error("info", "--input, --policy and --cache-dir are for run and bench");
+  hetero_model_format format = HETERO_MODEL_FORMAT_ONNX;
+  if (rc == CLI_OK && cli_connect) {
+    if (devices.count) cli_warning("--device is ignored with --connect: heterod runs its model where it serves it");
+    rc = describe_served(&o);
+  } else if (rc == CLI_OK && hetero_model_file_format(&format, o.model)) {
+    rc = cli_call_failed("cannot open the model");
+  } else if (rc == CLI_OK) {
+    rc = format == HETERO_MODEL_FORMAT_BLOB ? describe_blob(&o) : describe_onnx(&o, &devices);
+  }
+  cli_model_options_free(&o);
+  cli_strings_free(&devices);
+  return rc;
+}
