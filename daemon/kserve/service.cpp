@@ -26,11 +26,43 @@ bool check_version(const std::string& model, const std::string& version, Call& c
   return false;
 }
 
+// Loop thread: the model a call names, ready, at a version heterod serves;
+// otherwise answers the call (NOT_FOUND for a model or version heterod does
+// not serve, UNAVAILABLE while the model loads) and returns null.
+std::shared_ptr<ServedModel> served_model(const Server& server, const std::string& name, const std::string& version,
+                                          Call& call) {
+  hetero_status status = HETERO_OK;
+  std::string why;
+  std::shared_ptr<ServedModel> model = server.ready_model(name, status, why);
+  if (!model) {
+    call.finish(status, why);
+    return nullptr;
+  }
+  if (!check_version(name, version, call)) return nullptr;
+  return model;
+}
+
+// What ModelMetadata and ModelConfig both call the runtime that serves a
+// model: heterod on its device ("heterod_CPU", "heterod_HETERO:OPENCL,CPU").
+// Triton's metadata answers its configuration's platform; so does heterod's.
+std::string platform_of(const wire::ModelInfo& info) { return "heterod_" + info.device(); }
+
 void set_tensor_metadata(ModelMetadataResponse::TensorMetadata& out, const wire::Port& port) {
   out.set_name(port.name());
   out.set_datatype(datatype_name(port.dtype()));
   if (port.rank() >= 0)
     for (int64_t d : port.dims()) out.add_shape(d);
+}
+
+// A port as Triton's configuration describes it: its dims are the whole
+// shape (max_batch_size is 0), -1 where any size goes; none where even the
+// rank is unknown, as in ModelMetadata.
+template <typename Tensor>
+void set_config_tensor(Tensor& out, const wire::Port& port) {
+  out.set_name(port.name());
+  out.set_data_type(config_data_type(port.dtype()));
+  if (port.rank() >= 0)
+    for (int64_t d : port.dims()) out.add_dims(d);
 }
 
 void set_duration(StatisticDuration& out, uint64_t count, uint64_t ns) {
@@ -153,6 +185,7 @@ void Service::listen(grpc::ServerCompletionQueue* queue) {
   listen<ModelReadyRequest, ModelReadyResponse>(queue, &S::RequestModelReady, &Service::model_ready, 1);
   listen<ServerMetadataRequest, ServerMetadataResponse>(queue, &S::RequestServerMetadata, &Service::server_metadata, 1);
   listen<ModelMetadataRequest, ModelMetadataResponse>(queue, &S::RequestModelMetadata, &Service::model_metadata, 1);
+  listen<ModelConfigRequest, ModelConfigResponse>(queue, &S::RequestModelConfig, &Service::model_config, 1);
   listen<ModelInferRequest, ModelInferResponse, true>(queue, &S::RequestModelInfer, &Service::model_infer, 8);
   listen<ModelStatisticsRequest, ModelStatisticsResponse>(queue, &S::RequestModelStatistics,
                                                           &Service::model_statistics, 1);
@@ -207,18 +240,37 @@ void Service::server_metadata(const CallPtr<ServerMetadataRequest, ServerMetadat
 
 void Service::model_metadata(const CallPtr<ModelMetadataRequest, ModelMetadataResponse>& call) {
   on_loop(call, [this](auto& c) {
-    hetero_status status = HETERO_OK;
-    std::string why;
-    const auto model = server_.ready_model(c.request.name(), status, why);
-    if (!model) return c.finish(status, why);
-    if (!check_version(c.request.name(), c.request.version(), c)) return;
+    const auto model = served_model(server_, c.request.name(), c.request.version(), c);
+    if (!model) return;
     wire::ModelInfo info;
     model->describe(info);
     c.response.set_name(info.name());
     c.response.add_versions(kVersion);
-    c.response.set_platform("heterod_" + info.device());
+    c.response.set_platform(platform_of(info));
     for (const wire::Port& port : info.inputs()) set_tensor_metadata(*c.response.add_inputs(), port);
     for (const wire::Port& port : info.outputs()) set_tensor_metadata(*c.response.add_outputs(), port);
+    c.finish(grpc::Status::OK);
+  });
+}
+
+void Service::model_config(const CallPtr<ModelConfigRequest, ModelConfigResponse>& call) {
+  on_loop(call, [this](auto& c) {
+    const auto model = served_model(server_, c.request.name(), c.request.version(), c);
+    if (!model) return;
+    wire::ModelInfo info;
+    model->describe(info);
+    inference::ModelConfig& config = *c.response.mutable_config();
+    config.set_name(info.name());
+    // Not one of Triton's platforms ("onnxruntime_onnx" would send a tool
+    // down paths for a runtime heterod is not): the same platform as
+    // ModelMetadata's, and "heterod" as the backend that runs it. Triton's
+    // tools read them to find ensembles ("ensemble"), which this is not.
+    config.set_platform(platform_of(info));
+    config.set_backend("heterod");
+    // heterod runs each request as it comes, never several batched into one.
+    config.set_max_batch_size(0);
+    for (const wire::Port& port : info.inputs()) set_config_tensor(*config.add_input(), port);
+    for (const wire::Port& port : info.outputs()) set_config_tensor(*config.add_output(), port);
     c.finish(grpc::Status::OK);
   });
 }
@@ -310,11 +362,8 @@ void Service::model_statistics(const CallPtr<ModelStatisticsRequest, ModelStatis
       }
       return c.finish(grpc::Status::OK);
     }
-    hetero_status status = HETERO_OK;
-    std::string why;
-    const auto model = server_.ready_model(c.request.name(), status, why);
-    if (!model) return c.finish(status, why);
-    if (!check_version(c.request.name(), c.request.version(), c)) return;
+    const auto model = served_model(server_, c.request.name(), c.request.version(), c);
+    if (!model) return;
     model->fill_stats(stats);
     set_statistics(*c.response.add_model_stats(), stats);
     c.finish(grpc::Status::OK);

@@ -58,6 +58,7 @@ class Service {
       const CallPtr<inference::ServerMetadataRequest, inference::ServerMetadataResponse>& call);
   void model_metadata(
       const CallPtr<inference::ModelMetadataRequest, inference::ModelMetadataResponse>& call);
+  void model_config(const CallPtr<inference::ModelConfigRequest, inference::ModelConfigResponse>& call);
   void model_infer(const std::shared_ptr<InferCall>& call);
   void model_statistics(
       const CallPtr<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>& call);

@@ -15,16 +15,19 @@ using inference::ModelInferRequest;
 
 struct Datatype {
   int32_t dtype;
-  const char* name;
+  const char* name;                  // the v2 datatype
+  inference::DataType config_type;   // Triton's ModelConfig data_type
 };
-// Every element type a heterod tensor can hold, with the name the
-// specification gives it.
+// Every element type a heterod tensor can hold, with the names the
+// specification and Triton's model configuration give it.
 constexpr Datatype kDatatypes[] = {
-    {HETERO_DTYPE_BOOL, "BOOL"},     {HETERO_DTYPE_UINT8, "UINT8"},   {HETERO_DTYPE_UINT16, "UINT16"},
-    {HETERO_DTYPE_UINT32, "UINT32"}, {HETERO_DTYPE_UINT64, "UINT64"}, {HETERO_DTYPE_INT8, "INT8"},
-    {HETERO_DTYPE_INT16, "INT16"},   {HETERO_DTYPE_INT32, "INT32"},   {HETERO_DTYPE_INT64, "INT64"},
-    {HETERO_DTYPE_FLOAT16, "FP16"},  {HETERO_DTYPE_FLOAT32, "FP32"},  {HETERO_DTYPE_FLOAT64, "FP64"},
-    {HETERO_DTYPE_BFLOAT16, "BF16"},
+    {HETERO_DTYPE_BOOL, "BOOL", inference::TYPE_BOOL},        {HETERO_DTYPE_UINT8, "UINT8", inference::TYPE_UINT8},
+    {HETERO_DTYPE_UINT16, "UINT16", inference::TYPE_UINT16},  {HETERO_DTYPE_UINT32, "UINT32", inference::TYPE_UINT32},
+    {HETERO_DTYPE_UINT64, "UINT64", inference::TYPE_UINT64},  {HETERO_DTYPE_INT8, "INT8", inference::TYPE_INT8},
+    {HETERO_DTYPE_INT16, "INT16", inference::TYPE_INT16},     {HETERO_DTYPE_INT32, "INT32", inference::TYPE_INT32},
+    {HETERO_DTYPE_INT64, "INT64", inference::TYPE_INT64},     {HETERO_DTYPE_FLOAT16, "FP16", inference::TYPE_FP16},
+    {HETERO_DTYPE_FLOAT32, "FP32", inference::TYPE_FP32},     {HETERO_DTYPE_FLOAT64, "FP64", inference::TYPE_FP64},
+    {HETERO_DTYPE_BFLOAT16, "BF16", inference::TYPE_BF16},
 };
 
 // Zero elements still need an address to wrap.
@@ -114,6 +117,12 @@ const char* datatype_name(int32_t dtype) noexcept {
   for (const Datatype& d : kDatatypes)
     if (d.dtype == dtype) return d.name;
   return "";
+}
+
+inference::DataType config_data_type(int32_t dtype) noexcept {
+  for (const Datatype& d : kDatatypes)
+    if (d.dtype == dtype) return d.config_type;
+  return inference::TYPE_INVALID;
 }
 
 int32_t dtype_of(std::string_view datatype) noexcept {

@@ -1,6 +1,7 @@
 // Tensors between the Open Inference Protocol and heterod: datatype names
-// ("FP32") for heterod's element types, a request's inputs checked and
-// viewed where they already lie, and outputs appended to a response.
+// ("FP32", and Triton's TYPE_FP32) for heterod's element types, a request's
+// inputs checked and viewed where they already lie, and outputs appended to
+// a response.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,9 @@ namespace hetero::daemon::kserve {
 // The v2 name of a heterod element type ("FP32", "INT64", "BOOL", ...);
 // "" for none (a string, an undefined type).
 const char* datatype_name(int32_t dtype) noexcept;
+// The data_type Triton's model configuration gives a heterod element type
+// (TYPE_FP32, ...); TYPE_INVALID for none.
+inference::DataType config_data_type(int32_t dtype) noexcept;
 // The element type a v2 datatype names; HETERO_DTYPE_UNDEFINED for a name
 // heterod has no tensors of ("BYTES", a misspelling).
 int32_t dtype_of(std::string_view datatype) noexcept;

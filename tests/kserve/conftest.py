@@ -50,23 +50,27 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
 
 @dataclass
 class Stubs:
-    pb: ModuleType    # messages
-    rpc: ModuleType   # GRPCInferenceServiceStub
+    pb: ModuleType      # messages
+    rpc: ModuleType     # GRPCInferenceServiceStub
+    config: ModuleType  # model_config.proto's messages and DataType (Triton's)
     dir: Path
 
 
 @pytest.fixture(scope="session")
 def v2() -> Stubs:
-    """Python stubs of daemon/kserve/grpc_predict_v2.proto."""
+    """Python stubs of daemon/kserve/grpc_predict_v2.proto and the
+    model_config.proto it imports (Triton's ModelConfig), side by side."""
     out = ROOT / "stubs"
     out.mkdir()
     subprocess.run(["protoc", f"--proto_path={PROTO.parent}", f"--python_out={out}", f"--grpc_python_out={out}",
-                    f"--plugin=protoc-gen-grpc_python={shutil.which('grpc_python_plugin')}", str(PROTO)], check=True)
+                    f"--plugin=protoc-gen-grpc_python={shutil.which('grpc_python_plugin')}", str(PROTO),
+                    str(PROTO.parent / "model_config.proto")], check=True)
     for f in out.iterdir():
         f.chmod(0o644)
     sys.path.insert(0, str(out))
     stem = PROTO.stem
-    return Stubs(importlib.import_module(f"{stem}_pb2"), importlib.import_module(f"{stem}_pb2_grpc"), out)
+    return Stubs(importlib.import_module(f"{stem}_pb2"), importlib.import_module(f"{stem}_pb2_grpc"),
+                 importlib.import_module("model_config_pb2"), out)
 
 
 class Daemon:

@@ -129,6 +129,92 @@ def test_metadata(stub: Any, v2: Stubs) -> None:
     assert e.code() == grpc.StatusCode.NOT_FOUND and "no version '7'" in e.details()
 
 
+def triton_model_config_class() -> Any:
+    """Triton's ModelConfig message, built here from a listing of its fields
+    written from Triton Inference Server's published model_config.proto
+    (the fields a client reads, with Triton's names, numbers and types), not
+    from heterod's .proto: heterod's answer is parsed as Triton's own stubs
+    would parse it."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    F = descriptor_pb2.FieldDescriptorProto
+    one, many = F.LABEL_OPTIONAL, F.LABEL_REPEATED
+    f = descriptor_pb2.FileDescriptorProto(name="triton_model_config_check.proto", package="inference", syntax="proto3")
+    data_type = f.enum_type.add(name="DataType")
+    for number, name in enumerate(["INVALID", "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+                                   "INT64", "FP16", "FP32", "FP64", "STRING", "BF16"]):
+        data_type.value.add(name=f"TYPE_{name}", number=number)
+    # (name, number, label, type, message or enum type)
+    listing = {
+        "ModelInput": [("name", 1, one, F.TYPE_STRING, ""), ("data_type", 2, one, F.TYPE_ENUM, ".inference.DataType"),
+                       ("dims", 4, many, F.TYPE_INT64, ""), ("is_shape_tensor", 6, one, F.TYPE_BOOL, ""),
+                       ("allow_ragged_batch", 7, one, F.TYPE_BOOL, ""), ("optional", 8, one, F.TYPE_BOOL, "")],
+        "ModelOutput": [("name", 1, one, F.TYPE_STRING, ""), ("data_type", 2, one, F.TYPE_ENUM, ".inference.DataType"),
+                        ("dims", 3, many, F.TYPE_INT64, ""), ("label_filename", 4, one, F.TYPE_STRING, ""),
+                        ("is_shape_tensor", 6, one, F.TYPE_BOOL, "")],
+        "ModelConfig": [("name", 1, one, F.TYPE_STRING, ""), ("platform", 2, one, F.TYPE_STRING, ""),
+                        ("max_batch_size", 4, one, F.TYPE_INT32, ""),
+                        ("input", 5, many, F.TYPE_MESSAGE, ".inference.ModelInput"),
+                        ("output", 6, many, F.TYPE_MESSAGE, ".inference.ModelOutput"),
+                        ("default_model_filename", 8, one, F.TYPE_STRING, ""), ("backend", 17, one, F.TYPE_STRING, ""),
+                        ("runtime", 25, one, F.TYPE_STRING, "")],
+        "ModelConfigResponse": [("config", 1, one, F.TYPE_MESSAGE, ".inference.ModelConfig")],  # grpc_service.proto
+    }
+    for message, fields in listing.items():
+        m = f.message_type.add(name=message)
+        for name, number, label, type_, type_name in fields:
+            field = m.field.add(name=name, number=number, label=label, type=type_)
+            if type_name:
+                field.type_name = type_name
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    return message_factory.MessageFactory(pool).GetPrototype(pool.FindMessageTypeByName("inference.ModelConfigResponse"))
+
+
+def test_model_config_is_tritons(daemon: Daemon, stub: Any, v2: Stubs) -> None:
+    """ModelConfig, which Triton's tools (perf_analyzer) ask for first: every
+    served model's answer, parsed with a schema written from Triton's
+    model_config.proto, agrees with ModelMetadata and holds nothing Triton
+    does not define."""
+    pb = v2.pb
+    response_class = triton_model_config_class()
+    served = [m.name for m in stub.RepositoryIndex(pb.RepositoryIndexRequest(ready=True)).models]
+    assert {"demo", "typed", "dtypes", "passthrough", "slow", "spin"} <= set(served)
+    with daemon.channel() as channel:
+        raw = channel.unary_unary("/inference.GRPCInferenceService/ModelConfig",
+                                  request_serializer=lambda b: b, response_deserializer=lambda b: b)
+        for name in served:
+            wire = raw(pb.ModelConfigRequest(name=name).SerializeToString(), timeout=30)
+            answer = response_class.FromString(wire)
+            # Every field heterod sends is one Triton defines, with its type:
+            # dropping the fields the schema does not know drops nothing.
+            known = response_class.FromString(wire)
+            known.DiscardUnknownFields()
+            assert len(known.SerializeToString()) == len(wire), f"{name}: fields Triton does not define"
+            config = answer.config
+            meta = stub.ModelMetadata(pb.ModelMetadataRequest(name=name))
+            assert (config.name, config.platform, config.backend, config.max_batch_size) == \
+                (name, meta.platform, "heterod", 0), name
+            data_type = response_class.DESCRIPTOR.file.enum_types_by_name["DataType"].values_by_number
+            assert [(t.name, data_type[t.data_type].name, list(t.dims), t.optional) for t in config.input] == \
+                [(t.name, "TYPE_" + t.datatype, list(t.shape), False) for t in meta.inputs], name
+            assert [(t.name, data_type[t.data_type].name, list(t.dims)) for t in config.output] == \
+                [(t.name, "TYPE_" + t.datatype, list(t.shape)) for t in meta.outputs], name
+    # The generated stub's answer, for one model in full.
+    demo = stub.ModelConfig(pb.ModelConfigRequest(name="demo", version="1")).config
+    assert (demo.name, demo.platform, demo.backend, demo.max_batch_size) == ("demo", "heterod_CPU", "heterod", 0)
+    assert [(t.name, t.data_type, list(t.dims)) for t in demo.input] == [("image", v2.config.TYPE_FP32, [1, 3, 32, 32])]
+    assert [(t.name, t.data_type, list(t.dims)) for t in demo.output] == [("probabilities", v2.config.TYPE_FP32, [1, 10])]
+
+
+def test_model_config_errors(stub: Any, v2: Stubs) -> None:
+    pb = v2.pb
+    e = error_of(stub.ModelConfig, pb.ModelConfigRequest(name="nope"))
+    assert e.code() == grpc.StatusCode.NOT_FOUND and "model 'nope' is not loaded" in e.details()
+    e = error_of(stub.ModelConfig, pb.ModelConfigRequest(name="demo", version="7"))
+    assert e.code() == grpc.StatusCode.NOT_FOUND and "no version '7'" in e.details()
+
+
 # ---- Inference ---------------------------------------------------------------------------
 
 
