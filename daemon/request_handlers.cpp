@@ -280,27 +280,31 @@ void Server::handle_unload(Connection& connection, const wire::Request& request)
 
 void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request> request,
                           std::vector<wire::UniqueFd> fds) {
+  const Clock::time_point received = Clock::now();
   const uint64_t id = request->id();
   const wire::Infer& infer = request->infer();
   hetero_status status = HETERO_OK;
   std::string why;
   const std::shared_ptr<ServedModel> model = ready_model(infer.model(), status, why);
   if (!model) return reply_error(connection, id, status, why);
+  // Refused before the model's queue: still one of its failed requests.
+  auto refuse = [&](hetero_status refusal, const std::string& message) {
+    model->count_refused(received, refusal);
+    reply_error(connection, id, refusal, message);
+  };
   if (connection.in_flight >= config_.limits.max_in_flight_per_client)
-    return reply_error(connection, id, HETERO_BUSY,
-                       "this client has " + std::to_string(connection.in_flight) +
-                           " requests in flight (limits.max_in_flight_per_client)");
+    return refuse(HETERO_BUSY, "this client has " + std::to_string(connection.in_flight) +
+                                   " requests in flight (limits.max_in_flight_per_client)");
   const std::vector<std::string>& names = model->input_names();
   if (static_cast<size_t>(infer.inputs_size()) != names.size())
-    return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
-                       "model '" + infer.model() + "' takes " + std::to_string(names.size()) + " inputs, the request has " +
-                           std::to_string(infer.inputs_size()));
+    return refuse(HETERO_INVALID_ARGUMENT, "model '" + infer.model() + "' takes " + std::to_string(names.size()) +
+                                               " inputs, the request has " + std::to_string(infer.inputs_size()));
 
   auto job = std::make_unique<InferJob>();
   job->replier = connection.shared_from_this();
   job->id = id;
   job->memfd_threshold = infer.memfd_threshold();
-  job->received = Clock::now();
+  job->received = received;
   const uint32_t timeout_ms = infer.timeout_ms() ? std::min(infer.timeout_ms(), config_.limits.request_timeout_ms)
                                                  : config_.limits.request_timeout_ms;
   job->deadline = job->received + std::chrono::milliseconds(timeout_ms);
@@ -309,15 +313,14 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
   for (const wire::Tensor& tensor : infer.inputs()) {
     const auto pos = std::find(names.begin(), names.end(), tensor.name());
     if (pos == names.end())
-      return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
-                         "model '" + infer.model() + "' has no input '" + tensor.name() + "'");
+      return refuse(HETERO_INVALID_ARGUMENT, "model '" + infer.model() + "' has no input '" + tensor.name() + "'");
     const auto index = static_cast<size_t>(pos - names.begin());
-    if (seen[index])
-      return reply_error(connection, id, HETERO_INVALID_ARGUMENT, "input '" + tensor.name() + "' is given twice");
+    if (seen[index]) return refuse(HETERO_INVALID_ARGUMENT, "input '" + tensor.name() + "' is given twice");
     seen[index] = true;
     try {
       job->inputs.push_back(wire::decode_tensor(tensor, job->fds, job->mappings, "input '" + tensor.name() + "'"));
     } catch (const Error& e) {
+      model->count_refused(received, e.status());
       connection.send_fatal(id, e.status(), e.what());  // lengths that disagree: a broken or hostile client
       return;
     }

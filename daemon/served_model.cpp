@@ -173,16 +173,26 @@ void ServedModel::fill_stats(wire::ModelStats& stats) const {
   stats.set_latency_p99_us(at(0.99));
 }
 
-void ServedModel::record(const InferJob& job, bool ok) {
-  const Clock::time_point now = Clock::now();
+uint64_t ServedModel::count(Clock::time_point received, bool ok) {
   ++requests_;
   if (!ok) ++errors_;
-  const auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - job.received).count());
+  const auto ns = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - received).count());
   (ok ? success_ns_ : failure_ns_) += ns;
-  latencies_us_[latency_count_++ % latencies_us_.size()] = static_cast<float>(ns) / 1e3f;
   last_request_ms_ = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                std::chrono::system_clock::now().time_since_epoch())
                                                .count());
+  return ns;
+}
+
+void ServedModel::record(const InferJob& job, bool ok) {
+  const uint64_t ns = count(job.received, ok);
+  latencies_us_[latency_count_++ % latencies_us_.size()] = static_cast<float>(ns) / 1e3f;
+}
+
+void ServedModel::count_refused(Clock::time_point received, hetero_status status) {
+  // Not in the latencies: they describe requests that reached the model.
+  count(received, false);
+  if (status == HETERO_BUSY) ++busy_;
 }
 
 void ServedModel::answer(InferJob& job, wire::EncodedFrame frame) {
@@ -218,9 +228,7 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
     });
   }
   if (m.queue_.size() >= room) {
-    ++m.requests_;
-    ++m.errors_;
-    ++m.busy_;
+    m.count_refused(job->received, HETERO_BUSY);
     if (auto replier = job->replier.lock(); replier && replier->open())
       replier->reply_infer_error(job->id, HETERO_BUSY,
                                  "model '" + m.spec_.name + "' is busy: its queue of " +

@@ -120,6 +120,14 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   const std::vector<std::string>& input_names() const noexcept { return input_names_; }
   const std::vector<std::string>& output_names() const noexcept { return output_names_; }
 
+  // Loop thread: a request for this model that its front end refused before
+  // it reached the queue (an input the model does not have, one missing or
+  // given twice, contents that do not match their shape, a client over its
+  // limit), answered `status` by the front end: counted with this model's
+  // failures, as a request the queue or the inference fails is, so that both
+  // protocols' statistics count every failed request.
+  void count_refused(Clock::time_point received, hetero_status status);
+
   // Loop thread. Runs the job now if a request is free, queues it if the
   // queue has room, and otherwise replies "busy" at once. `self` is this
   // model, kept alive while it has jobs even after it is unloaded.
@@ -186,6 +194,10 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   // Answers TIMEOUT saying `why`, or that the deadline passed.
   void time_out(InferJob& job, const std::string& why = {});
   void cancel_running(Slot& slot, hetero_status as, std::string message);
+  // A request answered, with or without outputs: the counters, and its time
+  // from receipt to now (returned, in ns).
+  uint64_t count(Clock::time_point received, bool ok);
+  // ... and the latency of a job that reached the queue.
   void record(const InferJob& job, bool ok);
 
   ModelSpec spec_;

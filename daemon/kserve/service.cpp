@@ -116,6 +116,11 @@ class V2Job final : public InferJob {
   std::shared_ptr<InferReplier> answer;      // the job's replier, held
   std::vector<size_t> outputs;               // output indices, in reply order
   Clock::time_point client_deadline = Clock::time_point::max();
+  // What the completion-queue thread found wrong with the request (OK:
+  // nothing), answered on the loop thread, where the model it names counts
+  // it with its failures.
+  hetero_status refused = HETERO_OK;
+  std::string refusal;
 
   wire::EncodedFrame encode_outputs(hetero_infer_request_t* request,
                                     std::span<const std::string> output_names) const override {
@@ -280,7 +285,9 @@ void Service::model_infer(const std::shared_ptr<InferCall>& call) {
   const ModelInferRequest& request = call->request;
   auto job = std::make_unique<V2Job>();
   job->received = Clock::now();
-  // Everything that needs no model is checked here, off the loop thread.
+  // Everything that needs no model is checked here, off the loop thread;
+  // what is wrong is answered from the loop thread, which counts it in the
+  // model's statistics.
   try {
     for (const auto& [key, value] : request.parameters()) {
       if (key == "timeout" && value.parameter_choice_case() == InferParameter::kInt64Param && value.int64_param() >= 0) {
@@ -296,7 +303,8 @@ void Service::model_infer(const std::shared_ptr<InferCall>& call) {
           fail(HETERO_INVALID_ARGUMENT, "output '" + output.name() + "': parameter '" + key + "' is not one heterod takes");
     job->inputs = decode_inputs(request, job->realigned);
   } catch (const Error& e) {
-    return call->finish(e.status(), e.what());
+    job->refused = e.status();
+    job->refusal = e.what();
   }
   const auto client = call->deadline();
   if (client != std::chrono::system_clock::time_point::max()) {
@@ -313,33 +321,37 @@ void Service::submit_infer(std::unique_ptr<V2Job> job) {
   if (call.cancelled()) return call.finish(grpc::Status::CANCELLED);
   const ModelInferRequest& request = call.request;
   const std::string& name = request.model_name();
-  hetero_status status = HETERO_OK;
-  std::string why;
-  const std::shared_ptr<ServedModel> model = server_.ready_model(name, status, why);
-  if (!model) return call.finish(status, why);
-  if (!check_version(name, request.model_version(), call)) return;
+  // A model or version heterod does not serve has no statistics to count in.
+  const std::shared_ptr<ServedModel> model = served_model(server_, name, request.model_version(), call);
+  if (!model) return;
+  // Every other refusal is one of the model's failed requests.
+  auto refuse = [&](hetero_status status, const std::string& message) {
+    model->count_refused(job->received, status);
+    call.finish(status, message);
+  };
+  if (job->refused != HETERO_OK) return refuse(job->refused, job->refusal);
 
   const std::vector<std::string>& inputs = model->input_names();
   if (job->inputs.size() != inputs.size())
-    return call.finish(HETERO_INVALID_ARGUMENT, "model '" + name + "' takes " + std::to_string(inputs.size()) +
-                                                    " inputs, the request has " + std::to_string(job->inputs.size()));
+    return refuse(HETERO_INVALID_ARGUMENT, "model '" + name + "' takes " + std::to_string(inputs.size()) +
+                                               " inputs, the request has " + std::to_string(job->inputs.size()));
   std::vector<bool> seen(inputs.size());
   for (const wire::TensorView& view : job->inputs) {
     const auto pos = std::find(inputs.begin(), inputs.end(), view.name);
     if (pos == inputs.end())
-      return call.finish(HETERO_INVALID_ARGUMENT, "model '" + name + "' has no input '" + view.name + "'");
+      return refuse(HETERO_INVALID_ARGUMENT, "model '" + name + "' has no input '" + view.name + "'");
     if (seen[static_cast<size_t>(pos - inputs.begin())])
-      return call.finish(HETERO_INVALID_ARGUMENT, "input '" + view.name + "' is given twice");
+      return refuse(HETERO_INVALID_ARGUMENT, "input '" + view.name + "' is given twice");
     seen[static_cast<size_t>(pos - inputs.begin())] = true;
   }
   const std::vector<std::string>& outputs = model->output_names();
   for (const auto& wanted : request.outputs()) {
     const auto pos = std::find(outputs.begin(), outputs.end(), wanted.name());
     if (pos == outputs.end())
-      return call.finish(HETERO_INVALID_ARGUMENT, "model '" + name + "' has no output '" + wanted.name() + "'");
+      return refuse(HETERO_INVALID_ARGUMENT, "model '" + name + "' has no output '" + wanted.name() + "'");
     const auto index = static_cast<size_t>(pos - outputs.begin());
     if (std::find(job->outputs.begin(), job->outputs.end(), index) != job->outputs.end())
-      return call.finish(HETERO_INVALID_ARGUMENT, "output '" + wanted.name() + "' is requested twice");
+      return refuse(HETERO_INVALID_ARGUMENT, "output '" + wanted.name() + "' is requested twice");
     job->outputs.push_back(index);
   }
   if (request.outputs().empty())

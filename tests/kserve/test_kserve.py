@@ -454,6 +454,37 @@ def test_statistics(stub: Any, v2: Stubs, native: Any) -> None:
     assert e.code() == grpc.StatusCode.NOT_FOUND
 
 
+def test_every_failed_request_is_counted(stub: Any, v2: Stubs, native: Any) -> None:
+    """Each of a client's mistakes on a model heterod serves counts in its
+    failures, whether it was refused as the call was read (a datatype heterod
+    does not know), on the loop (an input the model does not have, or none)
+    or by the model (a wrong datatype): once each, in both protocols'
+    statistics. A request for a model or version heterod does not serve has
+    no model to count in."""
+    pb = v2.pb
+
+    def failures(name: str) -> tuple[int, int]:
+        v2_fail = stub.ModelStatistics(pb.ModelStatisticsRequest(name=name)).model_stats[0].inference_stats.fail.count
+        native_errors = next(m["errors"] for m in json.loads(native.stats("json"))["models"] if m["name"] == name)
+        return v2_fail, native_errors
+
+    before = {name: failures(name) for name in ("demo", "typed", "dtypes")}
+    cases = bad_requests(pb)
+    for what, req, _, _ in cases:
+        error_of(stub.ModelInfer, req)
+    counted = [what for what, req, _, _ in cases if what not in ("unknown model", "unknown version")]
+    after = {name: failures(name) for name in before}
+    grown = sum(after[name][0] - before[name][0] for name in before)
+    assert grown == len(counted), f"{grown} failures counted for {len(counted)}: {counted}"
+    for name in before:
+        assert after[name][0] - before[name][0] == after[name][1] - before[name][1], name
+    # The one the issue named: a wrong input name, on its own.
+    demo = failures("demo")[0]
+    e = error_of(stub.ModelInfer, request(pb, "demo", {"picture": ("FP32", demo_input(0))}))
+    assert "model 'demo' has no input 'picture'" in e.details()
+    assert failures("demo")[0] == demo + 1
+
+
 # ---- Model repository -------------------------------------------------------------------------
 
 
