@@ -338,15 +338,21 @@ void ServedModel::start(Slot& slot, std::unique_ptr<InferJob> job) {
   hetero_infer_request_t* request = slot.request.get();
   for (const wire::TensorView& input : job->inputs) {
     hetero_tensor_t* tensor = nullptr;
+    std::string error;
     hetero_status status =
         hetero_tensor_wrap(&tensor, static_cast<hetero_dtype>(input.dtype), input.dims.data(), input.dims.size(),
                            const_cast<uint8_t*>(input.data), input.bytes);
-    if (status == HETERO_OK) {
+    if (status != HETERO_OK) {
+      // hetero_tensor_wrap's message names the function, not the input.
+      error = "input '" + input.name + "': " + hetero_last_error();
+    } else {
       status = hetero_infer_request_set_input_by_name(request, input.name.c_str(), tensor);
       hetero_tensor_release(tensor);
+      // The core's names the input already ("input 'x' must be float32").
+      if (status != HETERO_OK) error = hetero_last_error();
     }
     if (status != HETERO_OK) {
-      fail(*job, status, "input '" + input.name + "': " + hetero_last_error());
+      fail(*job, status, error);
       free_slots_.push_back(&slot);
       slot.keep_alive.reset();
       return;

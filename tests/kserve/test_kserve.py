@@ -351,6 +351,15 @@ def test_bad_requests_are_refused_with_heterods_message(stub: Any, v2: Stubs) ->
     assert stub.ModelInfer(request(v2.pb, "demo", {"image": ("FP32", demo_input(0))})).outputs
 
 
+def test_a_wrong_datatype_names_the_input_once(stub: Any, v2: Stubs) -> None:
+    x = demo_input(0)
+    e = error_of(stub.ModelInfer, request(v2.pb, "demo", {"image": ("INT32", x.view(np.int32))}))
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert e.details() == "input 'image' must be float32, got int32", e.details()
+    e = error_of(stub.ModelInfer, request(v2.pb, "demo", {"image": ("FP32", np.zeros((1, 3, 16, 16), np.float32))}))
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT and e.details().count("'image'") == 1, e.details()
+
+
 def test_sixteen_concurrent_streams(daemon: Daemon, stub: Any, v2: Stubs, native: Any) -> None:
     inputs = [demo_input(100 + k) for k in range(16)]
     with native.open_model("demo") as compiled:
