@@ -47,13 +47,45 @@ int cli_call_failed(const char* what);
  * a pointer to --help; returns CLI_USAGE. */
 int cli_usage_error(const char* command, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ---- Arguments (cli_util.c) ---------------------------------------------- */
+/* ---- Options (cli_options.c) --------------------------------------------- */
 
-/* Matches argv[*i] against option `name` ("--device") given as "--device V"
- * or "--device=V". Returns 1 and sets *value (advancing *i past a separate
- * value) on a match, 0 when argv[*i] is another option, -1 (after printing a
- * usage error) when the value is missing. */
-int cli_option(int argc, char** argv, int* i, const char* command, const char* name, const char** value);
+/* One option of a command. `id` is what the command's handler switches on
+ * (the model options below are shared: cli_model_option_apply); `arg` names
+ * its value (NULL: a flag); `help` is its help, lines joined by '\n'. */
+typedef struct cli_opt {
+  int id;
+  char short_name; /* 'o' for -o, or 0 */
+  const char* name; /* "device" for --device */
+  const char* arg;
+  const char* help;
+} cli_opt;
+
+/* A command: its usage line, the text before its options, the options
+ * (ending with an all-zero entry) and the text after them. Parsing and
+ * --help both read it. */
+typedef struct cli_command {
+  const char* name;
+  const char* usage; /* after "usage: hetero NAME " */
+  const char* about;
+  const cli_opt* options;
+  const char* epilog;
+} cli_command;
+
+/* The handler's id for an operand (a MODEL, a NAME). */
+#define CLI_OPERAND 0
+/* cli_parse's result after printing --help: the command then exits 0. */
+#define CLI_HELP 3
+
+/* Called for each option (value NULL for a flag) and operand, in order;
+ * returns CLI_OK to go on, else the command's exit status. */
+typedef int (*cli_handler)(void* ctx, int id, const char* value);
+
+/* Parses argv[1..] with getopt_long: options anywhere, --opt V or
+ * --opt=V, unique abbreviations, "--" before operands that start with '-'.
+ * Unknown or ambiguous options and missing values are usage errors naming
+ * them; -h/--help prints the help and returns CLI_HELP. */
+int cli_parse(const cli_command* command, int argc, char** argv, cli_handler handle, void* ctx);
+void cli_print_help(const cli_command* command, FILE* out);
 
 /* A growable list of strings; `items` is NULL-free. */
 typedef struct cli_strings {
@@ -160,10 +192,46 @@ void cli_planning_close(cli_planning* planning);
  * that the file is complete or absent. False (after printing why) on error. */
 bool cli_write_file(const char* path, const void* data, size_t size);
 
-/* Handles the options run, bench, partition and compile share (--device,
- * --config, --policy, --shape, --input, --driver-path, --cache-dir, --quiet). Returns 1 when argv[*i] was
- * one, 0 when not, -1 on a usage error (printed). */
-int cli_model_option(int argc, char** argv, int* i, const char* command, cli_model_options* options);
+/* The options run, bench, info, partition and compile share: their ids,
+ * their table entries (a command may write its own help for one), and
+ * their effect on `options`. A command's own option ids start at
+ * CLI_OPT_COMMAND. */
+enum {
+  CLI_OPT_DEVICE = 1,
+  CLI_OPT_POLICY,
+  CLI_OPT_CONFIG,
+  CLI_OPT_SHAPE,
+  CLI_OPT_INPUT,
+  CLI_OPT_DRIVER_PATH,
+  CLI_OPT_CACHE_DIR,
+  CLI_OPT_QUIET,
+  CLI_OPT_COMMAND = 32
+};
+#define CLI_OPT_ENTRY_DEVICE                                                                            \
+  {CLI_OPT_DEVICE, 0, "device", "D",                                                                    \
+   "device string (default CPU), or HETERO:A,B to split\nthe model across devices in that priority order"}
+#define CLI_OPT_ENTRY_POLICY {CLI_OPT_POLICY, 0, "policy", "FILE", "a HETERO affinity policy (YAML)"}
+#define CLI_OPT_ENTRY_CONFIG                                                                            \
+  {CLI_OPT_CONFIG, 0, "config", "K=V",                                                                  \
+   "a setting: DRIVER.key (CPU.num_threads) goes to the\ndriver, a plain key (num_threads) to compilation,\n" \
+   "DEVICE:key (CPU.1:ops=Conv) to one HETERO device"}
+#define CLI_OPT_ENTRY_SHAPE \
+  {CLI_OPT_SHAPE, 0, "shape", "NAME=DIMS", "the shape of an input with dynamic dims, as in\ndata=1x3x224x224"}
+#define CLI_OPT_ENTRY_INPUT                                                                                    \
+  {CLI_OPT_INPUT, 0, "input", "[NAME=]FILE",                                                                   \
+   "an input from a .npy or ONNX TensorProto .pb file;\nwithout NAME, the k-th --input is the k-th input.\n" \
+   "Its shape fills the model's dynamic dims"}
+#define CLI_OPT_ENTRY_DRIVER_PATH \
+  {CLI_OPT_DRIVER_PATH, 0, "driver-path", "DIRS", "colon-separated directories searched for drivers"}
+#define CLI_OPT_ENTRY_CACHE_DIR                                                                              \
+  {CLI_OPT_CACHE_DIR, 0, "cache-dir", "DIR",                                                                 \
+   "import the compiled model from DIR when it is there,\nelse compile it and keep it there for next time"}
+#define CLI_OPT_ENTRY_QUIET \
+  {CLI_OPT_QUIET, 0, "quiet", NULL, "no progress line while compiling (drawn on stderr\nwhen it is a terminal)"}
+
+/* Applies model option `id` (below CLI_OPT_COMMAND) with `value`: CLI_OK,
+ * or a usage error (printed) for a malformed value. */
+int cli_model_option_apply(cli_model_options* options, int id, const char* value, const char* command);
 void cli_model_options_free(cli_model_options* options);
 
 /* ---- Commands ------------------------------------------------------------- */

@@ -16,33 +16,25 @@
 
 #include "cli.h"
 
-int cli_model_option(int argc, char** argv, int* i, const char* command, cli_model_options* o) {
-  const char* v = NULL;
-  int r;
-  if (strcmp(argv[*i], "--quiet") == 0) {
-    o->quiet = true;
-    return 1;
+int cli_model_option_apply(cli_model_options* o, int id, const char* v, const char* command) {
+  switch (id) {
+    case CLI_OPT_DEVICE: o->device = v, o->device_given = true; break;
+    case CLI_OPT_POLICY: o->policy = v; break;
+    case CLI_OPT_DRIVER_PATH: o->driver_path = v; break;
+    case CLI_OPT_CACHE_DIR: o->cache_dir = v; break;
+    case CLI_OPT_QUIET: o->quiet = true; break;
+    case CLI_OPT_CONFIG:
+      if (!strchr(v, '=')) return cli_usage_error(command, "--config '%s' is not KEY=VALUE", v);
+      if (!cli_strings_push(&o->config, v)) return CLI_FAILED;
+      break;
+    case CLI_OPT_SHAPE:
+      if (!cli_strings_push(&o->shapes, v)) return CLI_FAILED;
+      break;
+    case CLI_OPT_INPUT:
+      if (!cli_strings_push(&o->inputs, v)) return CLI_FAILED;
+      break;
   }
-  if ((r = cli_option(argc, argv, i, command, "--device", &v)) != 0) {
-    if (r > 0) o->device = v, o->device_given = true;
-  } else if ((r = cli_option(argc, argv, i, command, "--driver-path", &v)) != 0) {
-    if (r > 0) o->driver_path = v;
-  } else if ((r = cli_option(argc, argv, i, command, "--policy", &v)) != 0) {
-    if (r > 0) o->policy = v;
-  } else if ((r = cli_option(argc, argv, i, command, "--cache-dir", &v)) != 0) {
-    if (r > 0) o->cache_dir = v;
-  } else if ((r = cli_option(argc, argv, i, command, "--config", &v)) != 0) {
-    if (r > 0 && !strchr(v, '=')) {
-      cli_usage_error(command, "--config '%s' is not KEY=VALUE", v);
-      return -1;
-    }
-    if (r > 0 && !cli_strings_push(&o->config, v)) return -1;
-  } else if ((r = cli_option(argc, argv, i, command, "--shape", &v)) != 0) {
-    if (r > 0 && !cli_strings_push(&o->shapes, v)) return -1;
-  } else if ((r = cli_option(argc, argv, i, command, "--input", &v)) != 0) {
-    if (r > 0 && !cli_strings_push(&o->inputs, v)) return -1;
-  }
-  return r;
+  return CLI_OK;
 }
 
 void cli_model_options_free(cli_model_options* o) {

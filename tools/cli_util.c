@@ -48,23 +48,6 @@ int cli_usage_error(const char* command, const char* fmt, ...) {
   return CLI_USAGE;
 }
 
-int cli_option(int argc, char** argv, int* i, const char* command, const char* name, const char** value) {
-  const char* arg = argv[*i];
-  const size_t n = strlen(name);
-  if (strncmp(arg, name, n) != 0) return 0;
-  if (arg[n] == '=') {
-    *value = arg + n + 1;
-    return 1;
-  }
-  if (arg[n] != '\0') return 0;
-  if (*i + 1 >= argc) {
-    cli_usage_error(command, "option %s needs a value", name);
-    return -1;
-  }
-  *value = argv[++*i];
-  return 1;
-}
-
 bool cli_strings_push(cli_strings* list, const char* item) {
   if (list->count == list->capacity) {
     const size_t capacity = list->capacity ? list->capacity * 2 : 8;

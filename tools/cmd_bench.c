@@ -24,34 +24,50 @@
 
 #include "cli.h"
 
-static const char kHelp[] =
-    "usage: hetero bench MODEL [options] [--and MODEL [options]]...\n"
-    "\n"
+enum {
+  OPT_ITERATIONS = CLI_OPT_COMMAND,
+  OPT_TIME,
+  OPT_REQUESTS,
+  OPT_RATE,
+  OPT_WARMUP,
+  OPT_JSON,
+  OPT_AND,
+  OPT_ALONE
+};
+
+static const cli_opt kOptions[] = {
+    CLI_OPT_ENTRY_DEVICE,
+    CLI_OPT_ENTRY_POLICY,
+    {CLI_OPT_CONFIG, 0, "config", "K=V",
+     "DRIVER.key to the driver, key to compilation,\nDEVICE:key (CPU.1:ops=Conv) to one HETERO device"},
+    {CLI_OPT_SHAPE, 0, "shape", "NAME=DIMS", "the shape of an input with dynamic dims"},
+    {CLI_OPT_INPUT, 0, "input", "[NAME=]FILE", "an input from a .npy or .pb file"},
+    {OPT_ITERATIONS, 0, "iterations", "N", "measure N inferences (one model only)"},
+    {OPT_TIME, 0, "time", "S", "measure for S seconds (default 5 unless --iterations)"},
+    {OPT_REQUESTS, 0, "requests", "N", "infer requests in flight (default 1)"},
+    {OPT_RATE, 0, "rate", "R",
+     "start inferences at R per second (R may be decimal),\non a fixed schedule; without it, flat out: each\n"
+     "request restarts as soon as it completes"},
+    {OPT_WARMUP, 0, "warmup", "N", "inferences before measuring, per request (default 2)"},
+    {OPT_JSON, 0, "json", NULL, "print one JSON object"},
+    CLI_OPT_ENTRY_CACHE_DIR,
+    CLI_OPT_ENTRY_DRIVER_PATH,
+    CLI_OPT_ENTRY_QUIET,
+    {OPT_AND, 0, "and", "MODEL", "one more model of a mixed load (below)"},
+    {OPT_ALONE, 0, "alone",
+     NULL,
+     "measure each model alone first (one after the other,\nfor --time each), then all together, and print\n"
+     "together/alone ratios of p99 latency and throughput"},
+    {0},
+};
+
+static const cli_command kCommand = {
+    "bench",
+    "MODEL [options] [--and MODEL [options]]...",
     "Measures latency and throughput. MODEL is an ONNX file or a compiled blob;\n"
     "with --connect [SOCKET], the name of a model heterod serves. Inputs are\n"
-    "seeded random values unless given with --input.\n"
-    "\n"
-    "  --device D             device string (default CPU), or HETERO:A,B to split\n"
-    "                         the model across devices in that priority order\n"
-    "  --policy FILE          a HETERO affinity policy (YAML)\n"
-    "  --config K=V           DRIVER.key to the driver, key to compilation,\n"
-    "                         DEVICE:key (CPU.1:ops=Conv) to one HETERO device\n"
-    "  --shape NAME=DIMS      the shape of an input with dynamic dims\n"
-    "  --input [NAME=]FILE    an input from a .npy or .pb file\n"
-    "  --iterations N         measure N inferences (one model only)\n"
-    "  --time S               measure for S seconds (default 5 unless --iterations)\n"
-    "  --requests N           infer requests in flight (default 1)\n"
-    "  --rate R               start inferences at R per second (R may be decimal),\n"
-    "                         on a fixed schedule; without it, flat out: each\n"
-    "                         request restarts as soon as it completes\n"
-    "  --warmup N             inferences before measuring, per request (default 2)\n"
-    "  --json                 print one JSON object\n"
-    "  --cache-dir DIR        import the compiled model from DIR when it is there,\n"
-    "                         else compile it and keep it there for next time\n"
-    "  --driver-path DIRS     colon-separated directories searched for drivers\n"
-    "  --quiet                no progress line while compiling (drawn on stderr\n"
-    "                         when it is a terminal)\n"
-    "\n"
+    "seeded random values unless given with --input.\n",
+    kOptions,
     "A mixed load: --and MODEL starts another model, measured at the same time as\n"
     "the others, each with its own infer requests on its own thread. --device,\n"
     "--policy, --config, --shape, --input, --requests, --rate, --warmup,\n"
@@ -62,13 +78,9 @@ static const char kHelp[] =
     "--driver-path, --cache-dir and DRIVER.key settings, else a model has its\n"
     "own; through --connect, they share the daemon's.\n"
     "\n"
-    "  --and MODEL            one more model of the mixed load\n"
-    "  --alone                measure each model alone first (one after the other,\n"
-    "                         for --time each), then all together, and print\n"
-    "                         together/alone ratios of p99 latency and throughput\n"
-    "\n"
     "  hetero bench det.onnx --requests 2 --and oww.onnx --rate 12.5 \\\n"
-    "      --config priority=realtime --alone --time 10\n";
+    "      --config priority=realtime --alone --time 10\n",
+};
 
 typedef struct bench bench;
 
@@ -568,52 +580,53 @@ static bool add_model(bench_model** models, size_t* count, size_t* capacity) {
   return true;
 }
 
-int cmd_bench(int argc, char** argv) {
-  bench_model* models = NULL;
-  size_t count = 0, capacity = 0;
-  bench_options bo = {.iterations = 0, .seconds = 0, .json = false, .alone = false};
-  int rc = add_model(&models, &count, &capacity) ? CLI_OK : CLI_FAILED;
-  for (int i = 1; i < argc && rc == CLI_OK; ++i) {
-    bench_model* m = &models[count - 1];
-    const char* v = NULL;
-    int r;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(kHelp, stdout);
-      for (size_t k = 0; k < count; ++k) cli_model_options_free(&models[k].o);
-      free(models);
+typedef struct bench_args {
+  bench_model* models;
+  size_t count, capacity;
+  bench_options bo;
+} bench_args;
+
+static int take(void* ctx, int id, const char* v) {
+  bench_args* a = ctx;
+  bench_model* m = &a->models[a->count - 1];
+  switch (id) {
+    case CLI_OPERAND:
+      if (m->o.model)
+        return cli_usage_error("bench", "unexpected argument '%s' (the model is %s; --and adds another)", v,
+                               m->o.model);
+      m->o.model = v;
       return CLI_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      bo.json = true;
-    } else if (strcmp(argv[i], "--alone") == 0) {
-      bo.alone = true;
-    } else if (strcmp(argv[i], "--and") == 0) {
-      if (!m->o.model) rc = cli_usage_error("bench", "--and follows a MODEL and its options");
-      else if (!add_model(&models, &count, &capacity)) rc = CLI_FAILED;
-    } else if ((r = cli_model_option(argc, argv, &i, "bench", &m->o)) != 0) {
-      if (r < 0) rc = CLI_USAGE;
-    } else if ((r = cli_option(argc, argv, &i, "bench", "--iterations", &v)) != 0) {
-      if (r < 0 || !cli_parse_count("bench", "--iterations", v, &bo.iterations)) rc = CLI_USAGE;
-      else if (bo.iterations == 0) rc = cli_usage_error("bench", "--iterations must be at least 1");
-    } else if ((r = cli_option(argc, argv, &i, "bench", "--time", &v)) != 0) {
-      if (r < 0 || !cli_parse_seconds("bench", "--time", v, &bo.seconds)) rc = CLI_USAGE;
-    } else if ((r = cli_option(argc, argv, &i, "bench", "--requests", &v)) != 0) {
-      if (r < 0 || !cli_parse_count("bench", "--requests", v, &m->requests)) rc = CLI_USAGE;
-      else if (m->requests < 1 || m->requests > 1024) rc = cli_usage_error("bench", "--requests must be 1 to 1024");
-    } else if ((r = cli_option(argc, argv, &i, "bench", "--rate", &v)) != 0) {
-      if (r < 0 || !parse_rate(v, &m->rate)) rc = CLI_USAGE;
-    } else if ((r = cli_option(argc, argv, &i, "bench", "--warmup", &v)) != 0) {
-      if (r < 0 || !cli_parse_count("bench", "--warmup", v, &m->warmup)) rc = CLI_USAGE;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      rc = cli_usage_error("bench", "unknown option '%s'", argv[i]);
-    } else if (m->o.model) {
-      rc = cli_usage_error("bench", "unexpected argument '%s' (the model is %s; --and adds another)", argv[i],
-                           m->o.model);
-    } else {
-      m->o.model = argv[i];
-    }
+    case OPT_AND:
+      if (!m->o.model) return cli_usage_error("bench", "--and follows a MODEL and its options");
+      if (!add_model(&a->models, &a->count, &a->capacity)) return CLI_FAILED;
+      a->models[a->count - 1].o.model = v;
+      return CLI_OK;
+    case OPT_ALONE: a->bo.alone = true; return CLI_OK;
+    case OPT_JSON: a->bo.json = true; return CLI_OK;
+    case OPT_ITERATIONS:
+      if (!cli_parse_count("bench", "--iterations", v, &a->bo.iterations)) return CLI_USAGE;
+      if (a->bo.iterations == 0) return cli_usage_error("bench", "--iterations must be at least 1");
+      return CLI_OK;
+    case OPT_TIME: return cli_parse_seconds("bench", "--time", v, &a->bo.seconds) ? CLI_OK : CLI_USAGE;
+    case OPT_REQUESTS:
+      if (!cli_parse_count("bench", "--requests", v, &m->requests)) return CLI_USAGE;
+      if (m->requests < 1 || m->requests > 1024) return cli_usage_error("bench", "--requests must be 1 to 1024");
+      return CLI_OK;
+    case OPT_RATE: return parse_rate(v, &m->rate) ? CLI_OK : CLI_USAGE;
+    case OPT_WARMUP: return cli_parse_count("bench", "--warmup", v, &m->warmup) ? CLI_OK : CLI_USAGE;
+    default: return cli_model_option_apply(&m->o, id, v, "bench");
   }
+}
+
+int cmd_bench(int argc, char** argv) {
+  bench_args a = {NULL, 0, 0, {.iterations = 0, .seconds = 0, .json = false, .alone = false}};
+  int rc = add_model(&a.models, &a.count, &a.capacity) ? CLI_OK : CLI_FAILED;
+  if (rc == CLI_OK) rc = cli_parse(&kCommand, argc, argv, take, &a);
+  bench_model* models = a.models;
+  const size_t count = a.count;
+  bench_options bo = a.bo;
   if (rc == CLI_OK && !models[count - 1].o.model)
-    rc = cli_usage_error("bench", count > 1 ? "no MODEL after --and" : "no MODEL given");
+    rc = cli_usage_error("bench", "no MODEL given");
   if (rc == CLI_OK && bo.iterations && bo.seconds > 0)
     rc = cli_usage_error("bench", "give --iterations or --time, not both");
   if (rc == CLI_OK && bo.iterations && count > 1)
@@ -624,5 +637,5 @@ int cmd_bench(int argc, char** argv) {
   /* The first model's session last: it holds the runtime the others share. */
   for (size_t k = count; k-- > 0;) release(&models[k]);
   free(models);
-  return rc;
+  return rc == CLI_HELP ? CLI_OK : rc;
 }

@@ -11,28 +11,43 @@
 
 #include "cli.h"
 
-static const char kCompileHelp[] =
-    "usage: hetero compile MODEL --device D -o BLOB [options]\n"
-    "\n"
+enum { OPT_OUTPUT = CLI_OPT_COMMAND, OPT_JSON };
+
+static const cli_opt kCompileOptions[] = {
+    {CLI_OPT_DEVICE, 0, "device", "D", "device string (default CPU)"},
+    {OPT_OUTPUT, 'o', "output", "BLOB", "where to write the blob"},
+    {CLI_OPT_CONFIG, 0, "config", "K=V", "DRIVER.key to the driver, key to compilation"},
+    {CLI_OPT_POLICY, 0, "policy", "FILE", "a HETERO affinity policy (YAML)"},
+    CLI_OPT_ENTRY_SHAPE,
+    CLI_OPT_ENTRY_DRIVER_PATH,
+    {CLI_OPT_QUIET, 0, "quiet", NULL, "no progress line (drawn on stderr when it is a terminal)"},
+    {0},
+};
+
+static const cli_command kCompile = {
+    "compile",
+    "MODEL --device D -o BLOB [options]",
     "Compiles MODEL (ONNX) for device D and writes the compiled blob to BLOB\n"
     "(complete or not at all). `hetero run BLOB`, `hetero bench BLOB` and the C\n"
     "ABI import it instead of compiling; the blob names its device, driver and\n"
-    "library versions, config and source model, and is refused elsewhere.\n"
-    "\n"
-    "  --device D             device string (default CPU)\n"
-    "  -o, --output BLOB      where to write the blob\n"
-    "  --config K=V           DRIVER.key to the driver, key to compilation\n"
-    "  --shape NAME=DIMS      the shape of an input with dynamic dims\n"
-    "  --driver-path DIRS     colon-separated directories searched for drivers\n"
-    "  --quiet                no progress line (drawn on stderr when it is a terminal)\n";
+    "library versions, config and source model, and is refused elsewhere.\n",
+    kCompileOptions,
+    NULL,
+};
 
-static const char kBlobHelp[] =
-    "usage: hetero blob info [--json] BLOB\n"
-    "\n"
+static const cli_opt kBlobOptions[] = {
+    {OPT_JSON, 0, "json", NULL, "print one JSON object instead of text"},
+    {0},
+};
+
+static const cli_command kBlob = {
+    "blob",
+    "info [--json] BLOB",
     "Prints what a compiled blob says of itself: format, library and driver\n"
-    "versions, device, compile config, source model hash and sections.\n"
-    "\n"
-    "  --json                 print one JSON object instead of text\n";
+    "versions, device, compile config, source model hash and sections.\n",
+    kBlobOptions,
+    NULL,
+};
 
 /* The blob written to `path`, shown as a stage of the progress line (the
  * library reports compiling; writing is the CLI's own step). */
@@ -44,77 +59,81 @@ static bool export_blob(const hetero_compiled_model_t* compiled, const char* pat
   return ok;
 }
 
-int cmd_compile(int argc, char** argv) {
+typedef struct compile_args {
   cli_model_options o;
-  memset(&o, 0, sizeof o);
-  o.device = "CPU";
-  const char* output = NULL;
-  int rc = CLI_OK;
-  for (int i = 1; i < argc && rc == CLI_OK; ++i) {
-    const char* a = argv[i];
-    const char* v = NULL;
-    int r;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      fputs(kCompileHelp, stdout);
-      cli_model_options_free(&o);
-      return CLI_OK;
-    } else if ((r = cli_option(argc, argv, &i, "compile", "-o", &v)) != 0 ||
-               (r = cli_option(argc, argv, &i, "compile", "--output", &v)) != 0) {
-      if (r < 0) rc = CLI_USAGE;
-      else output = v;
-    } else if ((r = cli_model_option(argc, argv, &i, "compile", &o)) != 0) {
-      if (r < 0) rc = CLI_USAGE;
-      else if (o.inputs.count) rc = cli_usage_error("compile", "--input is for run and bench");
-    } else if (a[0] == '-') {
-      rc = cli_usage_error("compile", "unknown option '%s'", a);
-    } else if (o.model) {
-      rc = cli_usage_error("compile", "more than one MODEL ('%s' and '%s')", o.model, a);
-    } else {
-      o.model = a;
-    }
-  }
-  if (rc == CLI_OK && !o.model) rc = cli_usage_error("compile", "no MODEL given");
-  if (rc == CLI_OK && !output) rc = cli_usage_error("compile", "no output given (-o BLOB)");
+  const char* output;
+} compile_args;
 
+static int take_compile(void* ctx, int id, const char* v) {
+  compile_args* a = ctx;
+  if (id == CLI_OPERAND) {
+    if (a->o.model) return cli_usage_error("compile", "more than one MODEL ('%s' and '%s')", a->o.model, v);
+    a->o.model = v;
+  } else if (id == OPT_OUTPUT) {
+    a->output = v;
+  } else {
+    return cli_model_option_apply(&a->o, id, v, "compile");
+  }
+  return CLI_OK;
+}
+
+int cmd_compile(int argc, char** argv) {
+  compile_args a;
+  memset(&a, 0, sizeof a);
+  a.o.device = "CPU";
+  int rc = cli_parse(&kCompile, argc, argv, take_compile, &a);
+  if (rc == CLI_OK && !a.o.model) rc = cli_usage_error("compile", "no MODEL given");
+  if (rc == CLI_OK && !a.output) rc = cli_usage_error("compile", "no output given (-o BLOB)");
   cli_planning p;
-  if (rc == CLI_OK) rc = cli_planning_open(&p, &o, "compile");
+  if (rc == CLI_OK) rc = cli_planning_open(&p, &a.o, "compile");
   if (rc == CLI_OK) {
     hetero_compiled_model_t* compiled = NULL;
     const double start = cli_now();
-    if (hetero_compile(&compiled, p.core, p.model, o.device, p.keys.items, p.values.items, p.keys.count)) {
+    if (hetero_compile(&compiled, p.core, p.model, a.o.device, p.keys.items, p.values.items, p.keys.count)) {
       char what[512];
-      snprintf(what, sizeof what, "cannot compile the model for %s", o.device);
+      snprintf(what, sizeof what, "cannot compile the model for %s", a.o.device);
       rc = cli_call_failed(what);
-    } else if (!export_blob(compiled, output)) {
+    } else if (!export_blob(compiled, a.output)) {
       rc = cli_call_failed("cannot write the blob");
     } else {
       char device[512];
-      printf("compiled %s for %s in %.1f ms: %s\n", o.model, cli_describe_device(compiled, device, sizeof device),
-             (cli_now() - start) * 1e3, output);
+      printf("compiled %s for %s in %.1f ms: %s\n", a.o.model, cli_describe_device(compiled, device, sizeof device),
+             (cli_now() - start) * 1e3, a.output);
     }
     hetero_compiled_model_release(compiled);
     cli_planning_close(&p);
   }
-  cli_model_options_free(&o);
-  return rc;
+  cli_model_options_free(&a.o);
+  return rc == CLI_HELP ? CLI_OK : rc;
+}
+
+typedef struct blob_args {
+  int operands;
+  const char* path;
+  bool json;
+} blob_args;
+
+static int take_blob(void* ctx, int id, const char* v) {
+  blob_args* a = ctx;
+  if (id == OPT_JSON) {
+    a->json = true;
+  } else if (a->operands++ == 0) {
+    if (strcmp(v, "info") != 0) return cli_usage_error("blob", "unknown subcommand '%s' (expected: blob info BLOB)", v);
+  } else if (a->path) {
+    return cli_usage_error("blob", "unexpected argument '%s' (the blob is %s)", v, a->path);
+  } else {
+    a->path = v;
+  }
+  return CLI_OK;
 }
 
 int cmd_blob(int argc, char** argv) {
-  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-    fputs(kBlobHelp, stdout);
-    return CLI_OK;
-  }
-  bool json = false;
-  const char* path = NULL;
-  for (int i = 2; argc >= 2 && strcmp(argv[1], "info") == 0 && i < argc; ++i) {
-    if (strcmp(argv[i], "--json") == 0)
-      json = true;
-    else if (path)
-      return cli_usage_error("blob", "unexpected argument '%s' (the blob is %s)", argv[i], path);
-    else
-      path = argv[i];
-  }
-  if (!path) return cli_usage_error("blob", "expected: hetero blob info [--json] BLOB");
+  blob_args args = {0, NULL, false};
+  const int parsed = cli_parse(&kBlob, argc, argv, take_blob, &args);
+  if (parsed != CLI_OK) return parsed == CLI_HELP ? CLI_OK : parsed;
+  if (!args.path) return cli_usage_error("blob", "expected: hetero blob info [--json] BLOB");
+  const char* path = args.path;
+  const bool json = args.json;
   /* Mapped, not read: the blob's checksums cover all of it, and a mapping
    * costs no memory for a large one. */
   /* O_NONBLOCK and the S_ISREG check: a FIFO given here is refused at once

@@ -7,16 +7,23 @@
 
 #include "cli.h"
 
-static const char kHelp[] =
-    "usage: hetero devices [--json] [--driver-path DIRS]\n"
-    "\n"
+enum { OPT_JSON = CLI_OPT_COMMAND };
+
+static const cli_opt kOptions[] = {
+    {OPT_JSON, 0, "json", NULL, "print one JSON object instead of text"},
+    {CLI_OPT_DRIVER_PATH, 0, "driver-path", "DIRS", "colon-separated directories searched for driver\nmodules first"},
+    {0},
+};
+
+static const cli_command kCommand = {
+    "devices",
+    "[--json] [--driver-path DIRS]",
     "Lists the devices of every loaded driver (device string, full name and the\n"
     "metrics the driver reports), the driver modules, and the modules found but\n"
-    "not loaded, with the reason.\n"
-    "\n"
-    "  --json               print one JSON object instead of text\n"
-    "  --driver-path DIRS   colon-separated directories searched for driver\n"
-    "                       modules first\n";
+    "not loaded, with the reason.\n",
+    kOptions,
+    NULL,
+};
 
 /* Metrics that the device listing shows by name already, or that are lists of
  * other names rather than facts about the device. */
@@ -115,22 +122,25 @@ static int list(hetero_core_t* core, bool json) {
   return json && !cli_json_print(doc) ? CLI_FAILED : CLI_OK;
 }
 
+typedef struct devices_args {
+  bool json;
+  const char* driver_path;
+} devices_args;
+
+static int take(void* ctx, int id, const char* v) {
+  devices_args* a = ctx;
+  if (id == CLI_OPERAND) return cli_usage_error("devices", "unexpected argument '%s'", v);
+  if (id == OPT_JSON) a->json = true;
+  if (id == CLI_OPT_DRIVER_PATH) a->driver_path = v;
+  return CLI_OK;
+}
+
 int cmd_devices(int argc, char** argv) {
-  bool json = false;
-  const char* driver_path = NULL;
-  for (int i = 1; i < argc; ++i) {
-    int r;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(kHelp, stdout);
-      return CLI_OK;
-    } else if (strcmp(argv[i], "--json") == 0) {
-      json = true;
-    } else if ((r = cli_option(argc, argv, &i, "devices", "--driver-path", &driver_path)) != 0) {
-      if (r < 0) return CLI_USAGE;
-    } else {
-      return cli_usage_error("devices", "unexpected argument '%s'", argv[i]);
-    }
-  }
+  devices_args a = {false, NULL};
+  const int parsed = cli_parse(&kCommand, argc, argv, take, &a);
+  if (parsed != CLI_OK) return parsed == CLI_HELP ? CLI_OK : parsed;
+  const bool json = a.json;
+  const char* driver_path = a.driver_path;
   hetero_core_t* core = NULL;
   int rc = cli_core_open(&core, driver_path);
   if (rc != CLI_OK) return rc;

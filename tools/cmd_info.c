@@ -5,21 +5,26 @@
 
 #include "cli.h"
 
-static const char kHelp[] =
-    "usage: hetero info MODEL [options]\n"
-    "\n"
+static const cli_opt kOptions[] = {
+    {CLI_OPT_DEVICE, 0, "device", "D", "ask only device D (repeatable; default: every\ndevice here)"},
+    {CLI_OPT_SHAPE, 0, "shape", "NAME=DIMS", "the shape of an input with dynamic dims"},
+    {CLI_OPT_CONFIG, 0, "config", "K=V", "DRIVER.key to the core, key to the devices' query"},
+    CLI_OPT_ENTRY_DRIVER_PATH,
+    {0},
+};
+
+static const cli_command kCommand = {
+    "info",
+    "MODEL [options]",
     "Describes MODEL without compiling it: its inputs and outputs (type and\n"
     "shape, ? for a dynamic dim), what the ONNX file says of itself (IR\n"
     "version, producer, opsets, nodes) and, for each device, how many of its\n"
     "nodes the device runs and why not the others. MODEL is an ONNX file or a\n"
     "compiled blob; with --connect [SOCKET], the name of a model heterod serves\n"
-    "(its state, device and ports).\n"
-    "\n"
-    "  --device D             ask only device D (repeatable; default: every\n"
-    "                         device here)\n"
-    "  --shape NAME=DIMS      the shape of an input with dynamic dims\n"
-    "  --config K=V           DRIVER.key to the core, key to the devices' query\n"
-    "  --driver-path DIRS     colon-separated directories searched for drivers\n";
+    "(its state, device and ports).\n",
+    kOptions,
+    NULL,
+};
 
 /* The most unsupported nodes listed per device; the rest are counted. */
 #define SHOWN_UNSUPPORTED 5
@@ -190,44 +195,40 @@ static int describe_served(const cli_model_options* o) {
   return rc;
 }
 
-int cmd_info(int argc, char** argv) {
+typedef struct info_args {
   cli_model_options o;
-  memset(&o, 0, sizeof o);
-  o.device = "CPU";
-  cli_strings devices = {0};
-  int rc = CLI_OK;
-  for (int i = 1; i < argc && rc == CLI_OK; ++i) {
-    int r;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(kHelp, stdout);
-      cli_model_options_free(&o);
-      cli_strings_free(&devices);
-      return CLI_OK;
-    } else if ((r = cli_model_option(argc, argv, &i, "info", &o)) != 0) {
-      if (r < 0) rc = CLI_USAGE;
-      else if (o.device_given && !cli_strings_push(&devices, o.device)) rc = CLI_FAILED;
-      o.device_given = false;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      rc = cli_usage_error("info", "unknown option '%s'", argv[i]);
-    } else if (o.model) {
-      rc = cli_usage_error("info", "unexpected argument '%s' (the model is %s)", argv[i], o.model);
-    } else {
-      o.model = argv[i];
-    }
+  cli_strings devices;
+} info_args;
+
+static int take(void* ctx, int id, const char* v) {
+  info_args* a = ctx;
+  if (id == CLI_OPERAND) {
+    if (a->o.model) return cli_usage_error("info", "unexpected argument '%s' (the model is %s)", v, a->o.model);
+    a->o.model = v;
+  } else if (id == CLI_OPT_DEVICE) {
+    if (!cli_strings_push(&a->devices, v)) return CLI_FAILED;
+  } else {
+    return cli_model_option_apply(&a->o, id, v, "info");
   }
-  if (rc == CLI_OK && !o.model) rc = cli_usage_error("info", "no MODEL given");
-  if (rc == CLI_OK && (o.inputs.count || o.policy || o.cache_dir))
-    rc = cli_usage_error("info", "--input, --policy and --cache-dir are for run and bench");
+  return CLI_OK;
+}
+
+int cmd_info(int argc, char** argv) {
+  info_args a;
+  memset(&a, 0, sizeof a);
+  a.o.device = "CPU";
+  int rc = cli_parse(&kCommand, argc, argv, take, &a);
+  if (rc == CLI_OK && !a.o.model) rc = cli_usage_error("info", "no MODEL given");
   hetero_model_format format = HETERO_MODEL_FORMAT_ONNX;
   if (rc == CLI_OK && cli_connect) {
-    if (devices.count) cli_warning("--device is ignored with --connect: heterod runs its model where it serves it");
-    rc = describe_served(&o);
-  } else if (rc == CLI_OK && hetero_model_file_format(&format, o.model)) {
+    if (a.devices.count) cli_warning("--device is ignored with --connect: heterod runs its model where it serves it");
+    rc = describe_served(&a.o);
+  } else if (rc == CLI_OK && hetero_model_file_format(&format, a.o.model)) {
     rc = cli_call_failed("cannot open the model");
   } else if (rc == CLI_OK) {
-    rc = format == HETERO_MODEL_FORMAT_BLOB ? describe_blob(&o) : describe_onnx(&o, &devices);
+    rc = format == HETERO_MODEL_FORMAT_BLOB ? describe_blob(&a.o) : describe_onnx(&a.o, &a.devices);
   }
-  cli_model_options_free(&o);
-  cli_strings_free(&devices);
-  return rc;
+  cli_model_options_free(&a.o);
+  cli_strings_free(&a.devices);
+  return rc == CLI_HELP ? CLI_OK : rc;
 }

@@ -8,36 +8,33 @@
 
 #include "cli.h"
 
-static const char kHelp[] =
-    "usage: hetero run MODEL [options]\n"
-    "\n"
+enum { OPT_OUTPUT_DIR = CLI_OPT_COMMAND, OPT_OUTPUT };
+
+static const cli_opt kOptions[] = {
+    CLI_OPT_ENTRY_DEVICE,
+    CLI_OPT_ENTRY_POLICY,
+    CLI_OPT_ENTRY_CONFIG,
+    CLI_OPT_ENTRY_INPUT,
+    CLI_OPT_ENTRY_SHAPE,
+    {OPT_OUTPUT_DIR, 0, "output-dir", "DIR",
+     "write each output as DIR/NAME.npy, NAME its name\n(characters other than A-Z a-z 0-9 . _ - as _)"},
+    {OPT_OUTPUT, 0, "output", "NAME=FILE",
+     "write output NAME as the .npy FILE (repeatable). The\nfile is replaced whole, after the inputs were read,\n"
+     "so it may be the file an --input of this run names"},
+    CLI_OPT_ENTRY_CACHE_DIR,
+    CLI_OPT_ENTRY_DRIVER_PATH,
+    CLI_OPT_ENTRY_QUIET,
+    {0},
+};
+
+static const cli_command kCommand = {
+    "run",
+    "MODEL [options]",
     "Runs one inference. MODEL is an ONNX file, or a compiled blob (which is\n"
     "imported instead of compiled); with --connect [SOCKET], the name of a\n"
     "model heterod serves. Inputs without --input get seeded random values:\n"
-    "floats in [0, 1), integers in [0, 8), bools 0/1.\n"
-    "\n"
-    "  --device D             device string (default CPU), or HETERO:A,B to split\n"
-    "                         the model across devices in that priority order\n"
-    "  --policy FILE          a HETERO affinity policy (YAML)\n"
-    "  --config K=V           a setting: DRIVER.key (CPU.num_threads) goes to the\n"
-    "                         driver, a plain key (num_threads) to compilation,\n"
-    "                         DEVICE:key (CPU.1:ops=Conv) to one HETERO device\n"
-    "  --input [NAME=]FILE    an input from a .npy or ONNX TensorProto .pb file;\n"
-    "                         without NAME, the k-th --input is the k-th input.\n"
-    "                         Its shape fills the model's dynamic dims\n"
-    "  --shape NAME=DIMS      the shape of an input with dynamic dims, as in\n"
-    "                         data=1x3x224x224\n"
-    "  --output-dir DIR       write each output as DIR/NAME.npy, NAME its name\n"
-    "                         (characters other than A-Z a-z 0-9 . _ - as _)\n"
-    "  --output NAME=FILE     write output NAME as the .npy FILE (repeatable). The\n"
-    "                         file is replaced whole, after the inputs were read,\n"
-    "                         so it may be the file an --input of this run names\n"
-    "  --cache-dir DIR        import the compiled model from DIR when it is there,\n"
-    "                         else compile it and keep it there for next time\n"
-    "  --driver-path DIRS     colon-separated directories searched for drivers\n"
-    "  --quiet                no progress line while compiling (drawn on stderr\n"
-    "                         when it is a terminal)\n"
-    "\n"
+    "floats in [0, 1), integers in [0, 8), bools 0/1.\n",
+    kOptions,
     "A streaming model (a recurrent state output fed back as the next call's\n"
     "state input) runs chunk by chunk from a shell loop, its state carried in\n"
     ".npy files that start as zeros, as for Silero VAD (h, c -> hn, cn):\n"
@@ -48,7 +45,8 @@ static const char kHelp[] =
     "        --output output=\"prob-${chunk##*/}\"\n"
     "  done\n"
     "\n"
-    "With --cache-dir, only the first call compiles the model.\n";
+    "With --cache-dir, only the first call compiles the model.\n",
+};
 
 /* The first few values, so that a run without --output-dir shows something. */
 static void print_preview(hetero_tensor_t* t, hetero_dtype dtype) {
@@ -254,41 +252,37 @@ static int run(const cli_model_options* o, const char* dir, const cli_strings* o
   return rc;
 }
 
-int cmd_run(int argc, char** argv) {
+typedef struct run_args {
   cli_model_options o;
-  memset(&o, 0, sizeof o);
-  o.device = "CPU";
-  const char* dir = NULL;
-  cli_strings outputs = {0};
-  int rc = CLI_OK;
-  for (int i = 1; i < argc && rc == CLI_OK; ++i) {
-    int r;
-    const char* v = NULL;
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(kHelp, stdout);
-      cli_model_options_free(&o);
-      cli_strings_free(&outputs);
-      return CLI_OK;
-    } else if ((r = cli_model_option(argc, argv, &i, "run", &o)) != 0) {
-      if (r < 0) rc = CLI_USAGE;
-    } else if ((r = cli_option(argc, argv, &i, "run", "--output-dir", &dir)) != 0) {
-      if (r < 0) rc = CLI_USAGE;
-    } else if ((r = cli_option(argc, argv, &i, "run", "--output", &v)) != 0) {
-      const char* eq = r > 0 ? strchr(v, '=') : NULL;
-      if (r < 0) rc = CLI_USAGE;
-      else if (!eq || eq == v || !eq[1]) rc = cli_usage_error("run", "--output '%s' is not NAME=FILE", v);
-      else if (!cli_strings_push(&outputs, v)) rc = CLI_FAILED;
-    } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-      rc = cli_usage_error("run", "unknown option '%s'", argv[i]);
-    } else if (o.model) {
-      rc = cli_usage_error("run", "unexpected argument '%s' (the model is %s)", argv[i], o.model);
-    } else {
-      o.model = argv[i];
-    }
+  const char* dir;
+  cli_strings outputs;
+} run_args;
+
+static int take(void* ctx, int id, const char* v) {
+  run_args* a = ctx;
+  if (id == CLI_OPERAND) {
+    if (a->o.model) return cli_usage_error("run", "unexpected argument '%s' (the model is %s)", v, a->o.model);
+    a->o.model = v;
+  } else if (id == OPT_OUTPUT_DIR) {
+    a->dir = v;
+  } else if (id == OPT_OUTPUT) {
+    const char* eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1]) return cli_usage_error("run", "--output '%s' is not NAME=FILE", v);
+    if (!cli_strings_push(&a->outputs, v)) return CLI_FAILED;
+  } else {
+    return cli_model_option_apply(&a->o, id, v, "run");
   }
-  if (rc == CLI_OK && !o.model) rc = cli_usage_error("run", "no MODEL given");
-  if (rc == CLI_OK) rc = run(&o, dir, &outputs);
-  cli_model_options_free(&o);
-  cli_strings_free(&outputs);
-  return rc;
+  return CLI_OK;
+}
+
+int cmd_run(int argc, char** argv) {
+  run_args a;
+  memset(&a, 0, sizeof a);
+  a.o.device = "CPU";
+  int rc = cli_parse(&kCommand, argc, argv, take, &a);
+  if (rc == CLI_OK && !a.o.model) rc = cli_usage_error("run", "no MODEL given");
+  if (rc == CLI_OK) rc = run(&a.o, a.dir, &a.outputs);
+  cli_model_options_free(&a.o);
+  cli_strings_free(&a.outputs);
+  return rc == CLI_HELP ? CLI_OK : rc;
 }

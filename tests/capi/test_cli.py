@@ -147,6 +147,8 @@ def main(lib_path, fixtures):
         check(d["drivers"][0]["name"] == "CPU" and isinstance(d["driver_failures"], list), "drivers", show(r))
     except (ValueError, KeyError, IndexError) as e:
         check(False, f"devices --json parses: {e}", show(r))
+    r = hetero("devices", "--driver-p=/nonexistent", "--js")  # unique abbreviations, as getopt_long takes them
+    check(r[0] == 0 and r[1].startswith("{"), "abbreviated options", show(r))
     r = hetero("devices", "--driver-path", "/nonexistent/hetero_driver_x.so")
     check(r[0] == 0, "devices with a driver path that has nothing", show(r))
 
@@ -405,10 +407,15 @@ def main(lib_path, fixtures):
         (("bench", tiny, "--iterations", "0"), 2, "at least 1"),
         (("bench", tiny, "--iterations", "5", "--time", "1"), 2, "not both"),
         (("bench", tiny, "--and", tiny, "--iterations", "5"), 2, "--iterations is for one model"),
-        (("bench", tiny, "--and"), 2, "no MODEL after --and"),
+        (("bench", tiny, "--and"), 2, "option --and needs a value"),
         (("bench", "--and", tiny), 2, "--and follows a MODEL"),
         (("bench", tiny, "--rate", "0"), 2, "--rate"),
         (("frobnicate",), 2, "unknown command"),
+        # The options table, read by getopt_long: abbreviations, values, flags.
+        (("bench", tiny, "--a", tiny), 2, "ambiguous option '--a' (--and, --alone)"),
+        (("devices", "--json=yes"), 2, "option '--json' takes no value"),
+        (("run", tiny, "--device"), 2, "option --device needs a value"),
+        (("compile", tiny, "--input", x_pb, "-o", "x.blob"), 2, "unknown option '--input'"),
     ]
     for args, code, needle in cases:
         r = hetero(*args)
