@@ -24,6 +24,10 @@ print(heterod.library_path())
 with heterod.Core() as core:
     compiled = core.compile_model({str(DEMO)!r}, shapes={{"image": (1, 3, 32, 32)}})
     print(compiled.infer(np.zeros((1, 3, 32, 32), np.float32))["probabilities"].shape)
+    try:  # the pooled request keeps nothing of the call before: a missing input raises, as in ONNX Runtime
+        compiled.infer({{}})
+    except ValueError as e:
+        print(type(e).__name__, e.message)
 """
 
 
@@ -45,10 +49,11 @@ def test_pip_install(tmp_path: Path) -> None:
     site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
     assert (site / "heterod" / "py.typed").is_file()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    module, library, shape = run(python, env, tmp_path)
+    module, library, shape, missing = run(python, env, tmp_path)
     assert Path(module).is_relative_to(site)
     assert os.path.samefile(library, os.environ["HETERO_LIB"])
     assert shape == "(1, 10)"
+    assert missing.startswith("InvalidArgumentError required inputs are missing: 'image'")
 
 
 def test_library_of_the_source_tree(tmp_path: Path) -> None:
@@ -57,6 +62,6 @@ def test_library_of_the_source_tree(tmp_path: Path) -> None:
         pytest.skip(f"the build is not the tree's build/ ({BUILD_ROOT})")
     env = {k: v for k, v in os.environ.items() if k != "HETERO_LIB"}
     env["PYTHONPATH"] = str(SOURCE_ROOT / "python")
-    _, library, shape = run(sys.executable, env, tmp_path)
+    _, library, shape, _ = run(sys.executable, env, tmp_path)
     assert os.path.samefile(library, BUILD_ROOT / "capi" / "libhetero.so.0")
     assert shape == "(1, 10)"
