@@ -181,6 +181,13 @@ hetero_status hetero_infer_request_cancel(hetero_infer_request_t* request) {
   });
 }
 
+hetero_status hetero_infer_request_release_memory(hetero_infer_request_t* request) {
+  return guard([&] {
+    require(request, "hetero_infer_request_release_memory", "request");
+    request->impl->release_memory();
+  });
+}
+
 hetero_status hetero_infer_request_release(hetero_infer_request_t* request) {
   return guard([&] {
     if (!request) return;

@@ -88,6 +88,8 @@ class InferRequestImpl {
   virtual void wait() = 0;
   // Asks the running inference to stop (hetero_infer_request_cancel).
   virtual void cancel() = 0;
+  // hetero_infer_request_release_memory().
+  virtual void release_memory() = 0;
 };
 
 class CompiledModelImpl {

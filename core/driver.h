@@ -101,6 +101,12 @@ class InferRequest {
   // request with nothing running is left as it is, and any request is
   // usable again once its inference has ended.
   virtual void cancel() = 0;
+  // Gives back the memory the request keeps between inferences to reuse in
+  // the next (the CPU plan's intermediate buffers); the next inference
+  // allocates it again. Fails with BUSY while an inference runs. For a
+  // caller that knows the request will idle: the daemon, when a model's
+  // queue is empty.
+  virtual void release_memory() {}
 };
 
 class CompiledModel {

@@ -114,6 +114,12 @@ class StepInferRequest final : public driver::InferRequest {
     if (last_ == Last::Running) step_->request_cancel();
   }
 
+  void release_memory() override {
+    std::lock_guard lock(mutex_);
+    if (busy_) fail(HETERO_BUSY, "an inference is running on this request; its memory is in use");
+    step_->release_memory();
+  }
+
  private:
   // Marks the request busy with an inference on the bound inputs, which it
   // returns. A synchronous inference checks that all are set here, leaving

@@ -43,6 +43,8 @@ class InferStep {
     (void)index;
     (void)tensor;
   }
+  // driver::InferRequest::release_memory(), called with no inference running.
+  virtual void release_memory() {}
 
   // Cancellation. The request raises the flag while an inference runs and
   // lowers it before the next; a step polls cancel_requested() where it can

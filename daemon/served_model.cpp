@@ -498,6 +498,11 @@ void ServedModel::finish(Slot& slot, Outcome outcome) {
     fail(*job, outcome.status, outcome.message);
   std::shared_ptr<ServedModel> keep = std::move(slot.keep_alive);
   free_slots_.push_back(&slot);
+  // Nothing waits for the request: its intermediate values go back to the
+  // allocator, which keeps freed pages a few seconds for the next inference
+  // and then returns them (daemon/allocator.cpp). A model run now and then
+  // holds its weights between runs, not a large input's activations.
+  if (queue_.empty()) hetero_infer_request_release_memory(slot.request.get());
   pump();
   // `keep` may be the last reference (an unloaded model): nothing after this.
 }

@@ -56,6 +56,13 @@ class HeteroInferStep final : public core::InferStep {
     return true;
   }
 
+  void release_memory() override {
+    for (auto& stage : stages_) {
+      stage->wait();  // the last callback may still be unwinding
+      stage->release_memory();
+    }
+  }
+
  protected:
   // The stage running stops at its next boundary; start_stage() starts no
   // other.

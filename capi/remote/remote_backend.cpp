@@ -142,6 +142,10 @@ class RemoteInferRequest final : public InferRequestImpl {
     connection_->call_async(request, {}, [](Reply*, std::exception_ptr) {});
   }
 
+  // The daemon gives back its models' memory itself when they idle; a
+  // client's request holds none between inferences but its outputs.
+  void release_memory() override {}
+
  private:
   // The Infer request for the bound inputs; the memfd that carries them when
   // they are large (null otherwise).

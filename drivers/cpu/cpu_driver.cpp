@@ -62,6 +62,7 @@ class CpuInferStep final : public core::InferStep {
     scheduler_->run(program_->priority, [&] { outputs = execute(inputs); });
     return outputs;
   }
+  void release_memory() override { frame_.release_memory(); }
   bool start(const std::vector<core::Tensor>& inputs, Done done) override {
     scheduler_->submit(program_->priority, [this, inputs, done = std::move(done)] {
       std::vector<core::Tensor> outputs;

@@ -186,6 +186,22 @@ void Frame::drop_pool() {
   pool_.clear();
 }
 
+void Frame::release_memory() {
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (!plan_.slot_value(s)->constant) slots_[s] = core::Tensor();
+  drop_pool();
+  // What only this frame references now is free: freed, not pooled.
+  for (size_t i = 0; i < owned_.size();) {
+    if (owned_[i].owner.use_count() == 1) {
+      *held_ -= owned_[i].capacity;
+      owned_[i] = std::move(owned_.back());
+      owned_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
 const core::Tensor* Frame::lookup(const core::Value* v) const {
   const int s = plan_.slot_of(v);
   if (s >= 0 && !slots_[s].empty()) return &slots_[s];

@@ -87,6 +87,9 @@ class Frame {
   // The OpenMP team the next run's kernels use: at most the compiled width
   // (TeamWidth narrows it while the box is busy).
   void set_threads(int threads) noexcept { threads_ = threads; }
+  // Between runs: frees the values of the last run and the buffers kept for
+  // the next (those a caller still holds, its outputs, stay theirs).
+  void release_memory();
 
  private:
   const Plan& plan_;

@@ -502,6 +502,12 @@ HETERO_API hetero_status hetero_infer_request_wait(hetero_infer_request_t* reque
  * as the inference has ended; a daemon's model stops its inference the same
  * way. Any thread may call it, the request's callback included. (API 0.5) */
 HETERO_API hetero_status hetero_infer_request_cancel(hetero_infer_request_t* request);
+/* Gives back the memory `request` keeps between inferences for the next one
+ * (a CPU model's intermediate values: tens of MiB for a large model), for a
+ * request that will idle; the next inference allocates it again. Outputs
+ * already read stay valid. Fails with HETERO_BUSY while an inference runs.
+ * (API 0.6) */
+HETERO_API hetero_status hetero_infer_request_release_memory(hetero_infer_request_t* request);
 /* Waits for a running inference, then frees the request. */
 HETERO_API hetero_status hetero_infer_request_release(hetero_infer_request_t* request);
 

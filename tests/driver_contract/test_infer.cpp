@@ -1,6 +1,6 @@
 // Compile and infer: a compiled model describes its ports; its outputs are
 // the CPU driver's on the same inputs; requests run sync and async, several at
-// once on one compiled model; bad ports, inputs not set and outputs asked for
+// once on one compiled model, and again after giving back their memory; bad ports, inputs not set and outputs asked for
 // before any inference are refused with the port named.
 #include <algorithm>
 #include <atomic>
@@ -106,6 +106,29 @@ TEST_P(Infer, ARequestRunsAgainOnNewInputs) {
     expect_same(read_outputs(request.get(), 2), reference(m.text, inputs), device_case().exact,
                 "inputs scaled by " + std::to_string(factor));
   }
+}
+
+// hetero_infer_request_release_memory(): what the request kept for its next
+// inference is given back; an output held across it stays as it was, and
+// the next inference allocates again and is right.
+TEST_P(Infer, ARequestThatGaveBackItsMemoryRunsAgain) {
+  const TestModel& m = small_cnn_model();
+  auto [compiled, request] = load(m.text);
+  ASSERT_TRUE(request);
+  set_inputs(request.get(), m.inputs);
+  ASSERT_OK(hetero_infer_request_infer(request.get()));
+  hetero_tensor_t* held_handle = nullptr;
+  ASSERT_OK(hetero_infer_request_get_output(request.get(), &held_handle, 0));
+  TensorPtr held(held_handle);
+  const HostTensor before = read_tensor(held.get());
+  ASSERT_OK(hetero_infer_request_release_memory(request.get()));
+  expect_same({read_tensor(held.get())}, {before}, true, "an output held across release_memory");
+  const Tensors inputs = scaled(m, -0.5f);
+  set_inputs(request.get(), inputs);
+  ASSERT_OK(hetero_infer_request_infer(request.get()));
+  expect_same(read_outputs(request.get(), 2), reference(m.text, inputs), device_case().exact, "after release_memory");
+  expect_same({read_tensor(held.get())}, {before}, true, "the held output after the next inference");
+  ASSERT_OK(hetero_infer_request_release_memory(request.get()));  // twice in a row is harmless
 }
 
 // What the completion callback sees of its own request.
