@@ -259,6 +259,17 @@ void ServedModel::expire() {
     }
   }
   for (auto& job : expired) time_out(*job);
+  // A request idle for a while gives its intermediate values back to the
+  // allocator, which returns the pages a few seconds later unless the next
+  // inference takes them first (daemon/allocator.cpp): a model run now and
+  // then holds its weights between runs, not a large input's activations,
+  // while one at a steady cadence (a VAD, a camera's frames) keeps them.
+  constexpr auto kIdleBeforeRelease = std::chrono::seconds(1);
+  for (Slot* slot : free_slots_) {
+    if (!slot->holds_memory || now - slot->idle_since < kIdleBeforeRelease) continue;
+    hetero_infer_request_release_memory(slot->request.get());
+    slot->holds_memory = false;
+  }
   const auto longest_run = std::chrono::milliseconds(spec_.max_inference_ms);
   for (auto& slot : slots_) {
     if (!slot->job || slot->cancelled_as != HETERO_OK) continue;
@@ -498,11 +509,8 @@ void ServedModel::finish(Slot& slot, Outcome outcome) {
     fail(*job, outcome.status, outcome.message);
   std::shared_ptr<ServedModel> keep = std::move(slot.keep_alive);
   free_slots_.push_back(&slot);
-  // Nothing waits for the request: its intermediate values go back to the
-  // allocator, which keeps freed pages a few seconds for the next inference
-  // and then returns them (daemon/allocator.cpp). A model run now and then
-  // holds its weights between runs, not a large input's activations.
-  if (queue_.empty()) hetero_infer_request_release_memory(slot.request.get());
+  slot.idle_since = Clock::now();
+  slot.holds_memory = true;
   pump();
   // `keep` may be the last reference (an unloaded model): nothing after this.
 }

@@ -132,9 +132,10 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   // queue has room, and otherwise replies "busy" at once. `self` is this
   // model, kept alive while it has jobs even after it is unloaded.
   static void submit(const std::shared_ptr<ServedModel>& self, std::unique_ptr<InferJob> job);
-  // Loop thread: answers queued jobs past their deadline with TIMEOUT, and
-  // cancels running ones past it or past the model's max_inference_ms (they
-  // answer TIMEOUT at their next node boundary).
+  // Loop thread, every sweep: answers queued jobs past their deadline with
+  // TIMEOUT, cancels running ones past it or past the model's
+  // max_inference_ms (they answer TIMEOUT at their next node boundary), and
+  // has requests idle for a second give back their memory.
   void expire();
   // Loop thread: cancels the running jobs of clients that have gone, so that
   // their slots free at the next node boundary instead of after a whole
@@ -175,6 +176,10 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
     // runs on until its end; answered_early then says so to finish()).
     std::atomic<bool> claimed = false;
     bool answered_early = false;
+    // Free since `idle_since`, still holding the memory of its last
+    // inference (expire() gives it back after a while).
+    Clock::time_point idle_since;
+    bool holds_memory = false;
   };
   // How a job that ran ended: its encoded reply, or why it failed.
   struct Outcome {

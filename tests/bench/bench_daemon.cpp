@@ -187,10 +187,15 @@ void real_models(const std::vector<Served>& models, int rounds) {
       hetero_compiled_model_release(compiled);
     }
     hetero_core_release(core);
+    const std::string rss_after = status_field(daemon->pid(), "VmRSS:");
+    // Idle requests give their memory back after a second, and the allocator
+    // returns freed pages over five (daemon/allocator.cpp).
+    std::this_thread::sleep_for(std::chrono::seconds(8));
     std::printf("\n3. Daemon memory with");
     for (const Served& m : models) std::printf(" %s", m.name.c_str());
-    std::printf(" loaded\n   RSS when ready: %s; after one inference each: %s (peak %s)\n", rss_ready.c_str(),
-                status_field(daemon->pid(), "VmRSS:").c_str(), status_field(daemon->pid(), "VmHWM:").c_str());
+    std::printf(" loaded\n   RSS when ready: %s; after one inference each: %s; 8 s later: %s (peak %s)\n",
+                rss_ready.c_str(), rss_after.c_str(), status_field(daemon->pid(), "VmRSS:").c_str(),
+                status_field(daemon->pid(), "VmHWM:").c_str());
     stop_daemon(*daemon);
   }
   std::vector<double> cold, warm;

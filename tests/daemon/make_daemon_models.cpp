@@ -73,6 +73,16 @@ expand (float[1] x) => (float[1] y) {
 }
 )ONNX";
 
+// 128 MiB of values in one inference, none of them kept by the outputs.
+const char* const kActivations = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+activations (float[1] x) => (float[1] y) {
+  shape = Constant<value = int64[1] {33554432}>()
+  big = Expand(x, shape)
+  y = ReduceSum<keepdims = 1>(big)
+}
+)ONNX";
+
 const char* const kLongNode = R"ONNX(
 <ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
 long_node (float[1] x) => (float[1, 1] y) {
@@ -118,6 +128,7 @@ int main(int argc, char** argv) {
                   write_model(dir + "/heavy.onnx", hetero::test::doubling_functions(16).c_str(), false) &&
                   write_model(dir + "/bomb.onnx", hetero::test::doubling_functions(40).c_str(), false) &&
                   write_model(dir + "/expand.onnx", kExpand, false) &&
-                  write_model(dir + "/long_node.onnx", kLongNode, false);
+                  write_model(dir + "/long_node.onnx", kLongNode, false) &&
+                  write_model(dir + "/activations.onnx", kActivations, false);
   return ok ? 0 : 1;
 }

@@ -511,6 +511,31 @@ TEST_F(Daemon, ALongNodeAtBackgroundLetsANormalModelIn) {
   EXPECT_LT(waited, node * 3 / 4) << "the normal model waited for the whole node";
 }
 
+// A model that idles gives back the values of its last inference: 128 MiB
+// here, which must not stay with the daemon until the model runs again.
+TEST_F(Daemon, AnIdleModelGivesBackItsInferencesMemory) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "AddressSanitizer keeps freed memory in quarantine";
+#endif
+  start({.extra_models = "  - name: activations\n    path: " + fixture_path("activations.onnx") + "\n"});
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  const long before = daemon_->rss_kib();
+  client.send(infer_request("activations", "x", {1}, {0.5f}));
+  auto reply = client.receive(std::chrono::seconds(60));
+  ASSERT_TRUE(reply && reply->status() == HETERO_OK) << (reply ? reply->message() : "no reply");
+  const long after = daemon_->rss_kib();
+  EXPECT_GT(after, before + 100 * 1024) << "the inference's 128 MiB were not resident";
+  long idle = after;
+  for (int k = 0; k < 100 && idle > before + 32 * 1024; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    idle = daemon_->rss_kib();
+  }
+  std::printf("[idle model] RSS %ld MiB before, %ld after one inference, %ld once idle\n", before / 1024,
+              after / 1024, idle / 1024);
+  EXPECT_LT(idle, before + 32 * 1024) << "RSS stayed at " << idle / 1024 << " MiB";
+}
+
 // Unloading a model answers its running request CANCELLED instead of waiting
 // for an inference that would never end.
 TEST_F(Daemon, UnloadCancelsRunningInferences) {
