@@ -27,10 +27,18 @@ struct RequestDeleter {
 struct TensorDeleter {
   void operator()(hetero_tensor_t* p) const noexcept { hetero_tensor_release(p); }
 };
+struct ModelDeleter {
+  void operator()(hetero_model_t* p) const noexcept { hetero_model_release(p); }
+};
+struct QueryResultDeleter {
+  void operator()(hetero_query_result_t* p) const noexcept { hetero_query_result_release(p); }
+};
 
 using CorePtr = std::unique_ptr<hetero_core_t, CoreDeleter>;
 using CompiledPtr = std::unique_ptr<hetero_compiled_model_t, CompiledDeleter>;
 using RequestPtr = std::unique_ptr<hetero_infer_request_t, RequestDeleter>;
 using TensorPtr = std::unique_ptr<hetero_tensor_t, TensorDeleter>;
+using ModelPtr = std::unique_ptr<hetero_model_t, ModelDeleter>;
+using QueryResultPtr = std::unique_ptr<hetero_query_result_t, QueryResultDeleter>;
 
 }  // namespace hetero::daemon

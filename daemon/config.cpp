@@ -341,6 +341,10 @@ std::string where(const Config& c, int line) {
 
 }  // namespace
 
+std::string model_problem_prefix(const Config& c, const ModelSpec& m) {
+  return where(c, m.line) + "model '" + m.name + "': ";
+}
+
 std::vector<FileProblem> check_files(const Config& c, bool thorough) {
   std::vector<FileProblem> problems;
   if (!c.cache_dir.empty()) {
@@ -351,7 +355,7 @@ std::vector<FileProblem> check_files(const Config& c, bool thorough) {
                           true, {}});
   }
   for (const ModelSpec& m : c.models) {
-    const std::string model = where(c, m.line) + "model '" + m.name + "': ";
+    const std::string model = model_problem_prefix(c, m);
     // Opened as the loader will open it, so a FIFO is named, not waited on;
     // whether a blob suits this box's driver is the import's to say.
     try {

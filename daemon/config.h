@@ -142,6 +142,9 @@ struct FileProblem {
 // would (at a start, the import itself does).
 std::vector<FileProblem> check_files(const Config& c, bool thorough = false);
 
+// "heterod.yaml:12: model 'det': ", what a problem with model `m` starts with.
+std::string model_problem_prefix(const Config& c, const ModelSpec& m);
+
 // A model name the protocol accepts: 1-128 of [A-Za-z0-9._-].
 bool valid_model_name(const std::string& name);
 

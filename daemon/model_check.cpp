@@ -30,13 +30,6 @@ CorePtr create_core(const Config& c) {
 
 namespace {
 
-struct ModelDeleter {
-  void operator()(hetero_model_t* p) const noexcept { hetero_model_release(p); }
-};
-struct QueryDeleter {
-  void operator()(hetero_query_result_t* p) const noexcept { hetero_query_result_release(p); }
-};
-
 // The library's messages name the file, input or device already.
 void require(hetero_status status) {
   if (status != HETERO_OK) fail(status, hetero_last_error());
@@ -58,11 +51,11 @@ void resolve_model(hetero_core_t* core, const ModelSpec& m) {
   hetero_model_t* read = nullptr;
   require(hetero_model_read_file(&read, core, m.path.c_str(), args.shape_names.data(), args.shape_dims.data(),
                                  args.shape_ranks.data(), args.shape_names.size()));
-  const std::unique_ptr<hetero_model_t, ModelDeleter> model(read);
+  const ModelPtr model(read);
   hetero_query_result_t* result = nullptr;
   require(hetero_query(&result, core, model.get(), m.device.c_str(), args.key_ptrs.data(), args.value_ptrs.data(),
                        args.keys.size()));
-  const std::unique_ptr<hetero_query_result_t, QueryDeleter> owned(result);
+  const QueryResultPtr owned(result);
 }
 
 }  // namespace
@@ -74,9 +67,7 @@ std::vector<FileProblem> check_models(hetero_core_t* core, const Config& c, cons
     try {
       resolve_model(core, m);
     } catch (const Error& e) {
-      std::string where = c.file;
-      if (m.line > 0) where.append(1, ':').append(std::to_string(m.line));
-      problems.push_back({where + ": model '" + m.name + "': " + e.what(), false, m.name});
+      problems.push_back({model_problem_prefix(c, m) + e.what(), false, m.name});
     }
   }
   return problems;
