@@ -229,8 +229,9 @@ enum {
 #define CLI_OPT_ENTRY_QUIET \
   {CLI_OPT_QUIET, 0, "quiet", NULL, "no progress line while compiling (drawn on stderr\nwhen it is a terminal)"}
 
-/* Applies model option `id` (below CLI_OPT_COMMAND) with `value`: CLI_OK,
- * or a usage error (printed) for a malformed value. */
+/* Applies model option `id` (below CLI_OPT_COMMAND) with `value`, or takes
+ * an operand (CLI_OPERAND) as the MODEL: CLI_OK, or a usage error (printed)
+ * for a malformed value or a second MODEL. */
 int cli_model_option_apply(cli_model_options* options, int id, const char* value, const char* command);
 void cli_model_options_free(cli_model_options* options);
 

@@ -18,6 +18,10 @@
 
 int cli_model_option_apply(cli_model_options* o, int id, const char* v, const char* command) {
   switch (id) {
+    case CLI_OPERAND:
+      if (o->model) return cli_usage_error(command, "unexpected argument '%s' (the model is %s)", v, o->model);
+      o->model = v;
+      break;
     case CLI_OPT_DEVICE: o->device = v, o->device_given = true; break;
     case CLI_OPT_POLICY: o->policy = v; break;
     case CLI_OPT_DRIVER_PATH: o->driver_path = v; break;

@@ -66,10 +66,7 @@ typedef struct compile_args {
 
 static int take_compile(void* ctx, int id, const char* v) {
   compile_args* a = ctx;
-  if (id == CLI_OPERAND) {
-    if (a->o.model) return cli_usage_error("compile", "more than one MODEL ('%s' and '%s')", a->o.model, v);
-    a->o.model = v;
-  } else if (id == OPT_OUTPUT) {
+  if (id == OPT_OUTPUT) {
     a->output = v;
   } else {
     return cli_model_option_apply(&a->o, id, v, "compile");

@@ -202,10 +202,7 @@ typedef struct info_args {
 
 static int take(void* ctx, int id, const char* v) {
   info_args* a = ctx;
-  if (id == CLI_OPERAND) {
-    if (a->o.model) return cli_usage_error("info", "unexpected argument '%s' (the model is %s)", v, a->o.model);
-    a->o.model = v;
-  } else if (id == CLI_OPT_DEVICE) {
+  if (id == CLI_OPT_DEVICE) {
     if (!cli_strings_push(&a->devices, v)) return CLI_FAILED;
   } else {
     return cli_model_option_apply(&a->o, id, v, "info");

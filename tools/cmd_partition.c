@@ -58,10 +58,7 @@ typedef struct partition_args {
 
 static int take(void* ctx, int id, const char* v) {
   partition_args* a = ctx;
-  if (id == CLI_OPERAND) {
-    if (a->o.model) return cli_usage_error("partition", "more than one MODEL ('%s' and '%s')", a->o.model, v);
-    a->o.model = v;
-  } else if (id == OPT_JSON) {
+  if (id == OPT_JSON) {
     a->json = true;
   } else if (id == OPT_DOT) {
     a->dot = v;

@@ -260,10 +260,7 @@ typedef struct run_args {
 
 static int take(void* ctx, int id, const char* v) {
   run_args* a = ctx;
-  if (id == CLI_OPERAND) {
-    if (a->o.model) return cli_usage_error("run", "unexpected argument '%s' (the model is %s)", v, a->o.model);
-    a->o.model = v;
-  } else if (id == OPT_OUTPUT_DIR) {
+  if (id == OPT_OUTPUT_DIR) {
     a->dir = v;
   } else if (id == OPT_OUTPUT) {
     const char* eq = strchr(v, '=');
