@@ -422,8 +422,8 @@ static int prepare_inputs(loader* l, cli_session* s) {
   return CLI_OK;
 }
 
-/* Verb for how the session's model became ready: "compiled", "imported",
- * or "opened" for a daemon's model. */
+/* Verb for how the session's model became ready: "compiled", "imported"
+ * (a blob), "imported from the cache", or "opened" for a daemon's model. */
 const char* cli_session_verb(const cli_session* s) {
   int cached = 0;
   if (!s->served && !s->imported) hetero_compiled_model_is_cached(s->compiled, &cached);
