@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -225,7 +226,19 @@ limits: {max_connections: 16}
         for s in idle:
             assert closed_by_peer(s, 10)
             s.close()
-        # A client's idle channel was closed too; it reconnects unaware.
+        # A client's idle channel was closed too: once its channel has seen
+        # that, it reconnects unaware. (A call racing the close meets the
+        # dead connection first, UNAVAILABLE "Broken pipe", as any gRPC
+        # client can when a server closes an idle connection.)
+        left_ready = threading.Event()
+
+        def on_state(state: grpc.ChannelConnectivity) -> None:
+            if state != grpc.ChannelConnectivity.READY:
+                left_ready.set()
+
+        channel.subscribe(on_state)
+        assert left_ready.wait(10), "the client's channel never saw its idle connection closed"
+        channel.unsubscribe(on_state)
         assert stub.ModelInfer(demo_request(v2), timeout=10).outputs
 
 
