@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "core/log.h"
+
 #include "protocol/utf8.h"
 
 namespace hetero::daemon::kserve {
@@ -31,16 +33,57 @@ grpc::Status to_grpc(hetero_status status, const std::string& message) {
   return grpc::Status(code, wire::escape_invalid_utf8(message));
 }
 
-Call::Call(std::shared_ptr<CallRegister> calls) : calls_(std::move(calls)) {}
+bool ReplyBudget::charge(const std::string& connection, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t& waiting = waiting_[connection];
+  const bool fits = waiting + bytes <= per_connection_ && total_ + bytes <= overall_;
+  if (!fits && total_ > 0) {
+    if (waiting == 0) waiting_.erase(connection);
+    return false;
+  }
+  waiting += bytes;
+  total_ += bytes;
+  return true;
+}
 
-Call::~Call() { calls_->remove(this); }
+void ReplyBudget::release(const std::string& connection, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = waiting_.find(connection);
+  if (it == waiting_.end()) return;
+  it->second -= bytes;
+  total_ -= bytes;
+  if (it->second == 0) waiting_.erase(it);
+}
 
-void Call::start(grpc::ServerCompletionQueue* queue) {
+void Call::listen(const std::shared_ptr<const Listening>& listening) {
+  auto call = std::make_shared<Call>(listening);
   // Before the call is awaited, as gRPC requires; delivered once the call
   // has arrived and then ended, answered or cancelled.
-  done_tag_ = new Tag{shared_from_this(), Event::Done};
-  context_.AsyncNotifyWhenDone(done_tag_);
-  await(queue, new Tag{shared_from_this(), Event::Arrived});
+  call->done_tag_ = call->tag(Event::Done);
+  call->context_.AsyncNotifyWhenDone(call->done_tag_);
+  listening->service->RequestCall(&call->context_, &call->stream_, listening->queue, listening->queue,
+                                  call->tag(Event::Arrived));
+}
+
+Call::Call(std::shared_ptr<const Listening> listening) : listening_(std::move(listening)) {}
+
+Call::~Call() { listening_->calls->remove(this); }
+
+void Call::arrived() {
+  done_tag_ = nullptr;
+  listening_->calls->add(shared_from_this());
+  listen(listening_);
+  // The alarm first: its tag may be delivered before Read() returns.
+  message_alarm_.Set(listening_->queue, std::chrono::system_clock::now() + listening_->message_timeout,
+                     tag(Event::MessageLate));
+  stream_.Read(&message_, tag(Event::MessageRead));
+}
+
+void Call::late(const char* what, std::chrono::milliseconds timeout) {
+  core::log(core::LogLevel::Warning, "v2: client " + peer() + ": " + what + " within " +
+                                         std::to_string(timeout.count()) +
+                                         " ms (limits.frame_timeout_ms); cancelling its call to " + method());
+  context_.TryCancel();
 }
 
 void Call::on_event(Event event, bool ok) {
@@ -50,23 +93,51 @@ void Call::on_event(Event event, bool ok) {
         delete done_tag_;
         return;
       }
-      done_tag_ = nullptr;
-      calls_->add(shared_from_this());
-      arrived();
+      return arrived();
+    case Event::MessageRead:
+      message_read_.store(true, std::memory_order_release);
+      message_alarm_.Cancel();
+      // No message: the client ended its side without one, or the call is
+      // gone (cancelled, timed out, its connection closed).
+      if (!ok) return finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no request message"));
+      return listening_->handle(shared_from_this());
+    case Event::MessageLate:
+      // ok: the alarm went off rather than being cancelled.
+      if (ok && !message_read_.load(std::memory_order_acquire)) late("its request message did not arrive whole", listening_->message_timeout);
       return;
     case Event::Done:
       // Only now may an asynchronous call ask IsCancelled().
       cancelled_.store(context_.IsCancelled(), std::memory_order_release);
       return;
     case Event::Finished:
+      reply_written_.store(true, std::memory_order_release);
+      reply_alarm_.Cancel();
+      if (reply_charged_) listening_->replies->release(peer(), reply_charged_);
+      return;
+    case Event::ReplyLate:
+      if (ok && !reply_written_.load(std::memory_order_acquire)) late("its reply was not read", listening_->reply_timeout);
       return;
   }
 }
 
-void Call::finish(const grpc::Status& status) {
+void Call::finish(const grpc::Status& status, grpc::ByteBuffer reply) {
   if (finished_.exchange(true, std::memory_order_acq_rel)) return;
-  calls_->remove(this);
-  send(status, new Tag{shared_from_this(), Event::Finished});
+  listening_->calls->remove(this);
+  // The alarm first: the Finished event may come before the write returns.
+  reply_alarm_.Set(listening_->queue, std::chrono::system_clock::now() + listening_->reply_timeout,
+                   tag(Event::ReplyLate));
+  if (!status.ok()) return stream_.Finish(status, tag(Event::Finished));
+  const uint64_t bytes = reply.Length();
+  if (!listening_->replies->charge(peer(), bytes))
+    return stream_.Finish(
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     "the reply (" + std::to_string(bytes) + " bytes) does not fit among the replies not yet read: " +
+                         std::to_string(listening_->replies->per_connection_) + " bytes per connection, " +
+                         std::to_string(listening_->replies->overall_) +
+                         " for all (limits.max_reply_bytes_queued); read the replies asked for"),
+        tag(Event::Finished));
+  reply_charged_ = bytes;
+  stream_.WriteAndFinish(reply, grpc::WriteOptions(), status, tag(Event::Finished));
 }
 
 void CallRegister::add(const std::shared_ptr<Call>& call) {

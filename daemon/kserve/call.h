@@ -1,20 +1,33 @@
 // One v2 call, from its arrival on a completion-queue thread to its answer
 // from whichever thread has it (the loop thread, or a front end stopping),
-// on gRPC's asynchronous API: no thread waits for an answer, and no thread
-// hop separates reading a call from handling it (the callback API adds one).
+// on gRPC's asynchronous generic API: no thread waits for an answer, and no
+// thread hop separates reading a call from handling it (the callback API
+// adds one).
+//
+// Generic, not the generated typed service, because of what a client can
+// make the transport hold. gRPC's typed API shows the application a call
+// only once its request message is whole, so a client that stops one byte
+// short of the end holds that message's buffers for as long as it likes.
+// A generic call is seen when its headers arrive and reads its message
+// itself, under a deadline (Listening::message_timeout), and the bytes of
+// its reply are charged to its connection until gRPC has written them
+// (ReplyBudget), under a deadline too: a client that grants no HTTP/2 window
+// cannot make replies pile up in gRPC's buffers. The typed request and
+// response are parsed and serialized here instead (UnaryCall).
 #pragma once
 
+#include <grpcpp/alarm.h>
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 
-#include "daemon/kserve/grpc_predict_v2.grpc.pb.h"
 #include "hetero/hetero.h"
 
 namespace hetero::daemon::kserve {
@@ -23,11 +36,51 @@ namespace hetero::daemon::kserve {
 // UNAVAILABLE, TIMEOUT DEADLINE_EXCEEDED, and so on (docs/kserve.md).
 grpc::Status to_grpc(hetero_status status, const std::string& message);
 
+class Call;
 class CallRegister;
+
+// The reply bytes handed to gRPC and not yet written to the client, per
+// connection and overall. A reply is charged when it is handed over and
+// released once gRPC says it is written (or the call is gone); a reply that
+// does not fit is not sent, and its call is answered RESOURCE_EXHAUSTED
+// instead. Any thread.
+class ReplyBudget {
+ public:
+  ReplyBudget(uint64_t per_connection, uint64_t overall) : per_connection_(per_connection), overall_(overall) {}
+  // Charges `bytes` to `connection` when they fit under both bounds, or when
+  // nothing at all is waiting (so that one reply larger than a bound still
+  // goes out on an otherwise quiet daemon). False: not charged.
+  bool charge(const std::string& connection, uint64_t bytes);
+  void release(const std::string& connection, uint64_t bytes);
+
+  const uint64_t per_connection_;
+  const uint64_t overall_;
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, uint64_t> waiting_;  // by connection (Call::peer())
+  uint64_t total_ = 0;
+};
+
+// What every call of the service shares: where calls are awaited, how one is
+// handled once its message has come, and its deadlines.
+struct Listening {
+  grpc::AsyncGenericService* service;
+  grpc::ServerCompletionQueue* queue;
+  // Completion-queue thread: the call's message has been read.
+  std::function<void(const std::shared_ptr<Call>&)> handle;
+  std::shared_ptr<CallRegister> calls;
+  std::shared_ptr<ReplyBudget> replies;
+  // From a call's headers to its message's last byte; from its reply handed
+  // to gRPC to its last byte written (limits.frame_timeout_ms). Past either,
+  // the call is cancelled and what it held is freed.
+  std::chrono::milliseconds message_timeout;
+  std::chrono::milliseconds reply_timeout;
+};
 
 class Call : public std::enable_shared_from_this<Call> {
  public:
-  enum class Event { Arrived, Done, Finished };
+  enum class Event { Arrived, MessageRead, MessageLate, Done, Finished, ReplyLate };
   // What a completion queue hands back: one event of a call, which it keeps
   // alive until the event is delivered (run_completion_queue()).
   struct Tag {
@@ -35,13 +88,22 @@ class Call : public std::enable_shared_from_this<Call> {
     Event event;
   };
 
-  explicit Call(std::shared_ptr<CallRegister> calls);
-  virtual ~Call();
+  // Awaits the next call of any method.
+  static void listen(const std::shared_ptr<const Listening>& listening);
+
+  explicit Call(std::shared_ptr<const Listening> listening);
+  ~Call();
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
 
-  // Answers the call; any thread; later answers are ignored.
-  void finish(const grpc::Status& status);
+  // The method called, as gRPC names it: "/inference.GRPCInferenceService/ModelInfer".
+  const std::string& method() const { return context_.method(); }
+  // The request message, as it came (once Listening::handle has it).
+  grpc::ByteBuffer& message() { return message_; }
+
+  // Answers the call, with `reply` as the response message when `status` is
+  // OK; any thread; later answers are ignored.
+  void finish(const grpc::Status& status, grpc::ByteBuffer reply = {});
   void finish(hetero_status status, const std::string& message) { finish(to_grpc(status, message)); }
   bool finished() const noexcept { return finished_.load(std::memory_order_acquire); }
   // The client gave up on it, its deadline passed or its connection went.
@@ -55,90 +117,49 @@ class Call : public std::enable_shared_from_this<Call> {
   // Completion-queue thread.
   void on_event(Event event, bool ok);
 
- protected:
-  // Asks gRPC for the next call of this call's method, arriving as `tag`.
-  virtual void await(grpc::ServerCompletionQueue* queue, void* tag) = 0;
-  // The call has arrived: a new one is awaited, and this one handled.
-  virtual void arrived() = 0;
-  virtual void send(const grpc::Status& status, void* tag) = 0;
-  // Registers the Done event and awaits the call.
-  void start(grpc::ServerCompletionQueue* queue);
-
-  grpc::ServerContext context_;
-
  private:
-  std::shared_ptr<CallRegister> calls_;
+  Tag* tag(Event event) { return new Tag{shared_from_this(), event}; }
+  void arrived();
+  // A deadline passed: says so and cancels the call.
+  void late(const char* what, std::chrono::milliseconds timeout);
+
+  const std::shared_ptr<const Listening> listening_;
+  grpc::GenericServerContext context_;
+  grpc::GenericServerAsyncReaderWriter stream_{&context_};
+  grpc::ByteBuffer message_;
+  grpc::Alarm message_alarm_, reply_alarm_;
   Tag* done_tag_ = nullptr;  // ours until the call arrives
-  std::atomic<bool> finished_{false}, cancelled_{false};
+  std::atomic<bool> finished_{false}, cancelled_{false}, message_read_{false}, reply_written_{false};
+  uint64_t reply_charged_ = 0;  // bytes charged to Listening::replies until the reply is written
 };
 
-// The service as heterod registers it: every method asynchronous, and
-// ModelInfer raw, its request handed over as the bytes that came, so that
-// what it would parse into is bounded before it is parsed
-// (protocol/decoded_size.h; Service::model_infer).
-using AsyncService = inference::GRPCInferenceService::WithRawMethod_ModelInfer<
-    inference::GRPCInferenceService::AsyncService>;
-
-// A unary method of the service: how its calls are awaited and handled.
-// `Raw`: the method is raw (AsyncService); its handler parses `request`
-// from `wire_request`, and `response` is serialized when the call finishes.
-template <typename Request, typename Response, bool Raw = false>
-class UnaryCall final : public Call {
+// A call of a unary method with its request parsed and its response to
+// fill: the view the service's handlers have of a Call.
+template <typename Request, typename Response>
+class UnaryCall {
  public:
-  using WireRequest = std::conditional_t<Raw, grpc::ByteBuffer, Request>;
-  using WireResponse = std::conditional_t<Raw, grpc::ByteBuffer, Response>;
-  using AwaitMethod = void (AsyncService::*)(grpc::ServerContext*, WireRequest*,
-                                             grpc::ServerAsyncResponseWriter<WireResponse>*, grpc::CompletionQueue*,
-                                             grpc::ServerCompletionQueue*, void*);
-  using Handler = std::function<void(const std::shared_ptr<UnaryCall>&)>;
-  struct Method {
-    AsyncService* service;
-    grpc::ServerCompletionQueue* queue;
-    AwaitMethod await;
-    Handler handle;
-    std::shared_ptr<CallRegister> calls;
-  };
-
-  // Awaits the method's next call.
-  static void listen(const std::shared_ptr<const Method>& method) {
-    auto call = std::make_shared<UnaryCall>(method);
-    call->start(method->queue);
-  }
-
-  explicit UnaryCall(std::shared_ptr<const Method> method) : Call(method->calls), method_(std::move(method)) {}
+  explicit UnaryCall(std::shared_ptr<Call> call) : call_(std::move(call)) {}
 
   Request request;
   Response response;  // sent when the call finishes OK
-  grpc::ByteBuffer wire_request;  // Raw: the request as it came
+
+  // Answers the call: `response` when `status` is OK. Any thread.
+  void finish(const grpc::Status& status) {
+    if (!status.ok() || call_->finished()) return call_->finish(status);
+    grpc::ByteBuffer bytes;
+    bool own = false;
+    const grpc::Status serialized = grpc::SerializationTraits<Response>::Serialize(response, &bytes, &own);
+    Response().Swap(&response);  // its tensors' bytes are in `bytes` now
+    call_->finish(serialized.ok() ? status : serialized, std::move(bytes));
+  }
+  void finish(hetero_status status, const std::string& message) { finish(to_grpc(status, message)); }
+  bool finished() const noexcept { return call_->finished(); }
+  bool cancelled() const noexcept { return call_->cancelled(); }
+  std::string peer() const { return call_->peer(); }
+  std::chrono::system_clock::time_point deadline() const { return call_->deadline(); }
 
  private:
-  void await(grpc::ServerCompletionQueue* queue, void* tag) override {
-    WireRequest* into = nullptr;
-    if constexpr (Raw)
-      into = &wire_request;
-    else
-      into = &request;
-    (method_->service->*method_->await)(&context_, into, &responder_, queue, queue, tag);
-  }
-  void arrived() override {
-    listen(method_);
-    method_->handle(std::static_pointer_cast<UnaryCall>(shared_from_this()));
-  }
-  void send(const grpc::Status& status, void* tag) override {
-    if (!status.ok()) return responder_.FinishWithError(status, tag);
-    if constexpr (Raw) {
-      grpc::ByteBuffer bytes;
-      bool own = false;
-      const grpc::Status serialized = grpc::SerializationTraits<Response>::Serialize(response, &bytes, &own);
-      if (!serialized.ok()) return responder_.FinishWithError(serialized, tag);
-      responder_.Finish(bytes, status, tag);
-    } else {
-      responder_.Finish(response, status, tag);
-    }
-  }
-
-  std::shared_ptr<const Method> method_;
-  grpc::ServerAsyncResponseWriter<WireResponse> responder_{&context_};
+  std::shared_ptr<Call> call_;
 };
 
 // Every call not answered yet, so that a stopping daemon can answer them:

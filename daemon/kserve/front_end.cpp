@@ -3,6 +3,7 @@
 #include <grpc/support/log.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/server_posix.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -76,6 +77,13 @@ struct HandedOver {
   }
 };
 
+// The memory gRPC's transport may take for the requests it receives:
+// limits.max_frame_bytes_in_flight, as for the native protocol's large
+// frames, and at least two messages of the largest size let in.
+size_t transport_quota_bytes(const Limits& limits, const KServeConfig& config) {
+  return static_cast<size_t>(std::max<uint64_t>(limits.max_frame_bytes_in_flight, 2 * uint64_t{config.max_message_bytes}));
+}
+
 // Connections refused by the access lists get this long to read their answer.
 constexpr int kRefusedConnectionMs = 2000;
 // ...and a refused uid this many such connections at once: reconnecting in a
@@ -138,8 +146,14 @@ KServeFrontEnd::~KServeFrontEnd() { shutdown(); }
 void KServeFrontEnd::build_servers() {
   const Limits& limits = server_.config().limits;
   grpc::ServerBuilder builder;
-  builder.RegisterService(service_.grpc_service());
+  builder.RegisterAsyncGenericService(service_.generic_service());
   queue_ = builder.AddCompletionQueue();
+  // What gRPC's transport may hold of requests being received, all
+  // connections together: past it gRPC shrinks the clients' HTTP/2 windows
+  // and then cancels calls to free their buffers, instead of reading more.
+  grpc::ResourceQuota quota("heterod v2");
+  quota.Resize(transport_quota_bytes(limits, config_));
+  builder.SetResourceQuota(quota);
   // A message larger than this is refused (RESOURCE_EXHAUSTED) before the
   // service sees it: its tensors travel inside it.
   builder.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
@@ -172,7 +186,11 @@ void KServeFrontEnd::build_servers() {
     fail(HETERO_IO_ERROR, "v2: cannot serve gRPC" +
                               (config_.tcp_address.empty() ? std::string() : " on kserve.tcp " + config_.tcp_address +
                                                                                  " (in use, or not an address here?)"));
-  service_.listen(queue_.get());
+  const std::chrono::milliseconds frame_timeout(limits.frame_timeout_ms);
+  service_.listen(queue_.get(),
+                  std::make_shared<ReplyBudget>(std::max<uint64_t>(8u << 20, 2 * uint64_t{config_.max_message_bytes}),
+                                                limits.max_reply_bytes_queued),
+                  frame_timeout, frame_timeout);
   for (int k = 0; k < kQueueThreads; ++k) queue_threads_.emplace_back([this] { run_completion_queue(*queue_); });
   if (listener_) core::log(core::LogLevel::Info, "v2 (KServe gRPC) listening on unix:" + listener_->path());
   if (tcp_port) {

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "daemon/c_api.h"
+#include "daemon/kserve/grpc_predict_v2.grpc.pb.h"
 #include "daemon/kserve/repository.h"
 #include "daemon/kserve/tensor_convert.h"
 #include "daemon/server.h"
@@ -19,7 +20,8 @@ using namespace inference;
 // heterod serves one version of each model, and calls it "1".
 constexpr const char* kVersion = "1";
 
-bool check_version(const std::string& model, const std::string& version, Call& call) {
+template <typename AnyCall>
+bool check_version(const std::string& model, const std::string& version, AnyCall& call) {
   if (version.empty() || version == kVersion) return true;
   call.finish(HETERO_NOT_FOUND, "model '" + model + "' has no version '" + version + "' (heterod serves version " +
                                     kVersion + " of each model)");
@@ -29,8 +31,9 @@ bool check_version(const std::string& model, const std::string& version, Call& c
 // Loop thread: the model a call names, ready, at a version heterod serves;
 // otherwise answers the call (NOT_FOUND for a model or version heterod does
 // not serve, UNAVAILABLE while the model loads) and returns null.
+template <typename AnyCall>
 std::shared_ptr<ServedModel> served_model(const Server& server, const std::string& name, const std::string& version,
-                                          Call& call) {
+                                          AnyCall& call) {
   hetero_status status = HETERO_OK;
   std::string why;
   std::shared_ptr<ServedModel> model = server.ready_model(name, status, why);
@@ -146,12 +149,14 @@ Service::Service(Server& server, std::shared_ptr<CallRegister> calls, RequesterO
       requester_of_(std::move(requester_of)),
       parse_limit_(wire::request_parse_limit(server.config().kserve.max_message_bytes)) {}
 
-bool Service::parse_bounded(InferCall& call) const {
+bool Service::parse_bounded(Call& call, google::protobuf::Message& into) const {
+  const google::protobuf::Descriptor& type = *into.GetDescriptor();
+  const auto not_one = [&] { call.finish(HETERO_INVALID_ARGUMENT, "the request is not a " + type.name() + " message"); };
   wire::DecodedSize size;
   {
-    grpc::ProtoBufferReader reader(&call.wire_request);
-    if (!wire::estimate_decoded_size(reader, *ModelInferRequest::descriptor(), parse_limit_, size)) {
-      call.finish(HETERO_INVALID_ARGUMENT, "the request is not a ModelInferRequest message");
+    grpc::ProtoBufferReader reader(&call.message());
+    if (!wire::estimate_decoded_size(reader, type, parse_limit_, size)) {
+      not_one();
       return false;
     }
   }
@@ -161,45 +166,56 @@ bool Service::parse_bounded(InferCall& call) const {
                                           " messages once parsed (at most twice kserve.max_message_bytes plus 1 MiB)");
     return false;
   }
-  if (!grpc::SerializationTraits<ModelInferRequest>::Deserialize(&call.wire_request, &call.request).ok()) {
-    call.finish(HETERO_INVALID_ARGUMENT, "the request is not a ModelInferRequest message");
+  grpc::ProtoBufferReader reader(&call.message());
+  if (!into.ParseFromZeroCopyStream(&reader)) {
+    not_one();
     return false;
   }
+  // Parsed: its bytes are not needed any more.
+  call.message().Clear();
   return true;
 }
 
-template <typename Request, typename Response, bool Raw>
-void Service::listen(grpc::ServerCompletionQueue* queue, typename UnaryCall<Request, Response, Raw>::AwaitMethod await,
-                     void (Service::*handle)(const CallPtr<Request, Response, Raw>&), int awaiting) {
-  using Call = UnaryCall<Request, Response, Raw>;
-  auto method = std::make_shared<const typename Call::Method>(typename Call::Method{
-      &async_, queue, await,
-      [this, handle](const CallPtr<Request, Response, Raw>& call) {
-        if (stopping_.load()) return call->finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "heterod is stopping"));
-        (this->*handle)(call);
-      },
-      calls_});
-  for (int k = 0; k < awaiting; ++k) Call::listen(method);
+template <typename Request, typename Response>
+void Service::route(const char* name, void (Service::*handle)(const CallPtr<Request, Response>&)) {
+  const std::string method = std::string("/") + GRPCInferenceService::service_full_name() + "/" + name;
+  routes_[method] = [this, handle](const std::shared_ptr<Call>& call) {
+    auto typed = std::make_shared<UnaryCall<Request, Response>>(call);
+    if (!parse_bounded(*call, typed->request)) return;
+    if (stopping_.load()) return typed->finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "heterod is stopping"));
+    (this->*handle)(typed);
+  };
 }
 
-void Service::listen(grpc::ServerCompletionQueue* queue) {
-  using S = AsyncService;
-  // Calls awaited at once per method: inference is where clients overlap.
-  listen<ServerLiveRequest, ServerLiveResponse>(queue, &S::RequestServerLive, &Service::server_live, 1);
-  listen<ServerReadyRequest, ServerReadyResponse>(queue, &S::RequestServerReady, &Service::server_ready, 1);
-  listen<ModelReadyRequest, ModelReadyResponse>(queue, &S::RequestModelReady, &Service::model_ready, 1);
-  listen<ServerMetadataRequest, ServerMetadataResponse>(queue, &S::RequestServerMetadata, &Service::server_metadata, 1);
-  listen<ModelMetadataRequest, ModelMetadataResponse>(queue, &S::RequestModelMetadata, &Service::model_metadata, 1);
-  listen<ModelConfigRequest, ModelConfigResponse>(queue, &S::RequestModelConfig, &Service::model_config, 1);
-  listen<ModelInferRequest, ModelInferResponse, true>(queue, &S::RequestModelInfer, &Service::model_infer, 8);
-  listen<ModelStatisticsRequest, ModelStatisticsResponse>(queue, &S::RequestModelStatistics,
-                                                          &Service::model_statistics, 1);
-  listen<RepositoryIndexRequest, RepositoryIndexResponse>(queue, &S::RequestRepositoryIndex,
-                                                          &Service::repository_index, 1);
-  listen<RepositoryModelLoadRequest, RepositoryModelLoadResponse>(queue, &S::RequestRepositoryModelLoad,
-                                                                  &Service::repository_load, 1);
-  listen<RepositoryModelUnloadRequest, RepositoryModelUnloadResponse>(queue, &S::RequestRepositoryModelUnload,
-                                                                      &Service::repository_unload, 1);
+void Service::dispatch(const std::shared_ptr<Call>& call) {
+  const auto route = routes_.find(call->method());
+  if (route == routes_.end())
+    return call->finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                     "heterod serves no method " + call->method() + " (it serves " +
+                                         GRPCInferenceService::service_full_name() + ")"));
+  route->second(call);
+}
+
+void Service::listen(grpc::ServerCompletionQueue* queue, std::shared_ptr<ReplyBudget> replies,
+                     std::chrono::milliseconds message_timeout, std::chrono::milliseconds reply_timeout) {
+  route("ServerLive", &Service::server_live);
+  route("ServerReady", &Service::server_ready);
+  route("ModelReady", &Service::model_ready);
+  route("ServerMetadata", &Service::server_metadata);
+  route("ModelMetadata", &Service::model_metadata);
+  route("ModelConfig", &Service::model_config);
+  route("ModelInfer", &Service::model_infer);
+  route("ModelStatistics", &Service::model_statistics);
+  route("RepositoryIndex", &Service::repository_index);
+  route("RepositoryModelLoad", &Service::repository_load);
+  route("RepositoryModelUnload", &Service::repository_unload);
+  auto listening = std::make_shared<const Listening>(
+      Listening{&generic_, queue, [this](const std::shared_ptr<Call>& call) { dispatch(call); }, calls_,
+                std::move(replies), message_timeout, reply_timeout});
+  // Calls awaited at once: each one that arrives awaits the next, so this
+  // is how many can arrive together before gRPC queues them.
+  constexpr int kAwaiting = 8;
+  for (int k = 0; k < kAwaiting; ++k) Call::listen(listening);
 }
 
 template <typename Request, typename Response, typename Task>
@@ -281,7 +297,6 @@ void Service::model_config(const CallPtr<ModelConfigRequest, ModelConfigResponse
 }
 
 void Service::model_infer(const std::shared_ptr<InferCall>& call) {
-  if (!parse_bounded(*call)) return;
   const ModelInferRequest& request = call->request;
   auto job = std::make_unique<V2Job>();
   job->received = Clock::now();

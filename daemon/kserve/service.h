@@ -7,12 +7,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "daemon/kserve/call.h"
-#include "daemon/kserve/grpc_predict_v2.grpc.pb.h"
+#include "daemon/kserve/grpc_predict_v2.pb.h"
 #include "daemon/loop_post.h"
 #include "protocol/decoded_size.h"
 
@@ -22,9 +24,9 @@ class Server;
 
 namespace hetero::daemon::kserve {
 
-template <typename Request, typename Response, bool Raw = false>
-using CallPtr = std::shared_ptr<UnaryCall<Request, Response, Raw>>;
-using InferCall = UnaryCall<inference::ModelInferRequest, inference::ModelInferResponse, true>;
+template <typename Request, typename Response>
+using CallPtr = std::shared_ptr<UnaryCall<Request, Response>>;
+using InferCall = UnaryCall<inference::ModelInferRequest, inference::ModelInferResponse>;
 class V2Job;
 
 class Service {
@@ -34,17 +36,25 @@ class Service {
   // thread.
   using RequesterOf = std::function<int64_t(const std::string& peer)>;
   Service(Server& server, std::shared_ptr<CallRegister> calls, RequesterOf requester_of);
-  // To register with the gRPC server's builder.
-  grpc::Service* grpc_service() noexcept { return &async_; }
-  // Awaits calls of every method on `queue`, once the gRPC server runs.
-  void listen(grpc::ServerCompletionQueue* queue);
+  // To register with the gRPC server's builder: every method's calls come
+  // through it (daemon/kserve/call.h says why).
+  grpc::AsyncGenericService* generic_service() noexcept { return &generic_; }
+  // Awaits calls on `queue`, once the gRPC server runs: their messages are
+  // read within `message_timeout`, their replies written within
+  // `reply_timeout` and charged to `replies`.
+  void listen(grpc::ServerCompletionQueue* queue, std::shared_ptr<ReplyBudget> replies,
+              std::chrono::milliseconds message_timeout, std::chrono::milliseconds reply_timeout);
   // SIGTERM: new calls are answered UNAVAILABLE. Any thread.
   void stop() noexcept { stopping_.store(true); }
 
  private:
-  template <typename Request, typename Response, bool Raw = false>
-  void listen(grpc::ServerCompletionQueue* queue, typename UnaryCall<Request, Response, Raw>::AwaitMethod await,
-              void (Service::*handle)(const CallPtr<Request, Response, Raw>&), int awaiting);
+  // Routes calls of the service's method `name` to `handle`, their request
+  // parsed once protocol/decoded_size.h says the parse stays within
+  // parse_limit_ (otherwise they are answered RESOURCE_EXHAUSTED).
+  template <typename Request, typename Response>
+  void route(const char* name, void (Service::*handle)(const CallPtr<Request, Response>&));
+  // Completion-queue thread: a call whose message has come, to its method's handler.
+  void dispatch(const std::shared_ptr<Call>& call);
   // Runs task(call) on the loop thread, which answers the call (at once or
   // later).
   template <typename Request, typename Response, typename Task>
@@ -66,11 +76,10 @@ class Service {
       const CallPtr<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>& call);
   void repository_load(const CallPtr<inference::RepositoryModelLoadRequest, inference::RepositoryModelLoadResponse>& call);
   void repository_unload(const CallPtr<inference::RepositoryModelUnloadRequest, inference::RepositoryModelUnloadResponse>& call);
-  // Completion-queue thread: parses a ModelInfer call's request from its
-  // bytes once protocol/decoded_size.h says the parse stays within
-  // parse_limit_; otherwise answers the call (RESOURCE_EXHAUSTED) and
-  // returns false.
-  bool parse_bounded(InferCall& call) const;
+  // Completion-queue thread: parses `into` from `call`'s message when
+  // protocol/decoded_size.h says the parse stays within parse_limit_;
+  // otherwise answers the call and returns false.
+  bool parse_bounded(Call& call, google::protobuf::Message& into) const;
   // Loop thread: an infer request checked against its model and submitted.
   void submit_infer(std::unique_ptr<V2Job> job);
 
@@ -80,7 +89,9 @@ class Service {
   const RequesterOf requester_of_;
   // What a request as large as kserve.max_message_bytes may parse into.
   const wire::DecodedSize parse_limit_;
-  AsyncService async_;
+  grpc::AsyncGenericService generic_;
+  // Handlers by gRPC method name ("/inference.GRPCInferenceService/ModelInfer").
+  std::unordered_map<std::string, std::function<void(const std::shared_ptr<Call>&)>> routes_;
   std::atomic<bool> stopping_{false};
 };
 

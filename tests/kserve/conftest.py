@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -76,7 +77,7 @@ def v2() -> Stubs:
 class Daemon:
     """heterod on sockets in its own directory, with a config of the test's."""
 
-    def __init__(self, name: str, config: str) -> None:
+    def __init__(self, name: str, config: str, address_space: int | None = None) -> None:
         self.dir = ROOT / name
         self.dir.mkdir(mode=0o755)
         self.socket = str(self.dir / "heterod.sock")
@@ -85,8 +86,16 @@ class Daemon:
         self.config.write_text(config.replace("@DIR@", str(self.dir)).replace("@SOCKET@", self.socket)
                                .replace("@V2_SOCKET@", self.v2_socket))
         self.log = self.dir / "heterod.log"
+        def limit() -> None:
+            if address_space:
+                resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+        # meson test's MALLOC_PERTURB_ makes pages resident that the daemon
+        # never touches, and its RSS figures stop being its own.
+        env = {**os.environ, "MALLOC_PERTURB_": "0"}
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen([HETEROD, "--config", str(self.config)], stderr=log)
+            self.process = subprocess.Popen([HETEROD, "--config", str(self.config)], stderr=log, env=env,
+                                            preexec_fn=limit)
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
@@ -112,12 +121,14 @@ class Daemon:
 
 @pytest.fixture(scope="module")
 def start_daemon() -> Iterator[Any]:
-    """Starts heterod with a config (@DIR@, @SOCKET@, @V2_SOCKET@ filled in)
-    and waits for its v2 listener; stops it (expecting exit 0) after the module."""
+    """Starts heterod with a config (@DIR@, @SOCKET@, @V2_SOCKET@ filled in),
+    under an address-space limit if given, and waits for its v2 listener;
+    stops it (expecting exit 0) after the module."""
     started: list[Daemon] = []
 
-    def start(name: str, config: str, ready_log: str = "v2 (KServe gRPC) listening") -> Daemon:
-        d = Daemon(name, config)
+    def start(name: str, config: str, ready_log: str = "v2 (KServe gRPC) listening",
+              address_space: int | None = None) -> Daemon:
+        d = Daemon(name, config, address_space)
         started.append(d)
         d.wait_log(ready_log)
         d.wait_log("serving ")
