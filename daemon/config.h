@@ -43,7 +43,7 @@ struct Limits {
   uint32_t shutdown_grace_ms = 10000;           // SIGTERM: in-flight requests finish
   uint32_t handshake_timeout_ms = 5000;         // from connect to a complete Hello
   uint32_t frame_timeout_ms = 30000;            // from a frame's first byte to its last, either way
-  uint32_t idle_timeout_ms = 0;                 // nothing asked or pending this long: closed (0: never)
+  uint32_t idle_timeout_ms = 300000;            // nothing asked or pending this long: closed (0: never)
 };
 
 // Who owns a model, or who asks to unload or replace one: a uid (>= 0),

@@ -59,7 +59,7 @@ void Connection::check_timeouts(Clock::time_point now, const Limits& limits) {
           " ms) to arrive";
   else if (limits.idle_timeout_ms && idle() && decoder_.partial_bytes() == 0 &&
            now - last_active_ > milliseconds(limits.idle_timeout_ms))
-    why = "idle for limits.idle_timeout_ms (" + std::to_string(limits.idle_timeout_ms) + " ms)";
+    why = std::string(wire::kIdleCloseMessage) + " (" + std::to_string(limits.idle_timeout_ms) + " ms)";
   if (why.empty()) return;
   // Said if the socket takes it now; a client that does not read is not
   // waited for.

@@ -14,6 +14,7 @@
 #include <deque>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "protocol/unique_fd.h"
@@ -26,6 +27,12 @@ namespace hetero::wire {
 
 // The protocol versions this build speaks.
 inline constexpr uint32_t kProtocolVersion = 1;
+
+// How the daemon's last words on a connection it closes for being idle
+// (limits.idle_timeout_ms; a TIMEOUT with id 0) begin. None of the client's
+// requests was read then, so a client may connect again and send them anew
+// (capi/remote/remote_connection.h).
+inline constexpr std::string_view kIdleCloseMessage = "idle for limits.idle_timeout_ms";
 
 inline constexpr size_t kFrameHeaderSize = 8;
 // At most this many descriptors ride on one frame.

@@ -1,5 +1,6 @@
 #include "capi/remote/remote_connection.h"
 
+#include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -55,21 +56,24 @@ void throw_reply_error(const wire::Response& response) {
   fail(reply_status(response), response.message().empty() ? "the daemon refused the request" : response.message());
 }
 
-RemoteConnection::RemoteConnection(const std::string& socket_path)
-    : path_(socket_path), typical_wait_(kMaxSpin / 2), decoder_(kMaxReplyBytes), buffer_(64 * 1024) {
+wire::UniqueFd RemoteConnection::dial(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  if (socket_path.empty() || socket_path.size() >= sizeof addr.sun_path)
-    fail(HETERO_INVALID_ARGUMENT, "socket path '" + socket_path + "' is empty or too long");
-  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd_) fail(HETERO_CONNECTION_ERROR, std::string("socket: ") + std::strerror(errno));
-  if (::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+  if (path.empty() || path.size() >= sizeof addr.sun_path)
+    fail(HETERO_INVALID_ARGUMENT, "socket path '" + path + "' is empty or too long");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  wire::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) fail(HETERO_CONNECTION_ERROR, std::string("socket: ") + std::strerror(errno));
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
     const int e = errno;
     fail(e == EACCES ? HETERO_PERMISSION_DENIED : HETERO_CONNECTION_ERROR,
-         "cannot connect to heterod at " + socket_path + ": " + std::strerror(e));
+         "cannot connect to heterod at " + path + ": " + std::strerror(e));
   }
-  completions_ = std::make_unique<core::WorkerThread>();
+  return fd;
+}
+
+void RemoteConnection::greet() {
+  greeted_ = false;
   // A daemon that accepts but never answers (stopped, or something else on
   // the socket) must not hang the caller.
   const timeval timeout{kHelloTimeoutSeconds, 0};
@@ -80,7 +84,7 @@ RemoteConnection::RemoteConnection(const std::string& socket_path)
     hello->set_min_version(wire::kProtocolVersion);
     hello->set_max_version(wire::kProtocolVersion);
     hello->set_client("libhetero");
-    hello_ = call(request).response.hello();
+    hello_ = call_once(request, {}).response.hello();
   } catch (...) {
     // The daemon may have refused this client (an error frame, then close)
     // before the Hello was even written: read on until it closes to see it.
@@ -94,6 +98,52 @@ RemoteConnection::RemoteConnection(const std::string& socket_path)
   greeted_ = true;
   const timeval forever{0, 0};
   ::setsockopt(fd_.get(), SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
+}
+
+RemoteConnection::RemoteConnection(const std::string& socket_path)
+    : path_(socket_path), fd_(dial(socket_path)), typical_wait_(kMaxSpin / 2), decoder_(kMaxReplyBytes),
+      buffer_(64 * 1024) {
+  completions_ = std::make_unique<core::WorkerThread>();
+  greet();
+}
+
+void RemoteConnection::reconnect_if_idle_closed(std::unique_lock<std::mutex>& lock) {
+  if (broken_.empty()) {
+    // Has the daemon said anything since the last reply? With nothing
+    // pending, only its closing words (or the end of the stream) can come.
+    pollfd ready{fd_.get(), POLLIN | POLLRDHUP, 0};
+    while (!ended_ && ::poll(&ready, 1, 0) > 0) read_in_turn(lock);
+  }
+  if (!idle_closed_) return;
+  reconnecting_ = true;
+  lock.unlock();
+  try {
+    wire::UniqueFd fd = dial(path_);
+    {
+      std::lock_guard<std::mutex> write_lock(write_mutex_);
+      fd_ = std::move(fd);
+    }
+    // The reading role's state, for the new stream; no one holds the role
+    // (nothing is pending, and calls wait while reconnecting_).
+    decoder_ = wire::FrameDecoder(kMaxReplyBytes);
+    refusal_status_ = HETERO_OK;
+    refusal_.clear();
+    ended_ = false;
+    {
+      std::lock_guard<std::mutex> relock(pending_mutex_);
+      broken_.clear();
+      idle_closed_ = false;
+    }
+    greet();
+  } catch (...) {
+    lock.lock();
+    reconnecting_ = false;
+    read_cv_.notify_all();
+    throw;
+  }
+  lock.lock();
+  reconnecting_ = false;
+  read_cv_.notify_all();
 }
 
 RemoteConnection::~RemoteConnection() {
@@ -117,7 +167,11 @@ uint64_t RemoteConnection::new_id() {
 void RemoteConnection::send(wire::Request& request, std::span<const int> fds, Pending pending) {
   uint64_t id;
   {
-    std::lock_guard<std::mutex> lock(pending_mutex_);
+    std::unique_lock<std::mutex> lock(pending_mutex_);
+    if (!request.has_hello()) {
+      read_cv_.wait(lock, [this] { return !reconnecting_; });
+      if (pending_.empty() && !reading_) reconnect_if_idle_closed(lock);
+    }
     if (!broken_.empty()) fail(HETERO_CONNECTION_ERROR, broken_);
     id = request.id() ? request.id() : next_id_++;
     if (pending.async) ++async_pending_;
@@ -139,6 +193,17 @@ void RemoteConnection::send(wire::Request& request, std::span<const int> fds, Pe
 }
 
 Reply RemoteConnection::call(wire::Request& request, std::span<const int> fds) {
+  try {
+    return call_once(request, fds);
+  } catch (const Error&) {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    // Closed for being idle as the request went: the daemon did not read it.
+    if (!idle_closed_) throw;
+  }
+  return call_once(request, fds);
+}
+
+Reply RemoteConnection::call_once(wire::Request& request, std::span<const int> fds) {
   std::unique_ptr<Reply> reply;
   std::exception_ptr error;
   bool done = false;
@@ -258,6 +323,10 @@ bool RemoteConnection::read_once(Clock::time_point spin_until) {
       else if (reply->response.status() != HETERO_OK) {  // id 0: about the connection itself
         refusal_status_ = reply_status(reply->response);
         refusal_ = reply->response.message();
+        if (refusal_status_ == HETERO_TIMEOUT && refusal_.starts_with(wire::kIdleCloseMessage)) {
+          std::lock_guard<std::mutex> lock(pending_mutex_);
+          idle_closed_ = true;
+        }
       }
     }
   } catch (const Error& e) {

@@ -9,6 +9,16 @@
 // its own reply: no thread has to be woken to hand it over. A reader thread,
 // started with the first call_async(), takes the role while asynchronous
 // calls wait and no caller holds it.
+//
+// A connection the daemon closes for being idle (limits.idle_timeout_ms) is
+// made again by the next call, unseen by the caller: the daemon keeps no
+// state per connection that a client relies on (models are the uid's or the
+// config's), and its closing words say it read none of the client's
+// requests (wire::kIdleCloseMessage). Before a call on a connection with
+// nothing pending, the socket is polled to hear those words; a synchronous
+// call that meets them anyway (the daemon closed as it was sent) is sent
+// once more on the new connection. An asynchronous one fails
+// CONNECTION_ERROR in that race, as it would on any closed connection.
 #pragma once
 
 #include <chrono>
@@ -69,6 +79,17 @@ class RemoteConnection {
     bool async = false;
   };
   void send(wire::Request& request, std::span<const int> fds, Pending pending);
+  // call() once, on the connection as it is.
+  Reply call_once(wire::Request& request, std::span<const int> fds);
+  // Opens the socket; CONNECTION_ERROR or PERMISSION_DENIED naming it.
+  static wire::UniqueFd dial(const std::string& path);
+  // Says Hello on a connection no one else uses yet, and keeps the reply.
+  void greet();
+  // pending_mutex_ held by `lock`, nothing pending, the role free: the
+  // connection is made again when the daemon closed it for being idle, as
+  // its last words (read here if no one has) say. Throws what connecting
+  // throws.
+  void reconnect_if_idle_closed(std::unique_lock<std::mutex>& lock);
   using Clock = std::chrono::steady_clock;
   // The reading role's work: one read from the socket, and every reply it
   // completes delivered. False once the connection has ended (every pending
@@ -94,6 +115,8 @@ class RemoteConnection {
   uint64_t next_id_ = 1;
   std::string broken_;  // why the connection is unusable; empty while it works
   bool reading_ = false;   // a thread holds the reading role
+  bool reconnecting_ = false;  // a new connection is being made: calls wait (but its Hello)
+  bool idle_closed_ = false;   // the daemon closed the connection for being idle
   bool stopping_ = false;  // the destructor has begun
   // A reply was delivered, or the reading role was let go.
   std::condition_variable read_cv_;

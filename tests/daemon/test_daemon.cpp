@@ -1020,6 +1020,39 @@ TEST_F(Daemon, IdleConnectionsCloseWhenConfigured) {
   EXPECT_TRUE(idle.closed_by_peer(std::chrono::seconds(5)));
 }
 
+// libhetero's client makes a connection the daemon closed for being idle
+// again, unseen by its caller: after the close, and right at it (the close
+// racing the next request, which the daemon then never read).
+TEST_F(Daemon, AClientGoesOnAfterItsIdleConnectionIsClosed) {
+  start({.limits = "  idle_timeout_ms: 200\n"});
+  hetero_core_t* core = nullptr;
+  ASSERT_EQ(hetero_core_connect(&core, socket_.c_str()), HETERO_OK) << hetero_last_error();
+  hetero_compiled_model_t* compiled = nullptr;
+  ASSERT_EQ(hetero_compiled_model_open(&compiled, core, "demo"), HETERO_OK) << hetero_last_error();
+  hetero_infer_request_t* request = nullptr;
+  ASSERT_EQ(hetero_infer_request_create(&request, compiled), HETERO_OK);
+  const std::vector<float> input = seeded_input(kDemoInput, 3), expected = reference().run(input);
+  std::vector<float> out;
+  std::string error;
+  ASSERT_EQ(infer_once(request, kDemoDims, input, out, &error), HETERO_OK) << error;
+  // Long after the close; then around it, synchronously and asynchronously.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  for (int k = 0; k < 24; ++k) {
+    out.clear();
+    EXPECT_EQ(infer_once(request, kDemoDims, input, out, &error), HETERO_OK) << "after " << k << ": " << error;
+    EXPECT_EQ(out, expected);
+    std::this_thread::sleep_for(std::chrono::milliseconds(180 + 5 * k));
+    if (k % 2) {
+      ASSERT_EQ(hetero_infer_request_start_async(request, nullptr, nullptr), HETERO_OK) << hetero_last_error();
+      EXPECT_EQ(hetero_infer_request_wait(request), HETERO_OK) << hetero_last_error();
+    }
+  }
+  EXPECT_NE(daemon_->log().find("idle for limits.idle_timeout_ms"), std::string::npos) << daemon_->log();
+  hetero_infer_request_release(request);
+  hetero_compiled_model_release(compiled);
+  hetero_core_release(core);
+}
+
 // A client that sends requests and never reads the answers is not read from
 // once they back up (here, past its 4 requests in flight), so its writes
 // block instead of the daemon reading and refusing request after request;
