@@ -214,7 +214,7 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
                                       "max_models_per_client", "max_frame_bytes_in_flight",
                                       "max_model_bytes_per_client", "max_client_priority",
                                       "max_reply_bytes_queued", "max_compile_ms", "max_connections_per_uid",
-                                      "max_client_inference_mb"};
+                                      "max_client_inference_mb", "max_client_memory_mb"};
   r.each(node, "limits", keys, [&](const std::string& key, const YAML::Node& v) {
     const std::string field = "limits." + key;
     if (key == "max_frame_bytes")
@@ -229,6 +229,8 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
       l.max_connections = static_cast<uint32_t>(r.number(v, field, 1, 1u << 20));
     else if (key == "max_client_inference_mb")
       l.max_client_inference_mb = static_cast<uint32_t>(r.number(v, field, 1, 1u << 20));
+    else if (key == "max_client_memory_mb")
+      l.max_client_memory_mb = static_cast<uint32_t>(r.number(v, field, 1, 1u << 20));
     else if (key == "max_connections_per_uid")
       l.max_connections_per_uid = static_cast<uint32_t>(r.number(v, field, 1, 1u << 20));
     else if (key == "max_in_flight_per_client")

@@ -40,6 +40,12 @@ struct Limits {
   // intermediates and outputs), in MiB: the CPU config max_inference_mb it
   // is compiled with, whatever the client asks for.
   uint32_t max_client_inference_mb = 256;
+  // What all the models of one client (a uid; the v2 listener's TCP clients
+  // together) may hold for their inferences at once, in MiB: each of their
+  // infer requests is charged max_client_inference_mb (or its model's
+  // smaller max_inference_mb) while it runs or keeps its buffers
+  // (daemon/client_memory.h).
+  uint32_t max_client_memory_mb = 512;
   uint32_t shutdown_grace_ms = 10000;           // SIGTERM: in-flight requests finish
   uint32_t handshake_timeout_ms = 5000;         // from connect to a complete Hello
   uint32_t frame_timeout_ms = 30000;            // from a frame's first byte to its last, either way

@@ -459,10 +459,29 @@ void Server::start_load(const ModelSpec& spec, bool from_config, std::function<L
         return done(result->status, result->error);
       }
       it->second = ModelEntry{result->spec, from_config, wire::ModelInfo::READY, {}, result->model, 0};
+      if (!from_config) charge_to_owner(*result->model, result->spec);
       core::log(core::LogLevel::Info, "model '" + name + "' loaded by a client");
       done(HETERO_OK, {});
     });
   });
+}
+
+void Server::charge_to_owner(ServedModel& model, const ModelSpec& spec) {
+  if (spec.owner == kOwnedByConfig) return;
+  std::erase_if(client_memory_, [](const auto& entry) { return entry.second.expired(); });
+  std::shared_ptr<ClientMemory> account = client_memory_[spec.owner].lock();
+  if (!account) {
+    account = std::make_shared<ClientMemory>(uint64_t{config_.limits.max_client_memory_mb} << 20, post_);
+    client_memory_[spec.owner] = account;
+  }
+  // Each request, at the bound one inference of it has: its max_inference_mb
+  // where it has one below the client's (a CPU model), else the client's.
+  uint64_t mb = config_.limits.max_client_inference_mb;
+  if (const auto it = spec.config.find("max_inference_mb"); it != spec.config.end()) {
+    const unsigned long long asked = std::strtoull(it->second.c_str(), nullptr, 10);
+    if (asked > 0 && asked < mb) mb = asked;
+  }
+  model.charge_to(std::move(account), mb << 20);
 }
 
 void Server::handle_cancel(Connection& connection, const wire::Request& request) {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "daemon/client_memory.h"
 #include "daemon/compile_args.h"
 #include "protocol/utf8.h"
 
@@ -69,6 +70,9 @@ ServedModel::ServedModel(const ModelSpec& spec, CompiledPtr compiled, Threads th
 
 ServedModel::~ServedModel() {
   // No inference runs (each holds the model), so nothing else touches them.
+  if (memory_)
+    for (const auto& slot : slots_)
+      if (slot->charged) memory_->uncharge(charge_bytes_);
   struct Parts {
     CompiledPtr compiled;
     std::vector<std::unique_ptr<Slot>> slots;  // destroyed first: requests must not outlive their model
@@ -207,11 +211,10 @@ void ServedModel::fail(InferJob& job, hetero_status status, const std::string& m
 
 void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_ptr<InferJob> job) {
   ServedModel& m = *self;
-  if (!m.free_slots_.empty()) {
-    Slot& slot = *m.free_slots_.back();
-    m.free_slots_.pop_back();
-    slot.keep_alive = self;
-    m.start(slot, std::move(job));
+  // Jobs queued for want of the client's memory go first.
+  if (Slot* slot = m.queue_.empty() ? m.take_slot() : nullptr) {
+    slot->keep_alive = self;
+    m.start(*slot, std::move(job));
     return;
   }
   // A client may send its next request as soon as a reply sent from a
@@ -265,11 +268,8 @@ void ServedModel::expire() {
   // then holds its weights between runs, not a large input's activations,
   // while one at a steady cadence (a VAD, a camera's frames) keeps them.
   constexpr auto kIdleBeforeRelease = std::chrono::seconds(1);
-  for (Slot* slot : free_slots_) {
-    if (!slot->holds_memory || now - slot->idle_since < kIdleBeforeRelease) continue;
-    hetero_infer_request_release_memory(slot->request.get());
-    slot->holds_memory = false;
-  }
+  for (Slot* slot : free_slots_)
+    if (slot->holds_memory && now - slot->idle_since >= kIdleBeforeRelease) release_memory(*slot);
   const auto longest_run = std::chrono::milliseconds(spec_.max_inference_ms);
   for (auto& slot : slots_) {
     if (!slot->job || slot->cancelled_as != HETERO_OK) continue;
@@ -328,20 +328,61 @@ void ServedModel::cancel_all(const std::string& why) {
     if (slot->job && slot->cancelled_as == HETERO_OK) cancel_running(*slot, HETERO_CANCELLED, why);
 }
 
+void ServedModel::charge_to(std::shared_ptr<ClientMemory> account, uint64_t bytes) {
+  memory_ = std::move(account);
+  charge_bytes_ = bytes;
+  memory_->join(shared_from_this());
+}
+
+void ServedModel::release_memory(Slot& slot) {
+  hetero_infer_request_release_memory(slot.request.get());
+  slot.holds_memory = false;
+  if (std::exchange(slot.charged, false)) memory_->uncharge(charge_bytes_);
+}
+
+void ServedModel::release_idle_memory() {
+  for (Slot* slot : free_slots_)
+    if (slot->holds_memory) release_memory(*slot);
+}
+
+ServedModel::Slot* ServedModel::take_slot() {
+  if (free_slots_.empty()) return nullptr;
+  auto taken = free_slots_.end() - 1;
+  if (memory_) {
+    // One that keeps its buffers is charged for them already.
+    const auto charged = std::find_if(free_slots_.rbegin(), free_slots_.rend(), [](Slot* s) { return s->charged; });
+    if (charged != free_slots_.rend())
+      taken = std::next(charged).base();
+    else if (memory_->charge(charge_bytes_))
+      (*taken)->charged = true;
+    else
+      return nullptr;
+  }
+  Slot* slot = *taken;
+  free_slots_.erase(taken);
+  return slot;
+}
+
 void ServedModel::pump() {
-  while (!free_slots_.empty() && !queue_.empty()) {
-    std::unique_ptr<InferJob> job = std::move(queue_.front());
-    queue_.pop_front();
-    auto replier = job->replier.lock();
-    if (!replier || !replier->open()) continue;  // its client has gone
-    if (job->deadline < Clock::now()) {
+  while (!queue_.empty()) {
+    std::unique_ptr<InferJob>& front = queue_.front();
+    auto replier = front->replier.lock();
+    if (!replier || !replier->open()) {  // its client has gone
+      queue_.pop_front();
+      continue;
+    }
+    if (front->deadline < Clock::now()) {
+      std::unique_ptr<InferJob> job = std::move(front);
+      queue_.pop_front();
       time_out(*job);
       continue;
     }
-    Slot& slot = *free_slots_.back();
-    free_slots_.pop_back();
-    slot.keep_alive = shared_from_this();
-    start(slot, std::move(job));
+    Slot* slot = take_slot();
+    if (!slot) return;  // every request busy, or the client's memory taken: a finish() or a wake comes back
+    std::unique_ptr<InferJob> job = std::move(front);
+    queue_.pop_front();
+    slot->keep_alive = shared_from_this();
+    start(*slot, std::move(job));
   }
 }
 
@@ -364,9 +405,7 @@ void ServedModel::start(Slot& slot, std::unique_ptr<InferJob> job) {
     }
     if (status != HETERO_OK) {
       fail(*job, status, error);
-      free_slots_.push_back(&slot);
-      slot.keep_alive.reset();
-      return;
+      return give_back(slot);
     }
   }
   job->started = Clock::now();
@@ -377,9 +416,15 @@ void ServedModel::start(Slot& slot, std::unique_ptr<InferJob> job) {
     --running_;
     std::unique_ptr<InferJob> failed = std::move(slot.job);
     fail(*failed, status, hetero_last_error());
-    free_slots_.push_back(&slot);
-    slot.keep_alive.reset();
+    give_back(slot);
   }
+}
+
+void ServedModel::give_back(Slot& slot) {
+  free_slots_.push_back(&slot);
+  slot.idle_since = Clock::now();
+  slot.holds_memory = true;  // what it may hold (and its charge) goes after its idle second
+  slot.keep_alive.reset();
 }
 
 wire::EncodedFrame InferJob::encode_outputs(hetero_infer_request_t* request,
@@ -511,6 +556,9 @@ void ServedModel::finish(Slot& slot, Outcome outcome) {
   free_slots_.push_back(&slot);
   slot.idle_since = Clock::now();
   slot.holds_memory = true;
+  // The client's other models may be waiting for the memory this request
+  // keeps: idle now, it can give it to them.
+  if (memory_) memory_->wake_soon();
   pump();
   // `keep` may be the last reference (an unloaded model): nothing after this.
 }

@@ -31,6 +31,7 @@
 
 namespace hetero::daemon {
 
+class ClientMemory;
 using Clock = std::chrono::steady_clock;
 
 // Where a job's reply goes: the connection that asked (see Connection), or
@@ -150,6 +151,15 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   void cancel_all(const std::string& why);
   // Jobs queued or running.
   size_t pending() const noexcept { return queue_.size() + running_; }
+
+  // Loop thread, once loaded: a client's model, each of whose infer
+  // requests is charged `bytes` to the client's `account` while it runs and
+  // while it keeps its last inference's buffers (daemon/client_memory.h).
+  void charge_to(std::shared_ptr<ClientMemory> account, uint64_t bytes);
+  // Loop thread: requests not running give back the buffers they keep.
+  void release_idle_memory();
+  // Loop thread: runs queued jobs that waited for memory, if it is there now.
+  void resume() { pump(); }
   // At exit, once the loop has stopped for good: blocks until every running
   // inference has finished, and lets go of the references to this model
   // that their completions held until finish(), which will not run now (a
@@ -180,6 +190,9 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
     // inference (expire() gives it back after a while).
     Clock::time_point idle_since;
     bool holds_memory = false;
+    // Charged to the client's ClientMemory (from its start until it gives
+    // its memory back).
+    bool charged = false;
   };
   // How a job that ran ended: its encoded reply, or why it failed.
   struct Outcome {
@@ -190,8 +203,15 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   };
 
   ServedModel(const ModelSpec& spec, CompiledPtr compiled, Threads threads);
+  // A free request that may run a job now: one charged already, or one the
+  // client's memory can be charged for; null when none.
+  Slot* take_slot();
+  // A free request gives back the buffers it keeps, and its charge.
+  void release_memory(Slot& slot);
   void pump();
   void start(Slot& slot, std::unique_ptr<InferJob> job);
+  // A slot whose job could not start goes back to the free ones.
+  void give_back(Slot& slot);
   static void on_done(void* slot, hetero_status status);
   void finish(Slot& slot, Outcome outcome);
   void answer(InferJob& job, wire::EncodedFrame frame);
@@ -215,6 +235,9 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   std::vector<Slot*> free_slots_;
   std::deque<std::unique_ptr<InferJob>> queue_;
   size_t running_ = 0;
+  // A client's model: what it charges, and to whom (null: the config's).
+  std::shared_ptr<ClientMemory> memory_;
+  uint64_t charge_bytes_ = 0;
 
   // Statistics (loop thread).
   uint64_t requests_ = 0, errors_ = 0, busy_ = 0, timeouts_ = 0, runs_ = 0;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "daemon/c_api.h"
+#include "daemon/client_memory.h"
 #include "daemon/config.h"
 #include "daemon/connection.h"
 #include "daemon/front_end.h"
@@ -194,6 +195,11 @@ class Server {
     uint32_t loads = 0;  // posted and not yet finished
   };
   std::map<int64_t, ClientLoader> client_loaders_;
+  // What each client's models hold for their inferences, by owner (a uid,
+  // or kOwnedByTcpClients); alive while a model of the client is.
+  std::map<int64_t, std::weak_ptr<ClientMemory>> client_memory_;
+  // Loop thread: a client's model, loaded, is charged to its owner.
+  void charge_to_owner(ServedModel& model, const ModelSpec& spec);
   std::chrono::steady_clock::time_point started_;
   uint64_t load_tickets_ = 0;
   // The protocols served next to the native one (daemon/kserve/).

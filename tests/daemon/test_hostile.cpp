@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -527,6 +528,39 @@ TEST_F(Hostile, AnInferenceThatWouldTakeAGigabyte) {
       }
     }
     EXPECT_EQ(ask(*c, unload_request("expand")).status(), HETERO_OK);
+  });
+}
+
+// One client's uploads that each take 128 MiB an inference (an Expand,
+// summed), four of them with two infer requests each, asked for 16
+// inferences at once: eight requests that ran would keep 1 GiB between
+// inferences, past the address-space limit. Each request is charged the
+// client's per-inference bound (256 MiB) against limits.max_client_memory_mb
+// (512 MiB), so two hold memory at once and the rest wait their turn:
+// every inference is answered, rightly, and nothing stays held.
+TEST_F(Hostile, OneClientsModelsInferringTogether) {
+  survive("one client's four 128 MiB models, 16 inferences at once", [] {
+    auto c = client();
+    const std::string bytes = read_file(fixture_path("activations.onnx"));
+    for (int m = 0; m < 4; ++m) {
+      const wire::Response loaded = ask(*c, load_bytes("act" + std::to_string(m), bytes, {}, 2), 60s);
+      ASSERT_EQ(loaded.status(), HETERO_OK) << loaded.message();
+    }
+    for (int k = 0; k < 16; ++k) c->send(infer_request("act" + std::to_string(k % 4), "x", {1}, {1.0f}));
+    int ok = 0;
+    for (int k = 0; k < 16; ++k) {
+      auto reply = c->receive(60s);
+      ASSERT_TRUE(reply);
+      EXPECT_EQ(reply->status(), HETERO_OK) << reply->message();
+      if (reply->status() != HETERO_OK) continue;
+      float y = 0;
+      ASSERT_EQ(reply->infer().outputs(0).inline_data().size(), sizeof y);
+      std::memcpy(&y, reply->infer().outputs(0).inline_data().data(), sizeof y);
+      EXPECT_EQ(y, 33554432.0f);
+      ++ok;
+    }
+    std::printf("[hostile] one client's models together: %d of 16 inferences answered\n", ok);
+    for (int m = 0; m < 4; ++m) EXPECT_EQ(ask(*c, unload_request("act" + std::to_string(m))).status(), HETERO_OK);
   });
 }
 
