@@ -1,6 +1,7 @@
 """What a v2 client can make the transport hold: a request message that
 never completes, replies it never lets the daemon send (an HTTP/2 window
-of 0), and many messages being received at once. Each attack is made with a
+of 0), many messages being received at once, and a message larger than
+the limit. Each attack is made with a
 real HTTP/2 client (python3-h2) speaking to heterod's v2 socket the way a
 hostile one would, against heterod under a 1 GiB address-space limit (as the
 hostile suite runs it, tests/daemon/test_hostile.cpp), while a grpcio
@@ -56,6 +57,7 @@ class Stream:
     message: str = ""            # grpc-message
     reset: bool = False          # the server reset it (RST_STREAM)
     data: int = 0                # bytes of reply received
+    sent: int = 0                # bytes of its request sent (the server's windows let them through)
 
     def cancelled(self) -> bool:
         """The server cancelled the call: gRPC says so with a status, or a reset."""
@@ -105,6 +107,7 @@ class RawClient:
                 continue
             chunk, message = message[:room], message[room:]
             self.conn.send_data(sid, chunk, end_stream=complete and not message)
+            self.streams[sid].sent += len(chunk)
             self.flush()
         return sid
 
@@ -252,3 +255,25 @@ def test_messages_being_received_are_bounded_all_together(start_daemon: Any, v2:
     # What the transport held: its 16 MiB share and its buffers' slack, not 64 MiB.
     assert peak - baseline < 32 << 10, f"RSS went from {baseline} kB to {peak} kB"
     assert after <= baseline * 1.1, f"RSS went from {baseline} kB to {after} kB"
+
+
+def test_a_message_over_the_limit_is_let_in_no_further_than_the_limit(start_daemon: Any, v2: Stubs) -> None:
+    # gRPC refuses a message over kserve.max_message_bytes (4 MiB here) once
+    # it is whole, and grants windows for it up to about that size: one that
+    # says it is 256 MiB, and would send 48 MiB, gets no further, and is
+    # cancelled at limits.frame_timeout_ms instead of waiting for ever.
+    d = start_daemon("oversized", config(), address_space=ADDRESS_SPACE)
+    client = RawClient(d.v2_socket)
+    baseline = rss_kb(d.process.pid)
+    start = time.monotonic()
+    sid = client.call(ECHO, bytes(48 << 20), announced=256 << 20, patience=1)
+    stream = client.streams[sid]
+    peak = rss_kb(d.process.pid)
+    while time.monotonic() - start < FRAME_TIMEOUT_MS / 1000 + 5 and not (stream.cancelled() or stream.status):
+        client.read(0.1)
+    print(f"oversized: RSS {baseline} kB before, {peak} kB at the peak; ended after {time.monotonic() - start:.1f} s "
+          f"({stream}); {stream.sent >> 20} MiB of it let in")
+    assert stream.cancelled() or stream.status == str(grpc.StatusCode.RESOURCE_EXHAUSTED.value[0]), stream
+    assert stream.sent < 8 << 20, f"{stream.sent} bytes let in"
+    assert peak - baseline < 16 << 10, f"RSS went from {baseline} kB to {peak} kB"
+    client.close()
