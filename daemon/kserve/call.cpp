@@ -1,5 +1,6 @@
 #include "daemon/kserve/call.h"
 
+#include <new>
 #include <vector>
 
 #include "core/log.h"
@@ -165,7 +166,16 @@ void run_completion_queue(grpc::ServerCompletionQueue& queue) {
   bool ok = false;
   while (queue.Next(&tag, &ok)) {
     auto* t = static_cast<Call::Tag*>(tag);
-    t->call->on_event(t->event, ok);
+    // What a call's handling throws ends that call, not the daemon: out of
+    // memory, the client is told so (RESOURCE_EXHAUSTED).
+    try {
+      t->call->on_event(t->event, ok);
+    } catch (const std::bad_alloc&) {
+      t->call->finish(HETERO_OUT_OF_MEMORY, "heterod is out of memory for this call");
+    } catch (const std::exception& e) {
+      core::log(core::LogLevel::Error, std::string("v2: ") + e.what());
+      t->call->finish(HETERO_INTERNAL, e.what());
+    }
     delete t;
   }
 }
