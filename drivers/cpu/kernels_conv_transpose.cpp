@@ -21,6 +21,7 @@
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/post_ops.h"
+#include "drivers/cpu/window_primitive.h"
 
 namespace hetero::cpu {
 
@@ -42,14 +43,8 @@ class ConvTransposeKernel final : public Kernel {
   };
 
   struct Entry {
-    std::optional<Patches> patches;  // set: the patch form replaces `prim`
-    dnnl::deconvolution_forward prim;
-    LayoutChange src_in, dst_out, weights_in;
-    dnnl::memory::desc weights_desc, bias_desc, dst_desc;
-    DnnlDims dst_dims;
-    core::Shape out_shape;
-    bool manual_post_ops = false;
-    size_t scratchpad = 0;
+    std::optional<Patches> patches;  // set: the patch form replaces the deconvolution
+    WindowPrimitive deconv;          // its dst_dims and out_shape hold for both
   };
   Entry make_entry(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape) const;
   std::optional<Patches> make_patches(KernelRun& r, const DnnlDims& src_dims, const DnnlDims& dst_dims) const;
@@ -126,8 +121,8 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
   }
 
   Entry e;
-  e.dst_dims = dst_dims;
-  e.out_shape = memory_shape(dst_dims, channels_last_);
+  e.deconv.dst_dims = dst_dims;
+  e.deconv.out_shape = memory_shape(dst_dims, channels_last_);
   const bool non_overlapping = spatial == 2 && a.group == 1 &&
                                std::all_of(dilates.begin(), dilates.end(), [](int64_t d) { return d == 0; }) &&
                                std::all_of(pad_l.begin(), pad_l.end(), [](int64_t p) { return p == 0; }) &&
@@ -137,10 +132,9 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
     e.patches = make_patches(r, src_dims, dst_dims);
     return e;
   }
-  const dnnl::memory::desc user_src = activation_desc(src_dims, channels_last_);
-  const dnnl::memory::desc user_dst = activation_desc(dst_dims, channels_last_);
   const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, a.group, true);
-  dnnl::memory::desc src_md = user_src, dst_md = user_dst;
+  dnnl::memory::desc src_md = activation_desc(src_dims, channels_last_);
+  dnnl::memory::desc dst_md = activation_desc(dst_dims, channels_last_);
   if (!channels_last_) {
     src_md = dnnl::memory::desc(src_dims, dnnl_dt::f32, dnnl_tag::any);
     dst_md = dnnl::memory::desc(dst_dims, dnnl_dt::f32, dnnl_tag::any);
@@ -156,15 +150,8 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
     return dnnl::deconvolution_forward::primitive_desc(d, attr, engine);
   };
   const auto [pd, manual_post_ops] = make_with_post_ops(post_, dst_dims, channels_last_, r, make_pd);
-  e.manual_post_ops = manual_post_ops;
-  e.prim = dnnl::deconvolution_forward(pd);
-  e.src_in = LayoutChange(user_src, pd.src_desc(), engine);
-  e.dst_desc = pd.dst_desc();
-  e.dst_out = LayoutChange(pd.dst_desc(), user_dst, engine);
-  e.weights_desc = pd.weights_desc();
-  if (weights_.empty()) e.weights_in = LayoutChange(user_w, pd.weights_desc(), engine);
-  e.bias_desc = bias_md;
-  e.scratchpad = pd.scratchpad_desc().get_size();
+  e.deconv.set<dnnl::deconvolution_forward>(pd, src_dims, dst_dims, channels_last_, user_w, !weights_.empty(), bias_md,
+                                            manual_post_ops);
   return e;
 }
 
@@ -285,42 +272,16 @@ void ConvTransposeKernel::run(KernelRun& r) {
   if (bias && (bias->dtype() != core::DType::F32 || bias->numel() != static_cast<size_t>(w->dim(1) * attrs_.group)))
     fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": bias must be float32 with one value per output channel");
 
-  std::vector<int64_t> key;
-  key.reserve(16);
-  append_key(key, x->shape());
-  if (weights_.empty()) append_key(key, w->shape());
-  key.push_back(bias != nullptr);
-  post_.append_key(key, r);
-  key.push_back(r.threads());
+  const std::vector<int64_t> key = window_primitive_key(*x, *w, !weights_.empty(), bias, post_, r);
   auto e = with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return make_entry(r, src_dims, w->shape()); }); });
 
-  core::Tensor& y = r.output(0, core::DType::F32, e->out_shape);
+  core::Tensor& y = r.output(0, core::DType::F32, e->deconv.out_shape);
   if (y.numel() == 0) return;
   if (e->patches) return run_patches(r, *e, *x, bias, y);
-  with_dnnl_errors(node_, [&] {
-    dnnl::stream& s = r.stream();
-    const dnnl::engine engine = s.get_engine();
-    std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC] =
-        e->src_in.apply(view_memory(activation_desc(src_dims, channels_last_), engine, x->raw()), Scratch::Src, s);
-    const dnnl::memory::desc user_w = onnx_weights_desc(w->shape(), attrs_.group, true);
-    args[DNNL_ARG_WEIGHTS] = !weights_.empty() ? weights_.get(e->weights_desc, user_w, engine, s)
-                                               : e->weights_in.apply(view_memory(user_w, engine, w->raw()),
-                                                                     Scratch::Weights, s);
-    if (bias) args[DNNL_ARG_BIAS] = view_memory(e->bias_desc, engine, bias->raw());
-    const dnnl::memory user_y = view_memory(activation_desc(e->dst_dims, channels_last_), engine, y.raw());
-    const dnnl::memory dst =
-        e->dst_out.needed() ? view_memory(e->dst_desc, engine, scratch_buffer(Scratch::Dst, e->dst_desc.get_size()))
-                            : user_y;
-    args[DNNL_ARG_DST] = dst;
-    if (e->scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e->scratchpad, engine);
-    if (!e->manual_post_ops) post_.add_args(args, e->dst_dims, channels_last_, r, engine);
-    e->prim.execute(s, args);
-    if (e->dst_out.needed()) e->dst_out.apply(dst, user_y, s);
-    s.wait();
-  });
-  if (e->manual_post_ops) post_.apply(y.data<float>(), y.shape(), r);
+  run_window_primitive(r, node_, e->deconv,
+                       {*x, *w, bias, src_dims, channels_last_, onnx_weights_desc(w->shape(), attrs_.group, true),
+                        weights_},
+                       post_, y);
 }
 
 }  // namespace

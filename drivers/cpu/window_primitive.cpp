@@ -1,0 +1,45 @@
+#include "drivers/cpu/window_primitive.h"
+
+#include <unordered_map>
+
+namespace hetero::cpu {
+
+std::vector<int64_t> window_primitive_key(const core::Tensor& x, const core::Tensor& w, bool constant_weights,
+                                          const core::Tensor* bias, const PostOpChain& post, const KernelRun& r) {
+  std::vector<int64_t> key;
+  key.reserve(16);
+  append_key(key, x.shape());
+  if (!constant_weights) append_key(key, w.shape());
+  key.push_back(bias != nullptr);
+  post.append_key(key, r);
+  key.push_back(r.threads());
+  return key;
+}
+
+void run_window_primitive(KernelRun& r, const core::Node& node, const WindowPrimitive& e, const WindowInputs& in,
+                          const PostOpChain& post, core::Tensor& y) {
+  with_dnnl_errors(node, [&] {
+    dnnl::stream& s = r.stream();
+    const dnnl::engine engine = s.get_engine();
+    std::unordered_map<int, dnnl::memory> args;
+    args[DNNL_ARG_SRC] =
+        e.src_in.apply(view_memory(activation_desc(in.src_dims, in.channels_last), engine, in.x.raw()), Scratch::Src, s);
+    args[DNNL_ARG_WEIGHTS] = !in.weights.empty()
+                                 ? in.weights.get(e.weights_desc, in.user_w, engine, s)
+                                 : e.weights_in.apply(view_memory(in.user_w, engine, in.w.raw()), Scratch::Weights, s);
+    if (in.bias) args[DNNL_ARG_BIAS] = view_memory(e.bias_desc, engine, in.bias->raw());
+    const dnnl::memory user_y = view_memory(activation_desc(e.dst_dims, in.channels_last), engine, y.raw());
+    const dnnl::memory dst =
+        e.dst_out.needed() ? view_memory(e.dst_desc, engine, scratch_buffer(Scratch::Dst, e.dst_desc.get_size()))
+                           : user_y;
+    args[DNNL_ARG_DST] = dst;
+    if (e.scratchpad) args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e.scratchpad, engine);
+    if (!e.manual_post_ops) post.add_args(args, e.dst_dims, in.channels_last, r, engine);
+    e.prim.execute(s, args);
+    if (e.dst_out.needed()) e.dst_out.apply(dst, user_y, s);
+    s.wait();
+  });
+  if (e.manual_post_ops) post.apply(y.data<float>(), y.shape(), r);
+}
+
+}  // namespace hetero::cpu

@@ -1,0 +1,75 @@
+// A convolution-shaped oneDNN primitive made for one input shape: Conv's
+// convolution and ConvTranspose's deconvolution. Both kernels choose their
+// primitive differently (geometry, weights read transposed or not) and then
+// keep, key and run it the same way, here: the layout changes around it
+// (activations stay in the layout the graph gave them, weights are
+// reordered into the one the primitive prefers), its post-ops fused or run
+// after, and its user scratchpad.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/tensor.h"
+#include "drivers/cpu/conv_util.h"
+#include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/kernel.h"
+#include "drivers/cpu/post_ops.h"
+
+namespace hetero::cpu {
+
+struct WindowPrimitive {
+  dnnl::primitive prim;
+  LayoutChange src_in, dst_out, weights_in;  // user layout → primitive layout (dst: back)
+  dnnl::memory::desc weights_desc, bias_desc, dst_desc;
+  DnnlDims dst_dims;      // logical N, M, spatial...
+  core::Shape out_shape;  // in memory order
+  bool manual_post_ops = false;
+  size_t scratchpad = 0;
+
+  // What the description `pd` of a `Primitive` (dnnl::convolution_forward,
+  // dnnl::deconvolution_forward) chose, for activations of `src_dims` and
+  // `dst_dims` in the kernel's layout and ONNX weights read through
+  // `user_w` (reordered on every run unless `constant_weights`).
+  template <typename Primitive>
+  void set(const typename Primitive::primitive_desc& pd, const DnnlDims& src_dims, const DnnlDims& dst,
+           bool channels_last, const dnnl::memory::desc& user_w, bool constant_weights,
+           const dnnl::memory::desc& bias, bool manual) {
+    const dnnl::engine engine = pd.get_engine();
+    prim = Primitive(pd);
+    dst_dims = dst;
+    out_shape = memory_shape(dst, channels_last);
+    src_in = LayoutChange(activation_desc(src_dims, channels_last), pd.src_desc(), engine);
+    dst_desc = pd.dst_desc();
+    dst_out = LayoutChange(pd.dst_desc(), activation_desc(dst, channels_last), engine);
+    weights_desc = pd.weights_desc();
+    if (!constant_weights) weights_in = LayoutChange(user_w, pd.weights_desc(), engine);
+    bias_desc = bias;
+    manual_post_ops = manual;
+    scratchpad = pd.scratchpad_desc().get_size();
+  }
+};
+
+// What a window primitive made for `x` depends on besides the node: its key
+// in the kernel's ShapeCache.
+std::vector<int64_t> window_primitive_key(const core::Tensor& x, const core::Tensor& w, bool constant_weights,
+                                          const core::Tensor* bias, const PostOpChain& post, const KernelRun& r);
+
+// The input a window kernel runs on, and how its weights are read.
+struct WindowInputs {
+  const core::Tensor& x;
+  const core::Tensor& w;
+  const core::Tensor* bias;
+  DnnlDims src_dims;            // x's logical dims
+  bool channels_last;
+  dnnl::memory::desc user_w;    // how the ONNX weights are read
+  ReorderedConstant& weights;   // the constant weights, if they are
+};
+
+// Runs `e` into `y` (shaped e.out_shape): the primitive with its fused
+// post-ops, or followed by the chain where they could not be fused.
+void run_window_primitive(KernelRun& r, const core::Node& node, const WindowPrimitive& e, const WindowInputs& in,
+                          const PostOpChain& post, core::Tensor& y);
+
+}  // namespace hetero::cpu
