@@ -7,6 +7,7 @@
 #include "capi/file_io.h"
 #include "capi/guard.h"
 #include "capi/handles.h"
+#include "capi/port_getters.h"
 #include "core/blob_container.h"
 #include "core/device_string.h"
 #include "core/mapped_file.h"
@@ -19,6 +20,14 @@ namespace {
 const CompiledModelImpl& compiled_of(const hetero_compiled_model_t* compiled, const char* fn) {
   require(compiled, fn, "compiled");
   return *compiled->impl;
+}
+
+// Its inputs or outputs, for the port getters (capi/port_getters.h).
+auto compiled_inputs(const hetero_compiled_model_t* compiled) {
+  return [compiled](const char* fn) -> const std::vector<PortInfo>& { return compiled_of(compiled, fn).inputs(); };
+}
+auto compiled_outputs(const hetero_compiled_model_t* compiled) {
+  return [compiled](const char* fn) -> const std::vector<PortInfo>& { return compiled_of(compiled, fn).outputs(); };
 }
 
 // Runs `body` with its errors naming the file `path` (the blob container's
@@ -265,75 +274,44 @@ hetero_status hetero_compiled_model_get_submodel_device(const hetero_compiled_mo
 }
 
 hetero_status hetero_compiled_model_get_input_count(const hetero_compiled_model_t* compiled, size_t* out_count) {
-  return guard([&] {
-    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_input_count");
-    require(out_count, "hetero_compiled_model_get_input_count", "out_count");
-    *out_count = c.inputs().size();
-  });
+  return get_port_count("hetero_compiled_model_get_input_count", compiled_inputs(compiled), out_count);
 }
 
 hetero_status hetero_compiled_model_get_input_name(const hetero_compiled_model_t* compiled, const char** out_name,
                                                    size_t index) {
-  return guard([&] {
-    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_input_name");
-    require(out_name, "hetero_compiled_model_get_input_name", "out_name");
-    *out_name = port_at(c.inputs(), index, "input").name.c_str();
-  });
+  return get_port_name("hetero_compiled_model_get_input_name", compiled_inputs(compiled), "input", out_name, index);
 }
 
 hetero_status hetero_compiled_model_get_input_dtype(const hetero_compiled_model_t* compiled, hetero_dtype* out_dtype,
                                                     size_t index) {
-  return guard([&] {
-    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_input_dtype");
-    require(out_dtype, "hetero_compiled_model_get_input_dtype", "out_dtype");
-    *out_dtype = port_at(c.inputs(), index, "input").dtype;
-  });
+  return get_port_dtype("hetero_compiled_model_get_input_dtype", compiled_inputs(compiled), "input", out_dtype, index);
 }
 
 hetero_status hetero_compiled_model_get_input_shape(const hetero_compiled_model_t* compiled, const int64_t** out_dims,
                                                     int64_t* out_rank, size_t index) {
-  return guard([&] {
-    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_input_shape");
-    require(out_dims, "hetero_compiled_model_get_input_shape", "out_dims");
-    require(out_rank, "hetero_compiled_model_get_input_shape", "out_rank");
-    write_port_shape(port_at(c.inputs(), index, "input"), out_dims, out_rank);
-  });
+  return get_port_shape("hetero_compiled_model_get_input_shape",
+                        compiled_inputs(compiled), "input", out_dims, out_rank, index);
 }
 
 hetero_status hetero_compiled_model_get_output_count(const hetero_compiled_model_t* compiled, size_t* out_count) {
-  return guard([&] {
-    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_output_count");
-    require(out_count, "hetero_compiled_model_get_output_count", "out_count");
-    *out_count = c.outputs().size();
-  });
+  return get_port_count("hetero_compiled_model_get_output_count", compiled_outputs(compiled), out_count);
 }
 
 hetero_status hetero_compiled_model_get_output_name(const hetero_compiled_model_t* compiled, const char** out_name,
                                                     size_t index) {
-  return guard([&] {
-    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_output_name");
-    require(out_name, "hetero_compiled_model_get_output_name", "out_name");
-    *out_name = port_at(c.outputs(), index, "output").name.c_str();
-  });
+  return get_port_name("hetero_compiled_model_get_output_name", compiled_outputs(compiled), "output", out_name, index);
 }
 
 hetero_status hetero_compiled_model_get_output_dtype(const hetero_compiled_model_t* compiled,
                                                      hetero_dtype* out_dtype, size_t index) {
-  return guard([&] {
-    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_output_dtype");
-    require(out_dtype, "hetero_compiled_model_get_output_dtype", "out_dtype");
-    *out_dtype = port_at(c.outputs(), index, "output").dtype;
-  });
+  return get_port_dtype("hetero_compiled_model_get_output_dtype",
+                        compiled_outputs(compiled), "output", out_dtype, index);
 }
 
 hetero_status hetero_compiled_model_get_output_shape(const hetero_compiled_model_t* compiled,
                                                      const int64_t** out_dims, int64_t* out_rank, size_t index) {
-  return guard([&] {
-    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_output_shape");
-    require(out_dims, "hetero_compiled_model_get_output_shape", "out_dims");
-    require(out_rank, "hetero_compiled_model_get_output_shape", "out_rank");
-    write_port_shape(port_at(c.outputs(), index, "output"), out_dims, out_rank);
-  });
+  return get_port_shape("hetero_compiled_model_get_output_shape",
+                        compiled_outputs(compiled), "output", out_dims, out_rank, index);
 }
 
 hetero_status hetero_compiled_model_release(hetero_compiled_model_t* compiled) {

@@ -2,6 +2,7 @@
 // queries.
 #include "capi/guard.h"
 #include "capi/handles.h"
+#include "capi/port_getters.h"
 
 using namespace hetero::capi;
 using hetero::fail;
@@ -11,6 +12,14 @@ namespace {
 const ModelImpl& model_of(const hetero_model_t* model, const char* fn) {
   require(model, fn, "model");
   return *model->impl;
+}
+
+// Its inputs or outputs, for the port getters (capi/port_getters.h).
+auto model_inputs(const hetero_model_t* model) {
+  return [model](const char* fn) -> const std::vector<PortInfo>& { return model_of(model, fn).inputs(); };
+}
+auto model_outputs(const hetero_model_t* model) {
+  return [model](const char* fn) -> const std::vector<PortInfo>& { return model_of(model, fn).outputs(); };
 }
 
 }  // namespace
@@ -52,71 +61,37 @@ hetero_status hetero_model_release(hetero_model_t* model) {
 }
 
 hetero_status hetero_model_get_input_count(const hetero_model_t* model, size_t* out_count) {
-  return guard([&] {
-    const ModelImpl& m = model_of(model, "hetero_model_get_input_count");
-    require(out_count, "hetero_model_get_input_count", "out_count");
-    *out_count = m.inputs().size();
-  });
+  return get_port_count("hetero_model_get_input_count", model_inputs(model), out_count);
 }
 
 hetero_status hetero_model_get_input_name(const hetero_model_t* model, const char** out_name, size_t index) {
-  return guard([&] {
-    const ModelImpl& m = model_of(model, "hetero_model_get_input_name");
-    require(out_name, "hetero_model_get_input_name", "out_name");
-    *out_name = port_at(m.inputs(), index, "input").name.c_str();
-  });
+  return get_port_name("hetero_model_get_input_name", model_inputs(model), "input", out_name, index);
 }
 
 hetero_status hetero_model_get_input_dtype(const hetero_model_t* model, hetero_dtype* out_dtype, size_t index) {
-  return guard([&] {
-    const ModelImpl& m = model_of(model, "hetero_model_get_input_dtype");
-    require(out_dtype, "hetero_model_get_input_dtype", "out_dtype");
-    *out_dtype = port_at(m.inputs(), index, "input").dtype;
-  });
+  return get_port_dtype("hetero_model_get_input_dtype", model_inputs(model), "input", out_dtype, index);
 }
 
 hetero_status hetero_model_get_input_shape(const hetero_model_t* model, const int64_t** out_dims, int64_t* out_rank,
                                            size_t index) {
-  return guard([&] {
-    const ModelImpl& m = model_of(model, "hetero_model_get_input_shape");
-    require(out_dims, "hetero_model_get_input_shape", "out_dims");
-    require(out_rank, "hetero_model_get_input_shape", "out_rank");
-    write_port_shape(port_at(m.inputs(), index, "input"), out_dims, out_rank);
-  });
+  return get_port_shape("hetero_model_get_input_shape", model_inputs(model), "input", out_dims, out_rank, index);
 }
 
 hetero_status hetero_model_get_output_count(const hetero_model_t* model, size_t* out_count) {
-  return guard([&] {
-    const ModelImpl& m = model_of(model, "hetero_model_get_output_count");
-    require(out_count, "hetero_model_get_output_count", "out_count");
-    *out_count = m.outputs().size();
-  });
+  return get_port_count("hetero_model_get_output_count", model_outputs(model), out_count);
 }
 
 hetero_status hetero_model_get_output_name(const hetero_model_t* model, const char** out_name, size_t index) {
-  return guard([&] {
-    const ModelImpl& m = model_of(model, "hetero_model_get_output_name");
-    require(out_name, "hetero_model_get_output_name", "out_name");
-    *out_name = port_at(m.outputs(), index, "output").name.c_str();
-  });
+  return get_port_name("hetero_model_get_output_name", model_outputs(model), "output", out_name, index);
 }
 
 hetero_status hetero_model_get_output_dtype(const hetero_model_t* model, hetero_dtype* out_dtype, size_t index) {
-  return guard([&] {
-    const ModelImpl& m = model_of(model, "hetero_model_get_output_dtype");
-    require(out_dtype, "hetero_model_get_output_dtype", "out_dtype");
-    *out_dtype = port_at(m.outputs(), index, "output").dtype;
-  });
+  return get_port_dtype("hetero_model_get_output_dtype", model_outputs(model), "output", out_dtype, index);
 }
 
 hetero_status hetero_model_get_output_shape(const hetero_model_t* model, const int64_t** out_dims,
                                             int64_t* out_rank, size_t index) {
-  return guard([&] {
-    const ModelImpl& m = model_of(model, "hetero_model_get_output_shape");
-    require(out_dims, "hetero_model_get_output_shape", "out_dims");
-    require(out_rank, "hetero_model_get_output_shape", "out_rank");
-    write_port_shape(port_at(m.outputs(), index, "output"), out_dims, out_rank);
-  });
+  return get_port_shape("hetero_model_get_output_shape", model_outputs(model), "output", out_dims, out_rank, index);
 }
 
 hetero_status hetero_model_describe_json(const hetero_model_t* model, char** out_json) {
