@@ -295,9 +295,10 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
   if (connection.in_flight >= config_.limits.max_in_flight_per_client)
     return refuse(HETERO_BUSY, "this client has " + std::to_string(connection.in_flight) +
                                    " requests in flight (limits.max_in_flight_per_client)");
-  const std::vector<std::string>& names = model->input_names();
-  if (static_cast<size_t>(infer.inputs_size()) != names.size())
-    return refuse(HETERO_INVALID_ARGUMENT, "model '" + infer.model() + "' takes " + std::to_string(names.size()) +
+  // More inputs than the model has are refused before any is decoded.
+  if (static_cast<size_t>(infer.inputs_size()) > model->input_names().size())
+    return refuse(HETERO_INVALID_ARGUMENT, "model '" + infer.model() + "' takes " +
+                                               std::to_string(model->input_names().size()) +
                                                " inputs, the request has " + std::to_string(infer.inputs_size()));
 
   auto job = std::make_unique<InferJob>();
@@ -309,14 +310,7 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
                                                  : config_.limits.request_timeout_ms;
   job->deadline = job->received + std::chrono::milliseconds(timeout_ms);
   job->fds = std::move(fds);
-  std::vector<bool> seen(names.size());
   for (const wire::Tensor& tensor : infer.inputs()) {
-    const auto pos = std::find(names.begin(), names.end(), tensor.name());
-    if (pos == names.end())
-      return refuse(HETERO_INVALID_ARGUMENT, "model '" + infer.model() + "' has no input '" + tensor.name() + "'");
-    const auto index = static_cast<size_t>(pos - names.begin());
-    if (seen[index]) return refuse(HETERO_INVALID_ARGUMENT, "input '" + tensor.name() + "' is given twice");
-    seen[index] = true;
     try {
       job->inputs.push_back(wire::decode_tensor(tensor, job->fds, job->mappings, "input '" + tensor.name() + "'"));
     } catch (const Error& e) {
@@ -334,6 +328,7 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
       view.data = reinterpret_cast<const uint8_t*>(copy.data());
     }
   }
+  if (const hetero_status placed = model->place_inputs(*job, why); placed != HETERO_OK) return refuse(placed, why);
   job->request = std::move(request);
   ++connection.in_flight;
   ServedModel::submit(model, std::move(job));

@@ -241,6 +241,31 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
   m.queue_.push_back(std::move(job));
 }
 
+hetero_status ServedModel::place_inputs(InferJob& job, std::string& why) const {
+  if (job.inputs.size() != input_names_.size()) {
+    why = "model '" + spec_.name + "' takes " + std::to_string(input_names_.size()) + " inputs, the request has " +
+          std::to_string(job.inputs.size());
+    return HETERO_INVALID_ARGUMENT;
+  }
+  std::vector<bool> seen(input_names_.size());
+  job.input_index.clear();
+  for (const wire::TensorView& input : job.inputs) {
+    const auto pos = std::find(input_names_.begin(), input_names_.end(), input.name);
+    if (pos == input_names_.end()) {
+      why = "model '" + spec_.name + "' has no input '" + input.name + "'";
+      return HETERO_INVALID_ARGUMENT;
+    }
+    const auto index = static_cast<size_t>(pos - input_names_.begin());
+    if (seen[index]) {
+      why = "input '" + input.name + "' is given twice";
+      return HETERO_INVALID_ARGUMENT;
+    }
+    seen[index] = true;
+    job.input_index.push_back(index);
+  }
+  return HETERO_OK;
+}
+
 void ServedModel::time_out(InferJob& job, const std::string& why) {
   ++timeouts_;
   fail(job, HETERO_TIMEOUT,
@@ -388,7 +413,8 @@ void ServedModel::pump() {
 
 void ServedModel::start(Slot& slot, std::unique_ptr<InferJob> job) {
   hetero_infer_request_t* request = slot.request.get();
-  for (const wire::TensorView& input : job->inputs) {
+  for (size_t k = 0; k < job->inputs.size(); ++k) {
+    const wire::TensorView& input = job->inputs[k];
     hetero_tensor_t* tensor = nullptr;
     std::string error;
     hetero_status status =
@@ -398,7 +424,7 @@ void ServedModel::start(Slot& slot, std::unique_ptr<InferJob> job) {
       // hetero_tensor_wrap's message names the function, not the input.
       error = "input '" + input.name + "': " + hetero_last_error();
     } else {
-      status = hetero_infer_request_set_input_by_name(request, input.name.c_str(), tensor);
+      status = hetero_infer_request_set_input(request, job->input_index[k], tensor);
       hetero_tensor_release(tensor);
       // The core's names the input already ("input 'x' must be float32").
       if (status != HETERO_OK) error = hetero_last_error();

@@ -76,6 +76,7 @@ struct InferJob {
   std::vector<wire::UniqueFd> fds;         // the frame's memfds
   wire::TensorMappings mappings;           // ... mapped
   std::vector<wire::TensorView> inputs;
+  std::vector<size_t> input_index;  // the model input each of `inputs` is (ServedModel::place_inputs)
   std::vector<std::vector<uint64_t>> realigned;  // inline inputs not aligned to their element size
   uint64_t memfd_threshold = 0;
   Clock::time_point received;
@@ -120,6 +121,12 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   // Input and output names, in compiled-model order.
   const std::vector<std::string>& input_names() const noexcept { return input_names_; }
   const std::vector<std::string>& output_names() const noexcept { return output_names_; }
+
+  // Loop thread: where each of `job`'s inputs goes among the model's
+  // (job.input_index), checked as every front end's requests are: each of
+  // the model's inputs given once, and no other. INVALID_ARGUMENT saying
+  // which is not (`why`), else OK.
+  hetero_status place_inputs(InferJob& job, std::string& why) const;
 
   // Loop thread: a request for this model that its front end refused before
   // it reached the queue (an input the model does not have, one missing or

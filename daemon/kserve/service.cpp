@@ -346,19 +346,8 @@ void Service::submit_infer(std::unique_ptr<V2Job> job) {
   };
   if (job->refused != HETERO_OK) return refuse(job->refused, job->refusal);
 
-  const std::vector<std::string>& inputs = model->input_names();
-  if (job->inputs.size() != inputs.size())
-    return refuse(HETERO_INVALID_ARGUMENT, "model '" + name + "' takes " + std::to_string(inputs.size()) +
-                                               " inputs, the request has " + std::to_string(job->inputs.size()));
-  std::vector<bool> seen(inputs.size());
-  for (const wire::TensorView& view : job->inputs) {
-    const auto pos = std::find(inputs.begin(), inputs.end(), view.name);
-    if (pos == inputs.end())
-      return refuse(HETERO_INVALID_ARGUMENT, "model '" + name + "' has no input '" + view.name + "'");
-    if (seen[static_cast<size_t>(pos - inputs.begin())])
-      return refuse(HETERO_INVALID_ARGUMENT, "input '" + view.name + "' is given twice");
-    seen[static_cast<size_t>(pos - inputs.begin())] = true;
-  }
+  std::string why;
+  if (const hetero_status placed = model->place_inputs(*job, why); placed != HETERO_OK) return refuse(placed, why);
   const std::vector<std::string>& outputs = model->output_names();
   for (const auto& wanted : request.outputs()) {
     const auto pos = std::find(outputs.begin(), outputs.end(), wanted.name());
