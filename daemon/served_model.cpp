@@ -457,20 +457,12 @@ wire::EncodedFrame InferJob::encode_outputs(hetero_infer_request_t* request,
                                             std::span<const std::string> output_names) const {
   wire::Response response;
   response.set_id(id);
-
-  struct Output {
-    TensorPtr tensor;
-    const uint8_t* data = nullptr;
-    size_t bytes = 0;
-    size_t offset = 0;  // in the memfd
-  };
-  std::vector<Output> outputs(output_names.size());
-  size_t total = 0;
-  wire::InferReply* reply = response.mutable_infer();
+  std::vector<TensorPtr> held(output_names.size());  // what the tensors' views point into
+  std::vector<wire::OutgoingTensor> outputs(output_names.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
     hetero_tensor_t* tensor = nullptr;
     check(hetero_infer_request_get_output(request, &tensor, k), "output '" + output_names[k] + "'");
-    outputs[k].tensor.reset(tensor);
+    held[k].reset(tensor);
     void* data = nullptr;
     hetero_dtype dtype{};
     const int64_t* dims = nullptr;
@@ -478,35 +470,18 @@ wire::EncodedFrame InferJob::encode_outputs(hetero_infer_request_t* request,
     hetero_tensor_get_data(tensor, &data);
     hetero_tensor_get_dtype(tensor, &dtype);
     hetero_tensor_get_shape(tensor, &dims, &rank);
-    hetero_tensor_get_byte_size(tensor, &outputs[k].bytes);
-    outputs[k].data = static_cast<const uint8_t*>(data);
-    outputs[k].offset = (total + 63) / 64 * 64;
-    total = outputs[k].offset + outputs[k].bytes;
-    wire::Tensor* out = reply->add_outputs();
-    out->set_name(output_names[k]);
-    out->set_dtype(dtype);
-    for (size_t d = 0; d < rank; ++d) out->add_dims(dims[d]);
-  }
-  if (memfd_threshold == 0 || total < memfd_threshold) {
-    for (size_t k = 0; k < outputs.size(); ++k)
-      reply->mutable_outputs(static_cast<int>(k))->set_inline_data(outputs[k].data, outputs[k].bytes);
-    return {wire::encode_frame(response), {}};
+    wire::OutgoingTensor& out = outputs[k];
+    hetero_tensor_get_byte_size(tensor, &out.bytes);
+    out.name = output_names[k];
+    out.dtype = dtype;
+    out.dims = {dims, rank};
+    out.data = data;
   }
   wire::EncodedFrame frame;
-  frame.fds.push_back(wire::make_sealed_memfd(
-      "heterod-outputs", total,
-      [](void* dst, void* context) {
-        for (const Output& o : *static_cast<std::vector<Output>*>(context))
-          if (o.bytes) std::memcpy(static_cast<uint8_t*>(dst) + o.offset, o.data, o.bytes);
-      },
-      &outputs));
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    wire::MemfdRef* ref = reply->mutable_outputs(static_cast<int>(k))->mutable_memfd();
-    ref->set_fd_index(0);
-    ref->set_offset(outputs[k].offset);
-    ref->set_size(outputs[k].bytes);
-  }
-  frame.bytes = wire::encode_frame(response, 1);
+  wire::UniqueFd memfd =
+      wire::encode_tensors(outputs, memfd_threshold, *response.mutable_infer()->mutable_outputs(), "heterod-outputs");
+  frame.bytes = wire::encode_frame(response, memfd ? 1 : 0);
+  if (memfd) frame.fds.push_back(std::move(memfd));
   return frame;
 }
 

@@ -1,5 +1,7 @@
 #include "protocol/tensor_codec.h"
 
+#include <cstring>
+
 #include "core/error.h"
 
 namespace hetero::wire {
@@ -58,6 +60,46 @@ TensorView decode_tensor(const Tensor& tensor, std::span<const UniqueFd> fds, Te
       if (bytes != 0) bad("has no data");
   }
   return view;
+}
+
+UniqueFd encode_tensors(std::span<const OutgoingTensor> tensors, uint64_t memfd_threshold,
+                        google::protobuf::RepeatedPtrField<Tensor>& into, const char* memfd_name) {
+  std::vector<size_t> offsets;
+  offsets.reserve(tensors.size());
+  size_t total = 0;
+  for (const OutgoingTensor& t : tensors) {
+    offsets.push_back((total + 63) / 64 * 64);
+    total = offsets.back() + t.bytes;
+    Tensor* wt = into.Add();
+    wt->set_name(std::string(t.name));
+    wt->set_dtype(t.dtype);
+    for (int64_t d : t.dims) wt->add_dims(d);
+  }
+  if (memfd_threshold == 0 || total < memfd_threshold) {
+    for (size_t k = 0; k < tensors.size(); ++k)
+      into[static_cast<int>(k)].set_inline_data(tensors[k].data, tensors[k].bytes);
+    return {};
+  }
+  struct Fill {
+    std::span<const OutgoingTensor> tensors;
+    const std::vector<size_t>& offsets;
+  } fill{tensors, offsets};
+  UniqueFd fd = make_sealed_memfd(
+      memfd_name, total,
+      [](void* dst, void* context) {
+        const auto* f = static_cast<const Fill*>(context);
+        for (size_t k = 0; k < f->tensors.size(); ++k)
+          if (f->tensors[k].bytes)
+            std::memcpy(static_cast<uint8_t*>(dst) + f->offsets[k], f->tensors[k].data, f->tensors[k].bytes);
+      },
+      &fill);
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    MemfdRef* ref = into[static_cast<int>(k)].mutable_memfd();
+    ref->set_fd_index(0);
+    ref->set_offset(offsets[k]);
+    ref->set_size(tensors[k].bytes);
+  }
+  return fd;
 }
 
 }  // namespace hetero::wire

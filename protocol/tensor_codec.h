@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
@@ -38,6 +39,24 @@ struct TensorMappings {
 // Fails with PROTOCOL_ERROR naming `what` ("input 'x'") and the field.
 TensorView decode_tensor(const Tensor& tensor, std::span<const UniqueFd> fds, TensorMappings& mappings,
                          const std::string& what);
+
+// A tensor to send, borrowed: what encode_tensors() writes into a message.
+struct OutgoingTensor {
+  std::string_view name;
+  int32_t dtype = 0;  // hetero_dtype
+  std::span<const int64_t> dims;
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// Writes `tensors` into `into` (a message's repeated Tensor field, empty),
+// the way both ends of the protocol send them: inline when they take fewer
+// than `memfd_threshold` bytes together (always when it is 0), else in one
+// sealed memfd named `memfd_name`, returned, which the message carries as
+// its frame's descriptor 0 and each tensor refers to at an offset aligned to
+// 64 bytes. Null when inline.
+UniqueFd encode_tensors(std::span<const OutgoingTensor> tensors, uint64_t memfd_threshold,
+                        google::protobuf::RepeatedPtrField<Tensor>& into, const char* memfd_name);
 
 // Byte size of a tensor of `dtype` and `dims`; false on overflow, a negative
 // dim, an unknown dtype or one without a fixed size (string).

@@ -158,44 +158,13 @@ class RemoteInferRequest final : public InferRequestImpl {
     wire::Infer* infer = request.mutable_infer();
     infer->set_model(model_);
     infer->set_memfd_threshold(kMemfdThreshold);
-    size_t total = 0;
-    std::vector<size_t> offsets;
+    std::vector<wire::OutgoingTensor> tensors(inputs_.size());
     for (size_t k = 0; k < inputs_.size(); ++k) {
       const core::Tensor& t = inputs_[k];
       if (t.empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + ports_[k].name + "' is not set");
-      offsets.push_back((total + 63) / 64 * 64);
-      total = offsets.back() + t.nbytes();
-      wire::Tensor* wt = infer->add_inputs();
-      wt->set_name(ports_[k].name);
-      wt->set_dtype(static_cast<int32_t>(t.dtype()));
-      for (int64_t d : t.shape()) wt->add_dims(d);
+      tensors[k] = {ports_[k].name, static_cast<int32_t>(t.dtype()), t.shape(), t.raw(), t.nbytes()};
     }
-    if (total < kMemfdThreshold) {
-      for (size_t k = 0; k < inputs_.size(); ++k)
-        infer->mutable_inputs(static_cast<int>(k))
-            ->set_inline_data(static_cast<const char*>(inputs_[k].raw()), inputs_[k].nbytes());
-      return {};
-    }
-    struct Fill {
-      const std::vector<core::Tensor>* inputs;
-      const std::vector<size_t>* offsets;
-    } fill{&inputs_, &offsets};
-    wire::UniqueFd fd = wire::make_sealed_memfd(
-        "hetero-inputs", total,
-        [](void* dst, void* context) {
-          auto* f = static_cast<Fill*>(context);
-          for (size_t k = 0; k < f->inputs->size(); ++k)
-            std::memcpy(static_cast<uint8_t*>(dst) + (*f->offsets)[k], (*f->inputs)[k].raw(),
-                        (*f->inputs)[k].nbytes());
-        },
-        &fill);
-    for (size_t k = 0; k < inputs_.size(); ++k) {
-      wire::MemfdRef* ref = infer->mutable_inputs(static_cast<int>(k))->mutable_memfd();
-      ref->set_fd_index(0);
-      ref->set_offset(offsets[k]);
-      ref->set_size(inputs_[k].nbytes());
-    }
-    return fd;
+    return wire::encode_tensors(tensors, kMemfdThreshold, *infer->mutable_inputs(), "hetero-inputs");
   }
 
   // The outputs of a reply: inline ones copied, memfd ones mapped in place.
