@@ -15,13 +15,6 @@ namespace hetero::capi {
 
 namespace {
 
-[[noreturn]] void fail_errno(const std::string& what, int err) {
-  const hetero_status status = err == ENOENT || err == ENOTDIR ? HETERO_NOT_FOUND
-                               : err == EACCES || err == EPERM ? HETERO_PERMISSION_DENIED
-                                                              : HETERO_IO_ERROR;
-  fail(status, what + ": " + std::strerror(err));
-}
-
 // Closes a descriptor on every path out of a function.
 struct Fd {
   int fd = -1;
@@ -53,13 +46,13 @@ void write_file_atomic(const std::string& path, std::span<const uint8_t> bytes) 
     tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
     f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (f.fd < 0 && (errno != EEXIST || attempt > 100))
-      fail_errno(path + ": cannot create a temporary file next to it", errno);
+      fail_errno(errno, path + ": cannot create a temporary file next to it");
   }
   // From here on the temporary file is removed on every failure.
   auto fail_and_unlink = [&](const std::string& what) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    fail_errno(what, err);
+    fail_errno(err, what);
   };
   size_t done = 0;
   while (done < bytes.size()) {

@@ -1,6 +1,16 @@
 #include "core/error.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace hetero {
+
+void fail_errno(int err, const std::string& what) {
+  const hetero_status status = err == ENOENT || err == ENOTDIR ? HETERO_NOT_FOUND
+                               : err == EACCES || err == EPERM ? HETERO_PERMISSION_DENIED
+                                                               : HETERO_IO_ERROR;
+  fail(status, what + ": " + std::strerror(err));
+}
 
 const char* status_name(hetero_status status) noexcept {
   switch (status) {

@@ -25,6 +25,10 @@ class Error : public std::runtime_error {
   throw Error(status, message);
 }
 
+// Fails with the status that fits errno value `err` (NOT_FOUND,
+// PERMISSION_DENIED, else IO_ERROR), message "<what>: <strerror>".
+[[noreturn]] void fail_errno(int err, const std::string& what);
+
 // Name and message of a status code, from the one table in hetero/status.h.
 const char* status_name(hetero_status status) noexcept;
 const char* status_message(hetero_status status) noexcept;

@@ -18,13 +18,6 @@ std::atomic<bool> map_files{true};
 
 void never_map_files() noexcept { map_files.store(false, std::memory_order_relaxed); }
 
-[[noreturn]] void fail_errno(int err, const std::string& what) {
-  const hetero_status status = err == ENOENT || err == ENOTDIR ? HETERO_NOT_FOUND
-                               : err == EACCES || err == EPERM ? HETERO_PERMISSION_DENIED
-                                                               : HETERO_IO_ERROR;
-  fail(status, what + ": " + std::strerror(err));
-}
-
 std::shared_ptr<const void> aligned_block(size_t size) {
   void* p = std::aligned_alloc(64, size == 0 ? 64 : (size + 63) / 64 * 64);
   if (!p) fail(HETERO_OUT_OF_MEMORY, "cannot allocate " + std::to_string(size) + " bytes");

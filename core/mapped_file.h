@@ -34,7 +34,4 @@ void never_map_files() noexcept;
 // A 64-byte aligned heap block of at least `size` bytes; OUT_OF_MEMORY if not.
 std::shared_ptr<const void> aligned_block(size_t size);
 
-// Fails with the status that fits errno value `err`, message "<what>: <strerror>".
-[[noreturn]] void fail_errno(int err, const std::string& what);
-
 }  // namespace hetero::core

@@ -7,7 +7,8 @@
 #include <utility>
 
 #include "core/error.h"
-#include "core/mapped_file.h"  // fail_errno
+#include "core/error.h"
+#include "core/mapped_file.h"
 
 namespace hetero::core {
 
