@@ -153,52 +153,12 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
   if (models_.count(message.name()))
     return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
                        "model '" + message.name() + "' is already loaded; unload it first");
-  // What one client may make the daemon hold: a number of models at once
-  // (each is also bounded by limits.max_model_bytes)...
   const uid_t uid = connection.peer().uid;
-  const auto held = std::count_if(models_.begin(), models_.end(),
-                                  [&](const auto& m) { return m.second.spec.client_uid == static_cast<int64_t>(uid); });
-  if (static_cast<uint64_t>(held) >= config_.limits.max_models_per_client)
-    return reply_error(connection, id, HETERO_BUSY,
-                       "uid " + std::to_string(uid) + " has " + std::to_string(held) +
-                           " models loaded (limits.max_models_per_client); unload one first");
   ModelSpec spec;
   spec.name = message.name();
-  spec.client_uid = uid;
-  spec.owner = uid;
-  spec.max_compile_ms = config_.limits.max_compile_ms;
   spec.device = message.device().empty() ? "CPU" : message.device();
   spec.config.insert(message.config().begin(), message.config().end());
   spec.parallel = message.parallel() == 0 ? 1 : std::min<uint32_t>(message.parallel(), 64);
-  // A client's model runs at most at limits.max_client_priority (background
-  // by default), whatever it asks for: the models the box's owner put in the
-  // config then go first at every node boundary, so an upload that computes
-  // forever, or a flood of requests to one, delays them by about one node.
-  const core::Priority cap = config_.limits.max_client_priority;
-  bool bare_priority = false;
-  for (auto& [key, value] : spec.config) {
-    if (!core::is_scheduling_key(key)) continue;
-    core::Priority asked{};
-    if (!core::parse_priority(value, asked))
-      return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
-                         "model '" + spec.name + "': config '" + key + "' must be realtime, normal or background");
-    if (asked > cap) value = core::priority_name(cap);
-    bare_priority = bare_priority || key == "priority";
-  }
-  if (!bare_priority && cap < core::Priority::Normal) spec.priority = core::priority_name(cap);
-  // ...and one inference of it holds at most limits.max_client_inference_mb
-  // for its values (a 125-byte Expand would otherwise take gigabytes, and
-  // keep them between inferences). The CPU driver enforces it; other
-  // drivers have no such bound yet (docs/limits.md).
-  if (spec.device.rfind("CPU", 0) == 0) {
-    const uint32_t most = config_.limits.max_client_inference_mb;
-    std::string& asked = spec.config["max_inference_mb"];
-    const unsigned long long value = std::strtoull(asked.c_str(), nullptr, 10);
-    if (asked.empty() || value == 0 || value > most) asked = std::to_string(most);
-  }
-  if (spec.config.count("policy"))
-    return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
-                       "model '" + spec.name + "': a policy file can only be named in the daemon's config");
 
   // What the loader thread reads: a path, or bytes that stay alive with it.
   auto owned = std::make_shared<std::pair<std::unique_ptr<wire::Request>, std::unique_ptr<wire::MappedMemfd>>>();
@@ -236,24 +196,9 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
     case wire::LoadModel::SOURCE_NOT_SET:
       return reply_error(connection, id, HETERO_INVALID_ARGUMENT, "model '" + spec.name + "': no path or bytes");
   }
-  // ...and their bytes together: the file's size for a path, as the model's
-  // weights take about that much once compiled.
-  if (!spec.path.empty()) {
-    std::error_code ec;
-    spec.client_bytes = std::filesystem::file_size(spec.path, ec);
-    if (ec) spec.client_bytes = 0;  // the load names what is wrong with the file
-  } else {
-    spec.client_bytes = bytes.size();
-  }
-  uint64_t held_bytes = 0;
-  for (const auto& [name, entry] : models_)
-    if (entry.spec.client_uid == static_cast<int64_t>(uid)) held_bytes += entry.spec.client_bytes;
-  if (held_bytes + spec.client_bytes > config_.limits.max_model_bytes_per_client)
-    return reply_error(connection, id, HETERO_BUSY,
-                       "model '" + spec.name + "' (" + std::to_string(spec.client_bytes) + " bytes) would take uid " +
-                           std::to_string(uid) + " past limits.max_model_bytes_per_client (" +
-                           std::to_string(config_.limits.max_model_bytes_per_client) + " bytes; " +
-                           std::to_string(held_bytes) + " loaded); unload one first");
+  std::string why;
+  if (const hetero_status status = admit_client_model(spec, uid, bytes.size(), why); status != HETERO_OK)
+    return reply_error(connection, id, status, why);
   owned->first = std::move(request);
   std::weak_ptr<Connection> who = connection.shared_from_this();
   auto compile = [this, spec, owned, bytes] { return load(spec, bytes); };
@@ -419,7 +364,7 @@ void Server::start_load(const ModelSpec& spec, bool from_config, std::function<L
   entry.load_ticket = ticket;
   core::WorkerThread* loader = loader_.get();
   const int64_t uid = spec.client_uid;
-  if (uid >= 0) {
+  if (uid != kOwnedByConfig) {
     ClientLoader& mine = client_loaders_[uid];
     if (!mine.thread) {
       mine.thread = std::make_unique<core::WorkerThread>();
@@ -442,7 +387,7 @@ void Server::start_load(const ModelSpec& spec, bool from_config, std::function<L
       // model) goes back to the system. Not on that client's loader: a trim
       // locks every arena in turn, and at niceness 19 it could hold one that
       // the loop thread waits for.
-      if (uid >= 0) trim_heap();
+      if (uid != kOwnedByConfig) trim_heap();
       const std::string& name = result->spec.name;
       auto it = models_.find(name);
       // Unloaded, replaced by a reload or by a later load meanwhile.
@@ -459,24 +404,6 @@ void Server::start_load(const ModelSpec& spec, bool from_config, std::function<L
       done(HETERO_OK, {});
     });
   });
-}
-
-void Server::charge_to_owner(ServedModel& model, const ModelSpec& spec) {
-  if (spec.owner == kOwnedByConfig) return;
-  std::erase_if(client_memory_, [](const auto& entry) { return entry.second.expired(); });
-  std::shared_ptr<ClientMemory> account = client_memory_[spec.owner].lock();
-  if (!account) {
-    account = std::make_shared<ClientMemory>(uint64_t{config_.limits.max_client_memory_mb} << 20, post_);
-    client_memory_[spec.owner] = account;
-  }
-  // Each request, at the bound one inference of it has: its max_inference_mb
-  // where it has one below the client's (a CPU model), else the client's.
-  uint64_t mb = config_.limits.max_client_inference_mb;
-  if (const auto it = spec.config.find("max_inference_mb"); it != spec.config.end()) {
-    const unsigned long long asked = std::strtoull(it->second.c_str(), nullptr, 10);
-    if (asked > 0 && asked < mb) mb = asked;
-  }
-  model.charge_to(std::move(account), mb << 20);
 }
 
 void Server::handle_cancel(Connection& connection, const wire::Request& request) {

@@ -108,6 +108,16 @@ class Server {
   // it. Otherwise PERMISSION_DENIED, and `why` says whose it is.
   hetero_status check_owner(const ModelEntry& entry, int64_t requester, const std::string& action,
                             std::string& why) const;
+  // A model a client loads, through either front end, under the limits of
+  // a client's model: `spec` becomes the model of `client` (a uid, or
+  // kOwnedByTcpClients), at most at limits.max_client_priority, with one
+  // inference bounded by limits.max_client_inference_mb (CPU), compiled
+  // within limits.max_compile_ms on the client's own loader. Refused (BUSY)
+  // past the client's limits.max_models_per_client or
+  // max_model_bytes_per_client (its file's size, or `upload_bytes`), and
+  // (INVALID_ARGUMENT) for a bad priority or a policy; `why` says which.
+  // A model of the same name the client replaces is not counted.
+  hetero_status admit_client_model(ModelSpec& spec, int64_t client, uint64_t upload_bytes, std::string& why) const;
   // Unloads `name` if check_owner() lets `requester`; requests already
   // queued or running are answered CANCELLED. NOT_FOUND: not loaded.
   hetero_status unload_model(const std::string& name, int64_t requester, std::string& why);

@@ -151,6 +151,11 @@ hetero_status resolve_load(const Server& server, const inference::RepositoryMode
       return HETERO_INVALID_ARGUMENT;
     }
   }
+  // A client's model is loaded under a client's limits, as the native
+  // protocol's LoadModel is; one it replaces stays its owner's.
+  if (!target.from_config)
+    return server.admit_client_model(target.spec, loaded != server.models().end() ? target.spec.owner : requester, 0,
+                                     why);
   return HETERO_OK;
 }
 

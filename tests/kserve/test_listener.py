@@ -170,6 +170,36 @@ model_dirs: [{repo}]
         assert e.value.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
+def test_a_v2_load_is_a_clients_load(start_daemon: Any, v2: Stubs) -> None:
+    """A model a v2 client loads from the repository is that client's, under
+    the limits the native LoadModel applies (Server::admit_client_model):
+    here, one model per uid, counted across both front ends, a model it
+    replaces not counted against itself."""
+    repo = ROOT / "client-repo"
+    repo.mkdir(mode=0o755)
+    for name in ("one", "two"):
+        shutil.copy(MODELS / "affine.onnx", repo / f"{name}.onnx")
+    d = start_daemon("client-loads", f"""
+socket: {{path: "@SOCKET@"}}
+kserve: {{socket: "@V2_SOCKET@"}}
+model_dirs: [{repo}]
+limits: {{max_models_per_client: 1}}
+""" + MODELS_YAML)
+    pb = v2.pb
+    with d.channel() as channel:
+        stub = v2.rpc.GRPCInferenceServiceStub(channel)
+        stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="one"), timeout=60)
+        with pytest.raises(grpc.RpcError) as e:
+            stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="two"), timeout=60)
+        assert e.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "has 1 models loaded (limits.max_models_per_client)" in e.value.details(), e.value.details()
+        stub.RepositoryModelLoad(pb.RepositoryModelLoadRequest(model_name="one"), timeout=60)
+    # The native protocol counts the same models for the same uid.
+    r = subprocess.run([os.environ["HETERO"], "load", "--connect", d.socket, "two", str(repo / "two.onnx")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "limits.max_models_per_client" in r.stderr, r.stdout + r.stderr
+
+
 def test_default_socket_mode(start_daemon: Any) -> None:
     d = start_daemon("mode", 'socket: {path: "@SOCKET@"}\nkserve: {socket: "@V2_SOCKET@"}\n' + MODELS_YAML)
     assert os.stat(d.v2_socket).st_mode & 0o777 == 0o660
