@@ -37,7 +37,7 @@ grpc::Status to_grpc(hetero_status status, const std::string& message) {
 bool ReplyBudget::charge(const std::string& connection, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   uint64_t& waiting = waiting_[connection];
-  const bool fits = waiting + bytes <= per_connection_ && total_ + bytes <= overall_;
+  const bool fits = waiting + bytes <= per_connection && total_ + bytes <= overall;
   if (!fits && total_ > 0) {
     if (waiting == 0) waiting_.erase(connection);
     return false;
@@ -104,7 +104,8 @@ void Call::on_event(Event event, bool ok) {
       return listening_->handle(shared_from_this());
     case Event::MessageLate:
       // ok: the alarm went off rather than being cancelled.
-      if (ok && !message_read_.load(std::memory_order_acquire)) late("its request message did not arrive whole", listening_->message_timeout);
+      if (ok && !message_read_.load(std::memory_order_acquire))
+        late("its request message did not arrive whole", listening_->message_timeout);
       return;
     case Event::Done:
       // Only now may an asynchronous call ask IsCancelled().
@@ -116,7 +117,8 @@ void Call::on_event(Event event, bool ok) {
       if (reply_charged_) listening_->replies->release(peer(), reply_charged_);
       return;
     case Event::ReplyLate:
-      if (ok && !reply_written_.load(std::memory_order_acquire)) late("its reply was not read", listening_->reply_timeout);
+      if (ok && !reply_written_.load(std::memory_order_acquire))
+        late("its reply was not read", listening_->reply_timeout);
       return;
   }
 }
@@ -133,8 +135,8 @@ void Call::finish(const grpc::Status& status, grpc::ByteBuffer reply) {
     return stream_.Finish(
         grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                      "the reply (" + std::to_string(bytes) + " bytes) does not fit among the replies not yet read: " +
-                         std::to_string(listening_->replies->per_connection_) + " bytes per connection, " +
-                         std::to_string(listening_->replies->overall_) +
+                         std::to_string(listening_->replies->per_connection) + " bytes per connection, " +
+                         std::to_string(listening_->replies->overall) +
                          " for all (limits.max_reply_bytes_queued); read the replies asked for"),
         tag(Event::Finished));
   reply_charged_ = bytes;

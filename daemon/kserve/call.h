@@ -46,15 +46,15 @@ class CallRegister;
 // instead. Any thread.
 class ReplyBudget {
  public:
-  ReplyBudget(uint64_t per_connection, uint64_t overall) : per_connection_(per_connection), overall_(overall) {}
+  ReplyBudget(uint64_t per_connection, uint64_t overall) : per_connection(per_connection), overall(overall) {}
   // Charges `bytes` to `connection` when they fit under both bounds, or when
   // nothing at all is waiting (so that one reply larger than a bound still
   // goes out on an otherwise quiet daemon). False: not charged.
   bool charge(const std::string& connection, uint64_t bytes);
   void release(const std::string& connection, uint64_t bytes);
 
-  const uint64_t per_connection_;
-  const uint64_t overall_;
+  const uint64_t per_connection;  // bytes waiting, per connection
+  const uint64_t overall;         // ...and for all together
 
  private:
   std::mutex mutex_;
