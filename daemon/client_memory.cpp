@@ -48,11 +48,6 @@ void ClientMemory::wake_soon() {
   });
 }
 
-uint64_t ClientMemory::charged() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return charged_;
-}
-
 void ClientMemory::wake() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -44,9 +44,6 @@ class ClientMemory : public std::enable_shared_from_this<ClientMemory> {
   // buffers to a model waiting for memory: the models try again.
   void wake_soon();
 
-  uint64_t budget() const noexcept { return budget_; }
-  uint64_t charged() const;
-
  private:
   bool try_charge(uint64_t bytes);
   // Loop thread: the client's models with jobs waiting try again.
@@ -54,7 +51,7 @@ class ClientMemory : public std::enable_shared_from_this<ClientMemory> {
 
   const uint64_t budget_;
   const std::shared_ptr<LoopPost> loop_;
-  mutable std::mutex mutex_;  // guards charged_ and wake_posted_
+  std::mutex mutex_;  // guards charged_ and wake_posted_
   uint64_t charged_ = 0;
   bool wake_posted_ = false;
   std::vector<std::weak_ptr<ServedModel>> models_;  // loop thread

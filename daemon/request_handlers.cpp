@@ -8,10 +8,8 @@
 #include <climits>
 #include <cstring>
 #include <cstdlib>
-#include <filesystem>
 
 #include "core/log.h"
-#include "core/priority.h"
 #include "daemon/peer_credentials.h"
 #include "daemon/server.h"
 #include "protocol/decoded_size.h"
