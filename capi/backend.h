@@ -23,6 +23,10 @@
 #include "core/tensor.h"
 #include "hetero/hetero.h"
 
+namespace hetero::core {
+class Model;
+}
+
 namespace hetero::capi {
 
 using Config = std::map<std::string, std::string>;
@@ -114,6 +118,9 @@ class ModelImpl {
   virtual const std::vector<PortInfo>& outputs() const = 0;
   // hetero_model_describe_json()'s document.
   virtual std::string describe_json() const = 0;
+  // The core's model, for a model read in process; null for one a daemon
+  // read (it lives there, and only its own backend compiles it).
+  virtual const core::Model* core_model() const { return nullptr; }
 };
 
 class Backend {

@@ -6,15 +6,12 @@
 #include <utility>
 
 #include "capi/backend.h"
-#include "core/blob_cache.h"
 #include "core/json.h"
 #include "core/error.h"
-#include "core/log.h"
 #include "core/onnx_import.h"
 #include "core/progress.h"
 #include "core/runtime.h"
-#include "partition/hetero_blob.h"
-#include "partition/hetero_compiled_model.h"
+#include "partition/hetero_driver.h"
 #include "partition/plan.h"
 #include "partition/plan_format.h"
 
@@ -66,7 +63,7 @@ class LocalModel final : public ModelImpl {
   }
   const std::vector<PortInfo>& inputs() const override { return inputs_; }
   const std::vector<PortInfo>& outputs() const override { return outputs_; }
-  const core::Model& model() const { return *model_; }
+  const core::Model* core_model() const override { return model_.get(); }
 
   std::string describe_json() const override {
     namespace json = core::json;
@@ -113,27 +110,21 @@ class LocalInferRequest final : public InferRequestImpl {
 
 class LocalCompiledModel final : public CompiledModelImpl {
  public:
-  LocalCompiledModel(RuntimePtr runtime, std::unique_ptr<driver::CompiledModel> compiled, core::BlobOrigin origin)
-      : runtime_(std::move(runtime)), compiled_(std::move(compiled)), origin_(std::move(origin)) {
+  LocalCompiledModel(RuntimePtr runtime, core::LoadedModel loaded)
+      : runtime_(std::move(runtime)), compiled_(std::move(loaded.compiled)), origin_(std::move(loaded.origin)) {
     if (!compiled_) fail(HETERO_DRIVER_ERROR, "the driver returned no compiled model");
     inputs_ = ports_from_driver(compiled_->inputs());
     outputs_ = ports_from_driver(compiled_->outputs());
     device_ = compiled_->device();
-    if (const auto* hetero = dynamic_cast<const partition::HeteroCompiledModel*>(compiled_.get()))
-      for (const auto& stage : hetero->stages()) submodel_devices_.push_back(stage.device);
-    else
-      submodel_devices_.push_back(device_);
+    submodel_devices_ = compiled_->submodel_devices();
+    from_cache = loaded.from_cache;
   }
 
   const std::vector<PortInfo>& inputs() const override { return inputs_; }
   const std::vector<PortInfo>& outputs() const override { return outputs_; }
   const std::string& device() const override { return device_; }
   const std::vector<std::string>& submodel_devices() const override { return submodel_devices_; }
-  std::vector<uint8_t> export_blob() const override {
-    if (const auto* hetero = dynamic_cast<const partition::HeteroCompiledModel*>(compiled_.get()))
-      return partition::export_hetero_blob(*runtime_, *hetero, origin_);
-    return runtime_->export_blob(*compiled_, origin_);
-  }
+  std::vector<uint8_t> export_blob() const override { return runtime_->export_blob(*compiled_, origin_); }
   std::unique_ptr<InferRequestImpl> create_infer_request() override {
     return std::make_unique<LocalInferRequest>(runtime_, compiled_);
   }
@@ -147,8 +138,8 @@ class LocalCompiledModel final : public CompiledModelImpl {
   std::vector<std::string> submodel_devices_;
 };
 
-const LocalModel& local_model(const ModelImpl& model) {
-  const auto* local = dynamic_cast<const LocalModel*>(&model);
+const core::Model& local_model(const ModelImpl& model) {
+  const core::Model* local = model.core_model();
   if (!local)
     fail(HETERO_INVALID_ARGUMENT, "the model was read through a core of another kind (a daemon connection); "
                                   "read it again through this core");
@@ -158,7 +149,7 @@ const LocalModel& local_model(const ModelImpl& model) {
 class LocalBackend final : public Backend {
  public:
   explicit LocalBackend(const Config& options)
-      : runtime_(std::make_shared<core::Runtime>(runtime_options(options))), cache_(cache_options(options)) {}
+      : runtime_(std::make_shared<core::Runtime>(runtime_options(options))) {}
 
   const std::vector<DeviceEntry>& devices() const override { return listing().devices; }
   const std::vector<DriverEntry>& drivers() const override { return listing().drivers; }
@@ -183,10 +174,8 @@ class LocalBackend final : public Backend {
 
   std::vector<QueryNode> query(const ModelImpl& model, const std::string& device,
                                const Config& config) const override {
-    const core::Model& m = local_model(model).model();
-    const std::vector<driver::NodeSupport> support = core::parse_device_string(device).hetero
-                                                         ? partition::query_hetero(*runtime_, m, device, config)
-                                                         : runtime_->query(m, device, config);
+    const core::Model& m = local_model(model);
+    const std::vector<driver::NodeSupport> support = runtime_->query(m, device, config);
     const auto& nodes = m.graph.nodes();
     if (support.size() != nodes.size())
       fail(HETERO_DRIVER_ERROR, "the driver for " + device + " answered a query about " + std::to_string(nodes.size()) +
@@ -201,43 +190,32 @@ class LocalBackend final : public Backend {
   std::unique_ptr<CompiledModelImpl> compile(const ModelImpl& model, const std::string& device,
                                              const Config& config) override {
     ProgressCall reporting(progress());
-    const core::Model& m = local_model(model).model();
-    if (!cache_) return compile_model(m, device, config);
-    const core::Sha256Digest key = cache_key(m.source_sha256, device, config);
-    if (auto hit = cached(key, m.source_sha256, config)) return hit;
-    return compile_and_cache(m, key, device, config);
+    return std::make_unique<LocalCompiledModel>(runtime_, runtime_->load(local_model(model), device, config));
   }
 
   std::unique_ptr<CompiledModelImpl> compile_file(const std::string& path, const InputShapes& shapes,
                                                   const std::string& device, const Config& config) override {
     ProgressCall reporting(progress());
-    if (cache_) {
-      // The key from the file's bytes alone: a hit never parses the model.
-      const core::MappedBytes bytes = core::map_file(path);
-      const core::Sha256Digest hash = core::source_sha256({bytes.data, bytes.size}, shapes);
-      const core::Sha256Digest key = cache_key(hash, device, config);
-      if (auto hit = cached(key, hash, config)) return hit;
-      const auto model = core::import_onnx_file(path, import_options(shapes));
-      return compile_and_cache(*model, key, device, config);
-    }
-    return compile_model(*core::import_onnx_file(path, import_options(shapes)), device, config);
+    return std::make_unique<LocalCompiledModel>(runtime_,
+                                                runtime_->load_file(path, import_options(shapes), device, config));
   }
 
   std::unique_ptr<CompiledModelImpl> import_blob(std::span<const uint8_t> blob, const Config& config) override {
     ProgressCall reporting(progress());
-    core::BlobOrigin origin;
-    auto compiled = import_any(blob, config, &origin);
-    return std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(origin));
+    core::LoadedModel loaded;
+    loaded.compiled = runtime_->import_blob(blob, config, &loaded.origin);
+    return std::make_unique<LocalCompiledModel>(runtime_, std::move(loaded));
   }
 
   std::string partition(const ModelImpl& model, const std::string& device, hetero_plan_format format,
                         const Config& config) override {
     ProgressCall reporting(progress());
-    const core::Model& m = local_model(model).model();
-    const partition::Plan plan = partition::make_plan(*runtime_, m, device, config);
+    const core::Model& m = local_model(model);
+    const core::DeviceString parsed = core::parse_device_string(device);
+    const partition::Plan plan = partition::make_plan(*runtime_, m, parsed, config);
     switch (format) {
       case HETERO_PLAN_TEXT: return partition::plan_text(plan);
-      case HETERO_PLAN_JSON: return partition::plan_json(plan, core::parse_device_string(device).to_string());
+      case HETERO_PLAN_JSON: return partition::plan_json(plan, parsed.to_string());
       case HETERO_PLAN_DOT: return partition::plan_dot(plan, m);
     }
     fail(HETERO_INVALID_ARGUMENT, "plan format " + std::to_string(static_cast<int>(format)) +
@@ -264,70 +242,6 @@ class LocalBackend final : public Backend {
     return progress_;
   }
 
-  std::unique_ptr<LocalCompiledModel> compile_model(const core::Model& m, const std::string& device,
-                                                    const Config& config) const {
-    const bool hetero = core::parse_device_string(device).hetero;
-    return std::make_unique<LocalCompiledModel>(runtime_,
-                                                hetero ? partition::compile_hetero(*runtime_, m, device, config)
-                                                       : runtime_->compile(m, device, config),
-                                                core::BlobOrigin{config, m.source_sha256});
-  }
-
-  core::Sha256Digest cache_key(const core::Sha256Digest& model_sha256, const std::string& device,
-                               const Config& config) const {
-    // A HETERO plan depends on the policy's text, not only on its path.
-    Config key_config = config;
-    if (auto policy = config.find("policy"); policy != config.end() && core::parse_device_string(device).hetero) {
-      const core::MappedBytes text = core::map_file(policy->second);
-      key_config["policy#sha256"] = core::to_hex(core::sha256({text.data, text.size}));
-    }
-    return runtime_->blob_key(model_sha256, device, key_config);
-  }
-
-  // The cache's entry for `key` imported, or null when there is none or it
-  // is refused (logged, and removed so that the compile replaces it).
-  std::unique_ptr<CompiledModelImpl> cached(const core::Sha256Digest& key, const core::Sha256Digest& model_sha256,
-                                            const Config& config) const {
-    auto hit = cache_->get(key);
-    if (!hit) return nullptr;
-    try {
-      core::BlobOrigin found;
-      auto compiled = import_any({hit->data, hit->size}, config, &found);
-      if (found.model_sha256 != model_sha256) fail(HETERO_BLOB_MISMATCH, "it was compiled from another model");
-      auto model = std::make_unique<LocalCompiledModel>(runtime_, std::move(compiled), std::move(found));
-      model->from_cache = true;
-      return model;
-    } catch (const Error& e) {
-      core::log(core::LogLevel::Warning,
-                "cache entry " + cache_->path_of(key) + " refused (" + e.what() + "); compiling again");
-      cache_->remove(key);
-      return nullptr;
-    }
-  }
-
-  std::unique_ptr<CompiledModelImpl> compile_and_cache(const core::Model& m, const core::Sha256Digest& key,
-                                                       const std::string& device, const Config& config) const {
-    auto compiled = compile_model(m, device, config);
-    try {
-      core::report_progress("writing blob", 0, 1);
-      cache_->put(key, compiled->export_blob());
-      core::report_progress("writing blob", 1, 1);
-    } catch (const Error& e) {  // a full disk must not fail the compile itself
-      core::log(core::LogLevel::Warning, std::string("cannot write a cache entry: ") + e.what());
-    }
-    return compiled;
-  }
-
-  // A blob of a plain device or of HETERO, by what its header says.
-  std::unique_ptr<driver::CompiledModel> import_any(std::span<const uint8_t> blob, const Config& config,
-                                                    core::BlobOrigin* origin) const {
-    const core::BlobView view = core::read_blob(blob);
-    if (view.header.driver != partition::kHeteroDriver) return runtime_->import_blob(view, config, origin);
-    auto compiled = partition::import_hetero_blob(*runtime_, view, config);
-    *origin = {driver::Config(view.header.config.begin(), view.header.config.end()), view.header.model_sha256};
-    return compiled;
-  }
-
   // hetero_core_create's keys: "driver_path", "cache_dir", "cache_max_mb",
   // else "DRIVER.key" settings (which the Runtime checks, refusing keys that
   // name no driver).
@@ -340,9 +254,11 @@ class LocalBackend final : public Backend {
       else if (!is_cache_key(key))
         o.config[key] = value;
     }
+    o.cache = cache_options(options);
+    o.make_hetero_driver = partition::make_hetero_driver;
     return o;
   }
-  static std::optional<core::BlobCache> cache_options(const Config& options) {
+  static std::optional<core::BlobCacheOptions> cache_options(const Config& options) {
     auto dir = options.find("cache_dir");
     if (dir == options.end()) {
       if (options.count("cache_max_mb")) fail(HETERO_INVALID_ARGUMENT, "cache_max_mb is set but cache_dir is not");
@@ -358,7 +274,7 @@ class LocalBackend final : public Backend {
         fail(HETERO_INVALID_ARGUMENT, "cache_max_mb must be a whole number of MiB, 1 or more, got '" + v + "'");
       o.max_bytes = mb << 20;
     }
-    return core::BlobCache(std::move(o));
+    return o;
   }
   static core::ImportOptions import_options(const InputShapes& shapes) {
     core::ImportOptions o;
@@ -391,7 +307,6 @@ class LocalBackend final : public Backend {
   }
 
   RuntimePtr runtime_;
-  std::optional<core::BlobCache> cache_;
   mutable std::mutex progress_mutex_;
   ProgressFn progress_;
   mutable std::once_flag listed_;

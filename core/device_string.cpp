@@ -33,7 +33,7 @@ DeviceName parse_plain(const std::string& text, const std::string& whole) {
 }  // namespace
 
 std::string DeviceString::to_string() const {
-  std::string s = hetero ? "HETERO:" : "";
+  std::string s = hetero ? std::string(kHeteroDriverName) + ":" : "";
   for (size_t i = 0; i < devices.size(); ++i) {
     if (i) s += ',';
     s += devices[i].to_string();
@@ -41,9 +41,17 @@ std::string DeviceString::to_string() const {
   return s;
 }
 
+std::string DeviceString::driver() const { return hetero ? kHeteroDriverName : devices.front().driver; }
+
+std::string DeviceString::id() const {
+  if (!hetero) return devices.front().id;
+  const std::string s = to_string();
+  return s.substr(s.find(':') + 1);
+}
+
 DeviceString parse_device_string(const std::string& text) {
   DeviceString ds;
-  const std::string prefix = "HETERO:";
+  const std::string prefix = std::string(kHeteroDriverName) + ":";
   if (text.rfind(prefix, 0) == 0) {
     ds.hetero = true;
     const std::string list = text.substr(prefix.size());

@@ -19,7 +19,14 @@ struct DeviceString {
   bool hetero = false;
   std::vector<DeviceName> devices;  // one unless hetero
   std::string to_string() const;
+  // The driver that compiles for it ("HETERO" for a list) and the device id
+  // that driver is given: "1" for CPU.1, "" for CPU (its first device),
+  // "CPU.1,CPU" for HETERO:CPU.1,CPU.
+  std::string driver() const;
+  std::string id() const;
 };
+
+inline constexpr const char* kHeteroDriverName = "HETERO";
 
 // Fails with INVALID_ARGUMENT saying what is wrong with `text`.
 DeviceString parse_device_string(const std::string& text);

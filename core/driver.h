@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "core/blob_container.h"
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/tensor.h"
@@ -109,17 +110,31 @@ class InferRequest {
   virtual void release_memory() {}
 };
 
+// A section of a blob (core/blob-format.md) as a compiled model exports it.
+struct ExportedSection {
+  std::string name;    // "driver"; HETERO's "plan", "part0", ...
+  std::string device;  // the device whose driver reads it; "" for none
+  std::vector<uint8_t> bytes;
+};
+
 class CompiledModel {
  public:
   virtual ~CompiledModel() = default;
   virtual const std::vector<Port>& inputs() const = 0;
   virtual const std::vector<Port>& outputs() const = 0;
   virtual std::unique_ptr<InferRequest> create_infer_request() = 0;
-  // Driver-specific bytes that import() turns back into an equal model. The
-  // same model and config give the same bytes.
+  // Driver-specific bytes that import_blob() turns back into an equal model.
+  // The same model and config give the same bytes.
   virtual std::vector<uint8_t> export_blob() const = 0;
-  // "CPU", "CPU.1", ...
+  // Its blob's sections: one, "driver", holding export_blob(), unless the
+  // model is made of parts compiled by other drivers (HETERO: its plan, and
+  // each part's own export in a section of its own, checksummed on its own).
+  virtual std::vector<ExportedSection> export_sections() const { return {{"driver", device(), export_blob()}}; }
+  // "CPU", "CPU.1", "HETERO:CPU.1,CPU", ...
   virtual std::string device() const = 0;
+  // The devices its parts run on, in execution order: its own device, or
+  // for a model split across devices (HETERO) each part's.
+  virtual std::vector<std::string> submodel_devices() const { return {device()}; }
 };
 
 // A driver is made when its module loads, cheaply: a process lists every
@@ -155,6 +170,19 @@ class Driver {
                                                  const Config& config) = 0;
   virtual std::unique_ptr<CompiledModel> import_blob(std::span<const uint8_t> blob, const std::string& device_id,
                                                      const Config& config) = 0;
+  // What export_sections() wrote, back into a model: by default its "driver"
+  // section through import_blob(). The blob's header is checked already.
+  virtual std::unique_ptr<CompiledModel> import_sections(const core::BlobView& blob, const std::string& device_id,
+                                                         const Config& config) {
+    return import_blob(blob.section("driver").bytes, device_id, config);
+  }
+  // What the blob cache's key must cover beyond the config's own text: the
+  // contents of files the config names (HETERO's policy file), so that an
+  // edited file misses. Empty for a config that names no file.
+  virtual std::string config_contents(const Config& config) const {
+    (void)config;
+    return {};
+  }
 };
 
 }  // namespace hetero::driver

@@ -4,7 +4,10 @@
 
 #include "core/blob_container.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "core/mapped_file.h"
 #include "core/priority.h"
+#include "core/progress.h"
 #include "hetero_build_config.h"
 
 namespace hetero::core {
@@ -48,7 +51,11 @@ Runtime::Runtime(const RuntimeOptions& options) : registry_(driver_search_path(o
     if (!d) fail(HETERO_NOT_FOUND, "config names driver '" + name + "', which is not loaded");
     d->set_config(config);
   }
+  if (options.cache) cache_.emplace(*options.cache);
+  if (options.make_hetero_driver) hetero_ = options.make_hetero_driver(*this);
 }
+
+Runtime::~Runtime() = default;
 
 std::vector<DeviceInfo> Runtime::devices() const {
   std::vector<DeviceInfo> out;
@@ -102,36 +109,91 @@ std::pair<driver::Driver*, std::string> Runtime::resolve(const DeviceName& devic
   fail(HETERO_NOT_FOUND, "device " + device.to_string() + " does not exist (devices: " + known + ")");
 }
 
-namespace {
-DeviceName single_device(const std::string& device) {
-  const DeviceString ds = parse_device_string(device);
-  if (ds.hetero) fail(HETERO_NOT_SUPPORTED, "device " + device + ": HETERO devices are not supported yet");
-  return ds.devices.front();
+std::pair<driver::Driver*, std::string> Runtime::resolve(const DeviceString& device) const {
+  if (!device.hetero) return resolve(device.devices.front());
+  if (!hetero_)
+    fail(HETERO_NOT_SUPPORTED, "device " + device.to_string() + ": this program was built without the HETERO driver");
+  return {hetero_.get(), device.id()};
 }
-}  // namespace
 
 std::string Runtime::metric(const std::string& device, const std::string& name) const {
-  auto [d, id] = resolve(single_device(device));
+  auto [d, id] = resolve(parse_device_string(device));
   return d->metric(id, name);
 }
 
 std::vector<driver::NodeSupport> Runtime::query(const Model& model, const std::string& device,
                                                 const driver::Config& config) const {
-  auto [d, id] = resolve(single_device(device));
+  auto [d, id] = resolve(parse_device_string(device));
   return d->query(model, id, config);
 }
 
 std::unique_ptr<driver::CompiledModel> Runtime::compile(const Model& model, const std::string& device,
                                                         const driver::Config& config) const {
-  auto [d, id] = resolve(single_device(device));
+  return compile(model, parse_device_string(device), config);
+}
+
+std::unique_ptr<driver::CompiledModel> Runtime::compile(const Model& model, const DeviceString& device,
+                                                        const driver::Config& config) const {
+  auto [d, id] = resolve(device);
   return d->compile(model, id, config);
 }
 
+LoadedModel Runtime::load(const Model& model, const std::string& device, const driver::Config& config) const {
+  const DeviceString parsed = parse_device_string(device);
+  if (!cache_) return {compile(model, parsed, config), {config, model.source_sha256}};
+  const Sha256Digest key = blob_key(model.source_sha256, parsed, config);
+  if (LoadedModel hit = cached(key, model.source_sha256, config); hit.compiled) return hit;
+  return compile_and_cache(model, key, parsed, config);
+}
+
+LoadedModel Runtime::load_file(const std::string& path, const ImportOptions& options, const std::string& device,
+                               const driver::Config& config) const {
+  if (!cache_) return load(*import_onnx_file(path, options), device, config);
+  const DeviceString parsed = parse_device_string(device);
+  Sha256Digest hash;
+  {
+    const MappedBytes bytes = map_file(path);
+    hash = source_sha256({bytes.data, bytes.size}, options.input_shapes);
+  }
+  const Sha256Digest key = blob_key(hash, parsed, config);
+  if (LoadedModel hit = cached(key, hash, config); hit.compiled) return hit;
+  return compile_and_cache(*import_onnx_file(path, options), key, parsed, config);
+}
+
+LoadedModel Runtime::cached(const Sha256Digest& key, const Sha256Digest& model_sha256,
+                            const driver::Config& config) const {
+  auto hit = cache_->get(key);
+  if (!hit) return {};
+  try {
+    LoadedModel loaded;
+    loaded.compiled = import_blob({hit->data, hit->size}, config, &loaded.origin);
+    if (loaded.origin.model_sha256 != model_sha256) fail(HETERO_BLOB_MISMATCH, "it was compiled from another model");
+    loaded.from_cache = true;
+    return loaded;
+  } catch (const Error& e) {
+    log(LogLevel::Warning, "cache entry " + cache_->path_of(key) + " refused (" + e.what() + "); compiling again");
+    cache_->remove(key);
+    return {};
+  }
+}
+
+LoadedModel Runtime::compile_and_cache(const Model& model, const Sha256Digest& key, const DeviceString& device,
+                                       const driver::Config& config) const {
+  LoadedModel loaded{compile(model, device, config), {config, model.source_sha256}};
+  try {
+    report_progress("writing blob", 0, 1);
+    cache_->put(key, export_blob(*loaded.compiled, loaded.origin));
+    report_progress("writing blob", 1, 1);
+  } catch (const Error& e) {  // a full disk must not fail the compile itself
+    log(LogLevel::Warning, std::string("cannot write a cache entry: ") + e.what());
+  }
+  return loaded;
+}
+
 std::vector<uint8_t> Runtime::export_blob(const driver::CompiledModel& compiled, const BlobOrigin& origin) const {
-  // The driver's own refusal (HETERO has no export yet) speaks first.
-  const std::vector<uint8_t> payload = compiled.export_blob();
-  const DeviceName device = single_device(compiled.device());
-  driver::Driver* d = resolve(device).first;
+  // The driver's own refusal speaks first.
+  const std::vector<driver::ExportedSection> exported = compiled.export_sections();
+  driver::Driver* d = resolve(parse_device_string(compiled.device())).first;
   BlobHeader header;
   header.driver = d->name();
   header.driver_version = d->version();
@@ -139,8 +201,9 @@ std::vector<uint8_t> Runtime::export_blob(const driver::CompiledModel& compiled,
   for (const auto& [key, value] : origin.config)
     if (!is_scheduling_key(key)) header.config.emplace_back(key, value);
   header.model_sha256 = origin.model_sha256;
-  const BlobSection section{"driver", header.device, payload};
-  return write_blob(header, {&section, 1});
+  std::vector<BlobSection> sections;
+  for (const driver::ExportedSection& e : exported) sections.push_back({e.name, e.device, e.bytes});
+  return write_blob(header, sections);
 }
 
 driver::Config Runtime::check_blob_header(const BlobHeader& h, const driver::Config& config) const {
@@ -158,15 +221,18 @@ driver::Config Runtime::check_blob_header(const BlobHeader& h, const driver::Con
   return merged;
 }
 
-Sha256Digest Runtime::blob_key(const Sha256Digest& model_sha256, const std::string& device,
+Sha256Digest Runtime::blob_key(const Sha256Digest& model_sha256, const DeviceString& device,
                                const driver::Config& config) const {
+  // Files the config names are read first: their errors (a policy that is
+  // a FIFO) are the ones a compile without a cache would give.
+  const std::string contents = resolve(device).first->config_contents(config);
   // Fields are length-prefixed, so no two different inputs hash the same text.
   Sha256 h;
   auto field = [&](const std::string& s) { h.update(std::to_string(s.size()) + ":" + s); };
-  field("heterod blob key 1");
+  field("heterod blob key 2");
   field(HETERO_VERSION);
-  field(device);
-  for (const DeviceName& d : parse_device_string(device).devices) {
+  field(device.to_string());
+  for (const DeviceName& d : device.devices) {
     driver::Driver* drv = resolve(d).first;
     field(drv->name());
     field(drv->version());
@@ -176,6 +242,7 @@ Sha256Digest Runtime::blob_key(const Sha256Digest& model_sha256, const std::stri
     field(key);
     field(value);
   }
+  field(contents);
   h.update(model_sha256);
   return h.finish();
 }
@@ -189,14 +256,14 @@ std::unique_ptr<driver::CompiledModel> Runtime::import_blob(const BlobView& view
                                                             BlobOrigin* origin) const {
   const BlobHeader& h = view.header;
   const driver::Config merged = check_blob_header(h, config);
-  const DeviceName device = single_device(h.device);
-  if (device.driver != h.driver)
+  const DeviceString device = parse_device_string(h.device);
+  if (device.driver() != h.driver)
     fail(HETERO_BLOB_MISMATCH, "blob driver is " + h.driver + ", but its device " + h.device + " is not one of it");
   auto [d, id] = resolve(device);
   if (d->version() != h.driver_version)
     fail(HETERO_BLOB_MISMATCH, "blob driver_version is " + h.driver_version + ", the loaded " + d->name() +
                                    " driver is " + d->version());
-  auto compiled = d->import_blob(view.section("driver").bytes, id, merged);
+  auto compiled = d->import_sections(view, id, merged);
   // Re-exporting the import writes the same blob: the blob's own config.
   if (origin) *origin = {driver::Config(h.config.begin(), h.config.end()), h.model_sha256};
   return compiled;

@@ -1,27 +1,28 @@
-// HETERO blobs (core/blob-format.md): a "plan" section (the model's ports,
-// each submodel's device, driver and where its inputs come from) and one
-// section per submodel holding its own driver's export, so that importing
-// compiles nothing: each part is imported by its driver.
+// What a HETERO compiled model exports (core/blob-format.md): a "plan"
+// section (the model's ports; per part its device, driver and driver version
+// and where its inputs come from; where each model output comes from), then
+// "part0", "part1", ... in execution order, each its device's own driver
+// export, so that importing compiles nothing: each part is imported by its
+// driver.
 #pragma once
 
-#include <memory>
 #include <vector>
 
 #include "core/blob_container.h"
+#include "core/device_string.h"
 #include "core/runtime.h"
 #include "partition/hetero_compiled_model.h"
 
 namespace hetero::partition {
 
-inline constexpr const char* kHeteroDriver = "HETERO";
+std::vector<uint8_t> encode_hetero_plan(const HeteroCompiledModel::Layout& layout);
+std::vector<driver::ExportedSection> export_hetero_sections(const HeteroCompiledModel::Layout& layout);
 
-std::vector<uint8_t> export_hetero_blob(const core::Runtime& runtime, const HeteroCompiledModel& model,
-                                        const core::BlobOrigin& origin);
-
-// `view` must be a HETERO blob (header driver "HETERO"). Refuses, naming the
-// part and field, a part whose device is not here or whose driver or driver
-// version differs; `config` is checked against the blob's as for any import.
-std::unique_ptr<HeteroCompiledModel> import_hetero_blob(const core::Runtime& runtime, const core::BlobView& view,
-                                                        const driver::Config& config);
+// `blob` holds what export_hetero_sections wrote for `device` (a HETERO
+// device). Refuses, naming the part and field, a part whose device is not
+// one of `device` or not here, or whose driver or driver version differs;
+// each part gets its device's share of `config` (split_device_config).
+HeteroCompiledModel::Layout import_hetero_sections(const core::Runtime& runtime, const core::BlobView& blob,
+                                                   const core::DeviceString& device, const driver::Config& config);
 
 }  // namespace hetero::partition

@@ -4,6 +4,7 @@
 #include "core/infer_request.h"
 #include "core/ports.h"
 #include "core/progress.h"
+#include "partition/hetero_blob.h"
 #include "partition/plan.h"
 
 namespace hetero::partition {
@@ -125,12 +126,20 @@ std::unique_ptr<driver::InferRequest> HeteroCompiledModel::create_infer_request(
   return core::make_infer_request(std::make_unique<HeteroInferStep>(layout_));
 }
 
-std::vector<uint8_t> HeteroCompiledModel::export_blob() const {
-  fail(HETERO_NOT_SUPPORTED, device_ + ": HETERO models are exported as a whole container (export_hetero_blob)");
+std::vector<uint8_t> HeteroCompiledModel::export_blob() const { return encode_hetero_plan(*layout_); }
+
+std::vector<driver::ExportedSection> HeteroCompiledModel::export_sections() const {
+  return export_hetero_sections(*layout_);
+}
+
+std::vector<std::string> HeteroCompiledModel::submodel_devices() const {
+  std::vector<std::string> devices;
+  for (const Stage& stage : layout_->stages) devices.push_back(stage.device);
+  return devices;
 }
 
 std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime, const core::Model& model,
-                                                    const std::string& device, const driver::Config& config) {
+                                                    const core::DeviceString& device, const driver::Config& config) {
   Plan plan = make_plan(runtime, model, device, config);
   const std::vector<std::string>& devices = plan.config.policy.devices;
   // Planning trusts the policy's pins to a device that is not here (offline
@@ -138,17 +147,17 @@ std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime
   // the device's own reason (a driver with no device says why), before any
   // submodel is compiled.
   for (size_t d = 0; d < devices.size(); ++d) {
-    std::vector<std::string> nodes;
+      std::vector<std::string> nodes;
     for (const Submodel& sub : plan.cut.parts)
       if (static_cast<size_t>(sub.device) == d) nodes.insert(nodes.end(), sub.node_names.begin(), sub.node_names.end());
     if (nodes.empty()) continue;
     try {
-      (void)runtime.resolve(core::parse_device_string(devices[d]).devices.front());
+      (void)runtime.resolve(device.devices[d]);
     } catch (const Error& e) {
       std::string list;
       for (size_t i = 0; i < nodes.size() && i < 8; ++i) list += (i ? ", '" : "'") + nodes[i] + "'";
       if (nodes.size() > 8) list += " and " + std::to_string(nodes.size() - 8) + " more";
-      fail(e.status(), "node(s) " + list + " of " + device + " are pinned to " + devices[d] + " by " +
+      fail(e.status(), "node(s) " + list + " of " + device.to_string() + " are pinned to " + devices[d] + " by " +
                            plan.config.policy.source + ", which is not available here (" + e.what() + ")");
     }
   }
@@ -160,7 +169,10 @@ std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime
     core::report_progress(kStage, layout.stages.size(), parts);
     HeteroCompiledModel::Stage stage;
     stage.device = devices[sub.device];
-    stage.compiled = runtime.compile(*sub.model, stage.device, plan.config.device_config[sub.device]);
+    auto [d, id] = runtime.resolve(device.devices[sub.device]);
+    stage.driver = d->name();
+    stage.driver_version = d->version();
+    stage.compiled = d->compile(*sub.model, id, plan.config.device_config[sub.device]);
     stage.inputs = std::move(sub.inputs);
     layout.stages.push_back(std::move(stage));
   }
@@ -168,7 +180,7 @@ std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime
   layout.inputs = core::ports_of(model.graph.inputs);
   layout.outputs = core::ports_of(model.graph.outputs);
   layout.output_sources = std::move(plan.cut.outputs);
-  return std::make_unique<HeteroCompiledModel>(core::parse_device_string(device).to_string(), std::move(layout));
+  return std::make_unique<HeteroCompiledModel>(device.to_string(), std::move(layout));
 }
 
 }  // namespace hetero::partition

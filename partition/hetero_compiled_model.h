@@ -21,6 +21,7 @@ class HeteroCompiledModel final : public driver::CompiledModel {
  public:
   struct Stage {
     std::string device;  // "CPU.1"
+    std::string driver, driver_version;  // of the driver that compiled it
     std::shared_ptr<driver::CompiledModel> compiled;
     std::vector<Source> inputs;  // where each submodel input comes from
   };
@@ -37,10 +38,12 @@ class HeteroCompiledModel final : public driver::CompiledModel {
   const std::vector<driver::Port>& inputs() const override { return layout_->inputs; }
   const std::vector<driver::Port>& outputs() const override { return layout_->outputs; }
   std::unique_ptr<driver::InferRequest> create_infer_request() override;
-  // Fails with NOT_SUPPORTED: a HETERO blob is a container of its own, with
-  // a section per submodel (partition/hetero_blob.h).
+  // Its own section of its blob, the plan; export_sections() adds each
+  // submodel's export (partition/hetero_blob.h).
   std::vector<uint8_t> export_blob() const override;
+  std::vector<driver::ExportedSection> export_sections() const override;
   std::string device() const override { return device_; }
+  std::vector<std::string> submodel_devices() const override;
 
   // The compiled submodels, in execution order.
   const std::vector<Stage>& stages() const { return layout_->stages; }
@@ -52,8 +55,8 @@ class HeteroCompiledModel final : public driver::CompiledModel {
 };
 
 // Plans (partition/plan.h) and compiles `model` for the HETERO device
-// string `device`, each submodel by its device's driver.
+// `device`, each submodel by its device's driver.
 std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime, const core::Model& model,
-                                                    const std::string& device, const driver::Config& config);
+                                                    const core::DeviceString& device, const driver::Config& config);
 
 }  // namespace hetero::partition

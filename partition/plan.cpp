@@ -14,22 +14,21 @@ namespace {
 
 constexpr const char* kPlanningStage = "planning HETERO";
 
-core::DeviceString hetero_device(const std::string& device) {
-  core::DeviceString ds = core::parse_device_string(device);
-  if (!ds.hetero) fail(HETERO_INVALID_ARGUMENT, "device " + device + " is not a HETERO device");
-  return ds;
+const core::DeviceString& hetero_device(const core::DeviceString& device) {
+  if (!device.hetero) fail(HETERO_INVALID_ARGUMENT, "device " + device.to_string() + " is not a HETERO device");
+  return device;
 }
 
 // What each device of the policy says about the model's nodes; a device that
 // is not here is planned for from the policy's pins alone.
 std::vector<DeviceSupport> device_support(const core::Runtime& runtime, const core::Model& model,
-                                          const HeteroConfig& config) {
+                                          const core::DeviceString& device, const HeteroConfig& config) {
   std::vector<DeviceSupport> support(config.policy.devices.size());
   // Each device's query, then the subgraphs (make_plan): devices + 1 steps.
   const uint64_t steps = support.size() + 1;
   for (size_t d = 0; d < support.size(); ++d) {
     core::report_progress(kPlanningStage, d, steps);
-    const core::DeviceName name = core::parse_device_string(config.policy.devices[d]).devices.front();
+    const core::DeviceName& name = device.devices[d];  // the policy's devices are the string's
     std::pair<driver::Driver*, std::string> resolved;
     try {
       resolved = runtime.resolve(name);
@@ -107,12 +106,12 @@ std::vector<driver::Config> split_device_config(const core::DeviceString& device
   return out;
 }
 
-Plan make_plan(const core::Runtime& runtime, const core::Model& model, const std::string& device,
+Plan make_plan(const core::Runtime& runtime, const core::Model& model, const core::DeviceString& device,
                const driver::Config& config) {
   Plan plan;
   plan.config = parse_hetero_config(hetero_device(device), config);
   const Policy& policy = plan.config.policy;
-  plan.affinity = resolve_affinity(model.graph, policy, device_support(runtime, model, plan.config));
+  plan.affinity = resolve_affinity(model.graph, policy, device_support(runtime, model, device, plan.config));
 
   const GraphDag g = graph_dag(model.graph);
   std::vector<int> affinity(g.node_index.size());
@@ -133,9 +132,9 @@ Plan make_plan(const core::Runtime& runtime, const core::Model& model, const std
 }
 
 std::vector<driver::NodeSupport> query_hetero(const core::Runtime& runtime, const core::Model& model,
-                                              const std::string& device, const driver::Config& config) {
+                                              const core::DeviceString& device, const driver::Config& config) {
   const HeteroConfig hc = parse_hetero_config(hetero_device(device), config);
-  const std::vector<DeviceSupport> support = device_support(runtime, model, hc);
+  const std::vector<DeviceSupport> support = device_support(runtime, model, device, hc);
   std::vector<driver::NodeSupport> out(model.graph.nodes().size());
   for (size_t i = 0; i < out.size(); ++i) {
     for (size_t d = 0; d < support.size() && !out[i].supported; ++d)

@@ -41,15 +41,15 @@ struct Plan {
   CutModel cut;       // submodels in execution order; Submodel::device indexes policy.devices
 };
 
-// `device` must be a HETERO device string. Fails as parse_hetero_config()
-// does, with NOT_SUPPORTED naming a node no device runs, and with the
-// policy's own errors.
-Plan make_plan(const core::Runtime& runtime, const core::Model& model, const std::string& device,
+// `device` must be a HETERO device. Fails as parse_hetero_config() does,
+// with NOT_SUPPORTED naming a node no device runs, and with the policy's own
+// errors.
+Plan make_plan(const core::Runtime& runtime, const core::Model& model, const core::DeviceString& device,
                const driver::Config& config);
 
 // Per node of the main graph: whether some device of the HETERO device runs
 // it, and each device's reason where none does.
 std::vector<driver::NodeSupport> query_hetero(const core::Runtime& runtime, const core::Model& model,
-                                              const std::string& device, const driver::Config& config);
+                                              const core::DeviceString& device, const driver::Config& config);
 
 }  // namespace hetero::partition

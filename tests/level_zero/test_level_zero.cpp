@@ -20,14 +20,18 @@
 #include "drivers/gpu/program.h"
 #include "drivers/level_zero/spirv_compiler.h"
 #include "drivers/level_zero/ze_codec.h"
-#include "partition/hetero_compiled_model.h"
+#include "partition/hetero_driver.h"
 #include "tests/unit/model_text.h"
 
 namespace hetero::level_zero {
 namespace {
 
 core::Runtime& runtime() {
-  static core::Runtime rt;
+  static core::Runtime rt = [] {
+    core::RuntimeOptions o;
+    o.make_hetero_driver = partition::make_hetero_driver;
+    return core::Runtime(o);
+  }();
   return rt;
 }
 
@@ -119,8 +123,8 @@ TEST(NoLevelZeroDriver, TheReasonIsTheLoaders) {
 TEST(NoLevelZeroDriver, HeteroFallsBackToCpu) {
   if (!no_level_zero_device()) GTEST_SKIP() << "a Level Zero device is present";
   const auto model = test::model_from_text(kSmallCnn);
-  auto split = partition::compile_hetero(runtime(), *model, "HETERO:LEVEL_ZERO,CPU", {});
-  for (const auto& stage : split->stages()) EXPECT_EQ(stage.device, "CPU");
+  auto split = runtime().compile(*model, "HETERO:LEVEL_ZERO,CPU");
+  for (const std::string& device : split->submodel_devices()) EXPECT_EQ(device, "CPU");
   auto whole = runtime().compile(*model, "CPU");
   const auto a = run(*split), b = run(*whole);
   ASSERT_EQ(a.size(), b.size());
@@ -138,7 +142,7 @@ TEST(NoLevelZeroDriver, HeteroPinnedToLevelZeroFailsNamingNodesAndReason) {
     std::ofstream(path) << "devices: [LEVEL_ZERO, CPU]\nfallback: " << fallback
                         << "\nrules:\n  - device: LEVEL_ZERO\n    ops: [Conv]\n";
     const std::string why = error_of(
-        [&] { partition::compile_hetero(runtime(), *model, "HETERO:LEVEL_ZERO,CPU", {{"policy", path}}); },
+        [&] { runtime().compile(*model, "HETERO:LEVEL_ZERO,CPU", {{"policy", path}}); },
         HETERO_NOT_FOUND);
     EXPECT_NE(why.find("pinned to LEVEL_ZERO by " + path), std::string::npos) << why;
     EXPECT_NE(why.find("'Conv_2'"), std::string::npos) << why;  // the Conv node (named by the importer)

@@ -4,12 +4,17 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "partition/hetero_driver.h"
 #include "tests/unit/model_text.h"
 
 namespace hetero::test {
 
 core::Runtime& runtime() {
-  static core::Runtime rt;
+  static core::Runtime rt = [] {
+    core::RuntimeOptions o;
+    o.make_hetero_driver = partition::make_hetero_driver;
+    return core::Runtime(o);
+  }();
   return rt;
 }
 

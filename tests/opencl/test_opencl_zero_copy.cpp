@@ -12,7 +12,6 @@
 #include <random>
 
 #include "core/onnx_import.h"
-#include "partition/hetero_compiled_model.h"
 #include "tests/opencl/opencl_test_util.h"
 
 namespace hetero::test {
@@ -25,14 +24,11 @@ uint64_t bytes_copied() { return std::stoull(runtime().metric("OPENCL", "BYTES_C
 uint64_t copied_per_inference(const core::Model& model, const std::string& device,
                               const std::vector<core::Tensor>& inputs, int times = 3, const driver::Config& config = {}) {
   const std::vector<core::Tensor> want = run_on(model, "CPU", inputs);
-  const bool hetero = device.rfind("HETERO:", 0) == 0;
-  std::unique_ptr<driver::CompiledModel> compiled =
-      hetero ? partition::compile_hetero(runtime(), model, device, config) : runtime().compile(model, device);
-  if (hetero) {
+  std::unique_ptr<driver::CompiledModel> compiled = runtime().compile(model, device, config);
+  if (device.rfind("HETERO:", 0) == 0) {
     // The hand-offs under test: an OPENCL stage next to a CPU one.
-    const auto& stages = static_cast<partition::HeteroCompiledModel&>(*compiled).stages();
     std::string devices;
-    for (const auto& s : stages) devices += s.device + " ";
+    for (const std::string& d : compiled->submodel_devices()) devices += d + " ";
     std::cout << device << " stages: " << devices << "\n";
     EXPECT_NE(devices.find("OPENCL"), std::string::npos) << devices;
     EXPECT_NE(devices.find("CPU"), std::string::npos) << devices;

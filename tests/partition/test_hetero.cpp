@@ -9,8 +9,8 @@
 
 #include "core/error.h"
 #include "core/runtime.h"
-#include "partition/hetero_blob.h"
 #include "partition/hetero_compiled_model.h"
+#include "partition/hetero_driver.h"
 #include "partition/plan.h"
 #include "partition/plan_format.h"
 #include "tests/unit/model_text.h"
@@ -24,6 +24,7 @@ const core::Runtime& two_cpus() {
   static const core::Runtime rt = [] {
     core::RuntimeOptions o;
     o.config["CPU.device_count"] = "2";
+    o.make_hetero_driver = make_hetero_driver;
     return core::Runtime(o);
   }();
   return rt;
@@ -80,12 +81,12 @@ TEST(Hetero, SplitRunGivesTheWholeModelsOutputs) {
   // Identity shares no edge with the rest (a graph input is not a node), so
   // it is an island of its own: Add | Identity | Relu | Mul | Neg.
   const driver::Config config{{"CPU.1:ops", "Add,Mul,Identity"}};
-  const Plan plan = make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", config);
+  const Plan plan = make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), config);
   ASSERT_EQ(plan.cut.parts.size(), 5u) << plan_text(plan);
   EXPECT_EQ(plan.cut.transfers, 3u) << plan_text(plan);  // a, r, y
 
   auto whole = two_cpus().compile(*model, "CPU");
-  auto split = compile_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", config);
+  auto split = compile_hetero(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), config);
   EXPECT_EQ(split->device(), "HETERO:CPU.1,CPU");
   ASSERT_EQ(split->stages().size(), 5u);
   const Tensor x = input({1, 2, -3, -4, 5, 0.5f});
@@ -97,7 +98,7 @@ TEST(Hetero, SplitRunGivesTheWholeModelsOutputs) {
 
 TEST(Hetero, ConstantReadOnTwoDevicesIsCopiedToBoth) {
   const auto model = test::model_from_text(kSharedConstant);
-  const Plan plan = make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"CPU.1:ops", "Add,Mul,Identity"}});
+  const Plan plan = make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), {{"CPU.1:ops", "Add,Mul,Identity"}});
   size_t parts_with_constant = 0;
   for (const Submodel& sub : plan.cut.parts) {
     bool has = false;
@@ -115,7 +116,7 @@ TEST(Hetero, PolicyPinsWinAndFallBack) {
   const std::string fallback = write_policy("fallback.yaml",
                                             "devices: [CPU.1, CPU]\nrules:\n  - device: CPU.1\n    ops: [Relu]\n");
   const driver::Config ops{{"CPU.1:ops", "Add,Mul,Identity"}, {"policy", fallback}};
-  const Plan plan = make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", ops);
+  const Plan plan = make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), ops);
   const size_t relu = model->graph.find_node("Relu_2")->index;
   EXPECT_EQ(plan.config.policy.devices[plan.affinity.device[relu]], "CPU");
 
@@ -123,14 +124,14 @@ TEST(Hetero, PolicyPinsWinAndFallBack) {
   const std::string strict = write_policy(
       "strict.yaml", "devices: [CPU.1, CPU]\nfallback: false\nrules:\n  - device: CPU.1\n    ops: [Relu]\n");
   const std::string why = error_of(
-      [&] { make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"CPU.1:ops", "Add"}, {"policy", strict}}); },
+      [&] { make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), {{"CPU.1:ops", "Add"}, {"policy", strict}}); },
       HETERO_NOT_SUPPORTED);
   EXPECT_NE(why.find("Relu_2"), std::string::npos) << why;
   EXPECT_NE(why.find("strict.yaml:4"), std::string::npos) << why;
 
   // A pin to a device that can run the node is kept over priority order.
   const std::string pin = write_policy("pin.yaml", "devices: [CPU.1, CPU]\nrules:\n  - device: CPU\n    nodes: [Neg_*]\n");
-  const Plan pinned = make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"policy", pin}});
+  const Plan pinned = make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), {{"policy", pin}});
   ASSERT_EQ(pinned.cut.parts.size(), 3u) << plan_text(pinned);  // Add..Mul | Identity | Neg
   EXPECT_EQ(pinned.cut.parts[0].node_names, (std::vector<std::string>{"Add_1", "Relu_2", "Mul_3"}));
   EXPECT_EQ(pinned.cut.parts[2].node_names, (std::vector<std::string>{"Neg_4"}));
@@ -138,9 +139,9 @@ TEST(Hetero, PolicyPinsWinAndFallBack) {
 
 TEST(Hetero, QueryAnswersForTheDeviceList) {
   const auto model = test::model_from_text(kSharedConstant);
-  const auto any = query_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"CPU.1:ops", "Add"}});
+  const auto any = query_hetero(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), {{"CPU.1:ops", "Add"}});
   for (const auto& s : any) EXPECT_TRUE(s.supported) << s.reason;
-  const auto some = query_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"CPU.1:ops", "Add"}, {"CPU:ops", "Mul"}});
+  const auto some = query_hetero(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), {{"CPU.1:ops", "Add"}, {"CPU:ops", "Mul"}});
   const size_t relu = model->graph.find_node("Relu_2")->index;
   EXPECT_FALSE(some[relu].supported);
   EXPECT_NE(some[relu].reason.find("CPU.1: Relu is left out"), std::string::npos) << some[relu].reason;
@@ -152,14 +153,14 @@ TEST(Hetero, PlansOfflineFromPinsForAbsentDevices) {
   // No NPU driver here: the pinned nodes go to it anyway, the rest to CPU.
   const std::string policy = write_policy("offline.yaml",
                                           "devices: [NPU, CPU]\nrules:\n  - device: NPU\n    ops: [Relu, Neg]\n");
-  const Plan plan = make_plan(two_cpus(), *model, "HETERO:NPU,CPU", {{"policy", policy}});
+  const Plan plan = make_plan(two_cpus(), *model, core::parse_device_string("HETERO:NPU,CPU"), {{"policy", policy}});
   ASSERT_EQ(plan.cut.parts.size(), 5u) << plan_text(plan);  // Add | Relu | Mul | Neg | Identity
   EXPECT_EQ(plan.config.policy.devices[plan.cut.parts[1].device], "NPU");
   EXPECT_EQ(plan.cut.parts[1].node_names, (std::vector<std::string>{"Relu_2"}));
   EXPECT_EQ(plan.config.policy.devices[plan.cut.parts[3].device], "NPU");
   // Compiling needs the device, and says which one is missing.
   const std::string why =
-      error_of([&] { compile_hetero(two_cpus(), *model, "HETERO:NPU,CPU", {{"policy", policy}}); }, HETERO_NOT_FOUND);
+      error_of([&] { compile_hetero(two_cpus(), *model, core::parse_device_string("HETERO:NPU,CPU"), {{"policy", policy}}); }, HETERO_NOT_FOUND);
   EXPECT_NE(why.find("NPU"), std::string::npos) << why;
   // ... and which pinned nodes need it.
   EXPECT_NE(why.find("'Relu_2'"), std::string::npos) << why;
@@ -169,47 +170,51 @@ TEST(Hetero, PlansOfflineFromPinsForAbsentDevices) {
 TEST(Hetero, ADeviceNoDriverHasAndNoRulePinsToIsATypo) {
   const auto model = test::model_from_text(kSharedConstant);
   const std::string why =
-      error_of([&] { make_plan(two_cpus(), *model, "HETERO:OPNECL,CPU", {}); }, HETERO_NOT_FOUND);
+      error_of([&] { make_plan(two_cpus(), *model, core::parse_device_string("HETERO:OPNECL,CPU"), {}); }, HETERO_NOT_FOUND);
   EXPECT_NE(why.find("no OPNECL driver is loaded (devices: CPU"), std::string::npos) << why;
 }
 
 TEST(Hetero, ConfigMistakesAreNamed) {
   const auto model = test::model_from_text(kSharedConstant);
-  EXPECT_NE(error_of([&] { make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"num_threads", "2"}}); },
+  EXPECT_NE(error_of([&] { make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), {{"num_threads", "2"}}); },
                      HETERO_INVALID_ARGUMENT)
                 .find("'num_threads'"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"OPENCL:ops", "Add"}}); },
+  EXPECT_NE(error_of([&] { make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), {{"OPENCL:ops", "Add"}}); },
                      HETERO_INVALID_ARGUMENT)
                 .find("OPENCL, which is not a device of HETERO:CPU.1,CPU"),
             std::string::npos);
   const std::string other = write_policy("other.yaml", "devices: [CPU, CPU.1]\n");
-  EXPECT_NE(error_of([&] { make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"policy", other}}); },
+  EXPECT_NE(error_of([&] { make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), {{"policy", other}}); },
                      HETERO_INVALID_ARGUMENT)
                 .find("differ from the device HETERO:CPU.1,CPU"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"CPU.1:colour", "red"}}); },
+  EXPECT_NE(error_of([&] { make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), {{"CPU.1:colour", "red"}}); },
                      HETERO_INVALID_ARGUMENT)
                 .find("colour"),
             std::string::npos);
 }
 
-// A HETERO blob holds the plan, then each part's own driver export in
-// execution order. (The driver contract suite, tests/driver_contract, checks
-// that it imports, computes exactly the same, and is refused without CPU.1.)
+// A HETERO blob is written and read by the same calls as any driver's: the
+// plan, then each part's own driver export in execution order, in a section
+// of its own. (The driver contract suite, tests/driver_contract, checks that
+// it computes exactly the same and is refused without CPU.1.)
 TEST(Hetero, BlobHoldsThePlanAndEachPartsExport) {
   const auto model = test::model_from_text(kSharedConstant);
   const driver::Config config{{"CPU.1:ops", "Add,Mul,Identity"}};
-  auto split = compile_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", config);
-  const std::vector<uint8_t> blob = export_hetero_blob(two_cpus(), *split, {config, model->source_sha256});
+  auto split = two_cpus().compile(*model, "HETERO:CPU.1,CPU", config);
+  const std::vector<uint8_t> blob = two_cpus().export_blob(*split, {config, model->source_sha256});
   const core::BlobView view = core::read_blob(blob);
-  ASSERT_EQ(view.sections.size(), 1 + split->stages().size());
+  EXPECT_EQ(view.header.driver, "HETERO");
+  EXPECT_EQ(view.header.device, "HETERO:CPU.1,CPU");
+  const std::vector<std::string> parts = split->submodel_devices();
+  ASSERT_EQ(view.sections.size(), 1 + parts.size());
   EXPECT_EQ(view.sections[0].name, "plan");
-  for (size_t i = 0; i < split->stages().size(); ++i) {
+  for (size_t i = 0; i < parts.size(); ++i) {
     EXPECT_EQ(view.sections[i + 1].name, "part" + std::to_string(i));
-    EXPECT_EQ(view.sections[i + 1].device, split->stages()[i].device);
+    EXPECT_EQ(view.sections[i + 1].device, parts[i]);
   }
-  EXPECT_EQ(import_hetero_blob(two_cpus(), view, {})->stages().size(), split->stages().size());
+  EXPECT_EQ(two_cpus().import_blob(blob)->submodel_devices(), parts);
 }
 
 // a1 -> b1 -> a2 -> b2 -> add(b2, a1): the issue's nested cycle, with the a*
@@ -227,9 +232,9 @@ g (float[4] x) => (float[4] y) {
 }
 )ONNX");
   const driver::Config config{{"CPU.1:ops", "Relu,Sum"}};
-  const Plan plan = make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", config);
+  const Plan plan = make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), config);
   EXPECT_EQ(plan.cut.parts.size(), 5u) << plan_text(plan);
-  auto split = compile_hetero(two_cpus(), *model, "HETERO:CPU.1,CPU", config);
+  auto split = compile_hetero(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), config);
   auto req = split->create_infer_request();
   const Tensor x = Tensor::from_vector(std::vector<float>{1, -1, 2, -2}, {4});
   req->set_input(0, x);
@@ -240,7 +245,7 @@ g (float[4] x) => (float[4] y) {
 
 TEST(Hetero, FormatsNameEverySubgraph) {
   const auto model = test::model_from_text(kSharedConstant);
-  const Plan plan = make_plan(two_cpus(), *model, "HETERO:CPU.1,CPU", {{"CPU.1:ops", "Add,Mul,Identity"}});
+  const Plan plan = make_plan(two_cpus(), *model, core::parse_device_string("HETERO:CPU.1,CPU"), {{"CPU.1:ops", "Add,Mul,Identity"}});
   const std::string json = plan_json(plan, "HETERO:CPU.1,CPU");
   EXPECT_NE(json.find("\"subgraphs\": [{\"device\": \"CPU.1\", \"nodes\": [\"Add_1\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"transfers\": 3"), std::string::npos) << json;

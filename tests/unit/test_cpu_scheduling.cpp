@@ -25,6 +25,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+RuntimeOptions with_config(driver::Config config) {
+  RuntimeOptions options;
+  options.config = std::move(config);
+  return options;
+}
+
 constexpr const char* kSpin = R"ONNX(
 <ir_version: 8, opset_import: ["" : 13]>
 spin (int64[] m, float[4] x) => (float[4] y) {
@@ -140,7 +146,7 @@ TEST(CpuScheduling, CancelStopsAnEndlessLoopAndTheRequestRunsAgain) {
 // With one stream, a waiting request of higher priority runs between two
 // nodes of a running one; one of the same priority waits for it to end.
 TEST(CpuScheduling, HigherPriorityRunsBetweenNodesSamePriorityWaits) {
-  Runtime rt({.driver_path = {}, .config = {{"CPU.num_streams", "1"}}});
+  Runtime rt(with_config({{"CPU.num_streams", "1"}}));
   // Compiled first: a background model's compile is background work too.
   auto peer_request = tiny_request(rt, "background");
   Started spin(spin_request(rt, "background", kForever));
@@ -169,7 +175,7 @@ TEST(CpuScheduling, HigherPriorityRunsBetweenNodesSamePriorityWaits) {
 // of the same priority still gets in as soon as one of them ends; the metrics
 // tell a caller how many requests keep the streams busy.
 TEST(CpuScheduling, StreamsRunInferencesSideBySide) {
-  Runtime rt({.driver_path = {}, .config = {{"CPU.num_streams", "2"}}});
+  Runtime rt(with_config({{"CPU.num_streams", "2"}}));
   EXPECT_EQ(rt.metric("CPU", "NUM_STREAMS"), "2");
   EXPECT_EQ(rt.metric("CPU", "OPTIMAL_NUMBER_OF_INFER_REQUESTS"), "2");
   // No oversubscription: two streams share the cores.
@@ -199,7 +205,7 @@ TEST(CpuScheduling, StreamsRunInferencesSideBySide) {
 TEST(CpuScheduling, HintsPickStreamsAndBadPrioritiesAreRefused) {
   Runtime latency;
   EXPECT_EQ(latency.metric("CPU", "NUM_STREAMS"), "1");
-  Runtime throughput({.driver_path = {}, .config = {{"CPU.performance_hint", "throughput"}}});
+  Runtime throughput(with_config({{"CPU.performance_hint", "throughput"}}));
   EXPECT_EQ(throughput.metric("CPU", "THREADS_PER_STREAM"), "1");
   auto model = test::model_from_text(kTiny);
   try {
