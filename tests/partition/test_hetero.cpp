@@ -2,8 +2,10 @@
 // CPU.1; 'ops' keeps one to some op types): planning, cutting and running
 // must give what the whole model gives, and every refusal names its cause.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -215,6 +217,33 @@ TEST(Hetero, BlobHoldsThePlanAndEachPartsExport) {
     EXPECT_EQ(view.sections[i + 1].device, parts[i]);
   }
   EXPECT_EQ(two_cpus().import_blob(blob)->submodel_devices(), parts);
+}
+
+// The blob cache serves HETERO through the same calls as CPU: a second
+// load imports, and an edit of the policy file (same path) misses.
+TEST(Hetero, CacheServesHeteroAndMissesAnEditedPolicy) {
+  const std::string dir = ::testing::TempDir() + "hetero-cache-" + std::to_string(::getpid());
+  core::RuntimeOptions o;
+  o.config["CPU.device_count"] = "2";
+  o.cache = core::BlobCacheOptions{dir};
+  o.make_hetero_driver = make_hetero_driver;
+  const core::Runtime rt(o);
+  const auto model = test::model_from_text(kSharedConstant);
+  const std::string policy = write_policy("cached.yaml", "devices: [CPU.1, CPU]\nrules:\n  - device: CPU\n    nodes: [Neg_*]\n");
+  const driver::Config config{{"CPU.1:ops", "Add,Mul,Identity"}, {"policy", policy}};
+  for (const std::string device : {"CPU", "HETERO:CPU.1,CPU"}) {
+    const driver::Config c = device == "CPU" ? driver::Config{} : config;
+    EXPECT_FALSE(rt.load(*model, device, c).from_cache) << device;
+    const core::LoadedModel again = rt.load(*model, device, c);
+    EXPECT_TRUE(again.from_cache) << device;
+    const Tensor x = input({1, -2, 3, -4, 5, -6});
+    const std::vector<Tensor> cached = run(*again.compiled, x), compiled = run(*rt.compile(*model, device, c), x);
+    ASSERT_EQ(cached.size(), compiled.size());
+    for (size_t i = 0; i < cached.size(); ++i) EXPECT_EQ(values(cached[i]), values(compiled[i])) << device;
+  }
+  write_policy("cached.yaml", "devices: [CPU.1, CPU]\nfallback: true\n");
+  EXPECT_FALSE(rt.load(*model, "HETERO:CPU.1,CPU", config).from_cache);
+  std::filesystem::remove_all(dir);
 }
 
 // a1 -> b1 -> a2 -> b2 -> add(b2, a1): the nested cycle, with the a*
