@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -16,11 +17,19 @@
 
 namespace hetero::daemon {
 
+// The unsent reply bytes one connection may hold, on either front end, for
+// a protocol whose largest message is `max_message` bytes (native:
+// limits.max_frame_bytes, v2: kserve.max_message_bytes): two of the largest
+// replies, and never less than 8 MiB.
+inline uint64_t connection_reply_bytes(uint64_t max_message) {
+  return std::max<uint64_t>(uint64_t{8} << 20, 2 * max_message);
+}
+
 struct Limits {
   uint32_t max_frame_bytes = 16u << 20;         // one protocol frame (large tensors go as memfds)
   uint64_t max_frame_bytes_in_flight = 256u << 20;  // large frames being received, all clients together
   // Replies queued for clients that have not read them yet, all clients
-  // together; one client holds at most max(8 MiB, 2 * max_frame_bytes).
+  // together; one connection holds at most connection_reply_bytes().
   uint64_t max_reply_bytes_queued = 64u << 20;
   uint32_t max_connections = 256;
   // One uid's connections at once, each front end (native, v2) counted on

@@ -27,7 +27,7 @@ Connection::Connection(Server& server, wire::UniqueFd fd, PeerCredentials peer, 
       fd_(std::move(fd)),
       peer_(std::move(peer)),
       decoder_(std::min(max_frame_bytes, kHelloFrameBytes)),
-      max_out_bytes_(std::max<size_t>(8u << 20, 2 * max_frame_bytes)),
+      max_out_bytes_(connection_reply_bytes(max_frame_bytes)),
       max_frame_bytes_(max_frame_bytes) {}
 
 void Connection::greet() {

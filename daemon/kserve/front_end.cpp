@@ -188,8 +188,7 @@ void KServeFrontEnd::build_servers() {
                                                                                  " (in use, or not an address here?)"));
   const std::chrono::milliseconds frame_timeout(limits.frame_timeout_ms);
   service_.listen(queue_.get(),
-                  std::make_shared<ReplyBudget>(std::max<uint64_t>(8u << 20, 2 * uint64_t{config_.max_message_bytes}),
-                                                limits.max_reply_bytes_queued),
+                  std::make_shared<ReplyBudget>(connection_reply_bytes(config_.max_message_bytes), limits.max_reply_bytes_queued),
                   frame_timeout, frame_timeout);
   for (int k = 0; k < kQueueThreads; ++k) queue_threads_.emplace_back([this] { run_completion_queue(*queue_); });
   if (listener_) core::log(core::LogLevel::Info, "v2 (KServe gRPC) listening on unix:" + listener_->path());
