@@ -1,13 +1,13 @@
 // What makes a model a client's: the limits it is loaded under, whichever
-// front end loads it (Server::admit_client_model), and the memory its
-// inferences are charged to (Server::charge_to_owner).
+// front end loads it (ModelRegistry::admit_client_model), and the memory its
+// inferences are charged to (ModelRegistry::charge_to_owner).
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "core/priority.h"
-#include "daemon/server.h"
+#include "daemon/model_registry.h"
 
 namespace hetero::daemon {
 
@@ -19,8 +19,8 @@ std::string client_name(int64_t client) {
 
 }  // namespace
 
-hetero_status Server::admit_client_model(ModelSpec& spec, int64_t client, uint64_t upload_bytes,
-                                         std::string& why) const {
+hetero_status ModelRegistry::admit_client_model(ModelSpec& spec, int64_t client, uint64_t upload_bytes,
+                                                std::string& why) const {
   // What one client may make the daemon hold: a number of models at once
   // (each is also bounded by limits.max_model_bytes)...
   const auto others = [&](const auto& m) { return m.second.spec.client_uid == client && m.first != spec.name; };
@@ -86,12 +86,12 @@ hetero_status Server::admit_client_model(ModelSpec& spec, int64_t client, uint64
   return HETERO_OK;
 }
 
-void Server::charge_to_owner(ServedModel& model, const ModelSpec& spec) {
+void ModelRegistry::charge_to_owner(ServedModel& model, const ModelSpec& spec) {
   if (spec.owner == kOwnedByConfig) return;
   std::erase_if(client_memory_, [](const auto& entry) { return entry.second.expired(); });
   std::shared_ptr<ClientMemory> account = client_memory_[spec.owner].lock();
   if (!account) {
-    account = std::make_shared<ClientMemory>(uint64_t{config_.limits.max_client_memory_mb} << 20, post_);
+    account = std::make_shared<ClientMemory>(uint64_t{config_.limits.max_client_memory_mb} << 20, threads_.loop);
     client_memory_[spec.owner] = account;
   }
   // Each request, at the bound one inference of it has: its max_inference_mb

@@ -81,7 +81,7 @@ struct ModelSpec {
   int line = 0;           // of its entry in the config file, for messages; 0: not from the file
   uint32_t max_inference_ms = 0;  // a running inference longer is cancelled: TIMEOUT (0: no limit)
   int64_t client_uid = -1;        // the client that loaded it (a uid, or kOwnedByTcpClients); -1: the config's
-  int64_t owner = kOwnedByConfig;  // who may unload or replace it (Server::check_owner)
+  int64_t owner = kOwnedByConfig;  // who may unload or replace it (ModelRegistry::check_owner)
   uint64_t client_bytes = 0;      // its model file's size, charged to client_uid
   uint32_t max_compile_ms = 0;    // its load's time limit, limits.max_compile_ms for a client's (0: none)
 

@@ -1,7 +1,8 @@
 // A protocol heterod serves next to its native one (daemon/kserve/: the Open
 // Inference Protocol over gRPC). A front end reaches the models through the
-// server's registry and ServedModel::submit, as the native requests do; the
-// server starts it after its own socket and tells it when the daemon stops.
+// registry (daemon/model_registry.h) and ServedModel::submit, as the native
+// requests do, and nothing of the native protocol's; the server starts it
+// after its own socket and tells it when the daemon stops.
 #pragma once
 
 #include <uv.h>
@@ -11,7 +12,7 @@
 
 namespace hetero::daemon {
 
-class Server;
+class ModelRegistry;
 
 class FrontEnd {
  public:
@@ -29,6 +30,6 @@ class FrontEnd {
 // start leaves every loop handle with an owner that outlives the loop's
 // teardown. Loop thread, during start-up; throws Error (a socket it cannot
 // bind, a certificate it cannot read).
-void start_front_ends(Server& server, uv_loop_t* loop, std::vector<std::unique_ptr<FrontEnd>>& into);
+void start_front_ends(ModelRegistry& registry, uv_loop_t* loop, std::vector<std::unique_ptr<FrontEnd>>& into);
 
 }  // namespace hetero::daemon

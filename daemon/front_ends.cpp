@@ -1,4 +1,5 @@
-#include "daemon/server.h"
+#include "daemon/front_end.h"
+#include "daemon/model_registry.h"
 
 #if HETEROD_KSERVE
 #include "daemon/kserve/front_end.h"
@@ -6,11 +7,11 @@
 
 namespace hetero::daemon {
 
-void start_front_ends([[maybe_unused]] Server& server, [[maybe_unused]] uv_loop_t* loop,
+void start_front_ends([[maybe_unused]] ModelRegistry& registry, [[maybe_unused]] uv_loop_t* loop,
                       [[maybe_unused]] std::vector<std::unique_ptr<FrontEnd>>& into) {
   // A build without gRPC refuses a kserve section when it reads the config.
 #if HETEROD_KSERVE
-  if (server.config().kserve.enabled()) kserve::start_front_end(server, loop, into);
+  if (registry.config().kserve.enabled()) kserve::start_front_end(registry, loop, into);
 #endif
 }
 

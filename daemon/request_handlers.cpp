@@ -2,10 +2,7 @@
 // that breaks the protocol ends its connection; one that is merely wrong
 // (an unknown model, a bad shape) gets an error reply and the connection
 // goes on.
-#include <sys/resource.h>
-
 #include <algorithm>
-#include <climits>
 #include <cstring>
 #include <cstdlib>
 
@@ -16,19 +13,6 @@
 #include "protocol/heterod_schema.pb.h"
 
 namespace hetero::daemon {
-
-namespace {
-
-bool under(const std::string& path, const std::string& dir) {
-  return path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/';
-}
-
-std::string real_path(const std::string& path) {
-  char buffer[PATH_MAX];
-  return ::realpath(path.c_str(), buffer) ? std::string(buffer) : std::string();
-}
-
-}  // namespace
 
 void Server::reply(Connection& connection, wire::Response& response) {
   connection.send({wire::encode_frame(response), {}});
@@ -129,7 +113,11 @@ void Server::describe(const ModelEntry& entry, wire::ModelInfo& info) const {
     info.set_source(entry.spec.path.empty() ? "upload" : entry.spec.path);
     info.set_parallel(entry.spec.parallel);
   }
-  info.set_state(entry.state);
+  switch (entry.state) {
+    case ModelState::Loading: info.set_state(wire::ModelInfo::LOADING); break;
+    case ModelState::Ready: info.set_state(wire::ModelInfo::READY); break;
+    case ModelState::Failed: info.set_state(wire::ModelInfo::FAILED); break;
+  }
   info.set_error(entry.error);
 }
 
@@ -137,7 +125,7 @@ void Server::handle_list_models(Connection& connection, const wire::Request& req
   wire::Response response;
   response.set_id(request.id());
   wire::ListModelsReply* list = response.mutable_list_models();
-  for (const auto& [name, entry] : models_) describe(entry, *list->add_models());
+  for (const auto& [name, entry] : registry_->models()) describe(entry, *list->add_models());
   reply(connection, response);
 }
 
@@ -148,7 +136,7 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
   if (!valid_model_name(message.name()))
     return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
                        "model name '" + message.name() + "' must be 1-128 of A-Z a-z 0-9 . _ -");
-  if (models_.count(message.name()))
+  if (registry_->models().count(message.name()))
     return reply_error(connection, id, HETERO_INVALID_ARGUMENT,
                        "model '" + message.name() + "' is already loaded; unload it first");
   const uid_t uid = connection.peer().uid;
@@ -164,7 +152,7 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
   switch (message.source_case()) {
     case wire::LoadModel::kPath: {
       std::string why;
-      if (const hetero_status status = check_model_path(spec.name, message.path(), spec.path, why); status != HETERO_OK)
+      if (const hetero_status status = registry_->check_model_path(spec.name, message.path(), spec.path, why); status != HETERO_OK)
         return reply_error(connection, id, status, why);
       break;
     }
@@ -195,25 +183,26 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
       return reply_error(connection, id, HETERO_INVALID_ARGUMENT, "model '" + spec.name + "': no path or bytes");
   }
   std::string why;
-  if (const hetero_status status = admit_client_model(spec, uid, bytes.size(), why); status != HETERO_OK)
+  if (const hetero_status status = registry_->admit_client_model(spec, uid, bytes.size(), why); status != HETERO_OK)
     return reply_error(connection, id, status, why);
   owned->first = std::move(request);
   std::weak_ptr<Connection> who = connection.shared_from_this();
-  auto compile = [this, spec, owned, bytes] { return load(spec, bytes); };
-  start_load(spec, false, compile, [this, who, id, name = spec.name](hetero_status status, const std::string& error) {
+  ModelRegistry& registry = *registry_;
+  auto compile = [&registry, spec, owned, bytes] { return registry.load(spec, bytes); };
+  registry.start_load(spec, false, compile, [this, who, id, name = spec.name](hetero_status status, const std::string& error) {
     auto c = who.lock();
     if (!c || !c->open()) return;
     if (status != HETERO_OK) return reply_error(*c, id, status, error);
     wire::Response response;
     response.set_id(id);
-    describe(models_.at(name), *response.mutable_load_model()->mutable_model());
+    describe(registry_->models().at(name), *response.mutable_load_model()->mutable_model());
     reply(*c, response);
   });
 }
 
 void Server::handle_unload(Connection& connection, const wire::Request& request) {
   std::string why;
-  if (const hetero_status status = unload_model(request.unload_model().name(), connection.peer().uid, why);
+  if (const hetero_status status = registry_->unload_model(request.unload_model().name(), connection.peer().uid, why);
       status != HETERO_OK)
     return reply_error(connection, request.id(), status, why);
   wire::Response response;
@@ -228,7 +217,7 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
   const wire::Infer& infer = request->infer();
   hetero_status status = HETERO_OK;
   std::string why;
-  const std::shared_ptr<ServedModel> model = ready_model(infer.model(), status, why);
+  const std::shared_ptr<ServedModel> model = registry_->ready_model(infer.model(), status, why);
   if (!model) return reply_error(connection, id, status, why);
   // Refused before the model's queue: still one of its failed requests.
   auto refuse = [&](hetero_status refusal, const std::string& message) {
@@ -281,8 +270,7 @@ void Server::handle_stats(Connection& connection, const wire::Request& request) 
   wire::Response response;
   response.set_id(request.id());
   wire::StatsReply* stats = response.mutable_stats();
-  for (const auto& [name, entry] : models_)
-    if (entry.model) entry.model->fill_stats(*stats->add_models());
+  for (const auto& model : registry_->serving()) model->fill_stats(*stats->add_models());
   stats->set_uptime_ms(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count()));
   stats->set_connections(static_cast<uint32_t>(connections_.size()));
@@ -293,15 +281,10 @@ void Server::handle_health(Connection& connection, const wire::Request& request)
   wire::Response response;
   response.set_id(request.id());
   wire::HealthReply* health = response.mutable_health();
-  uint32_t ready = 0, failed = 0;
-  for (const auto& [name, entry] : models_) {
-    ready += entry.state == wire::ModelInfo::READY;
-    failed += entry.state == wire::ModelInfo::FAILED;
-  }
-  health->set_ok(healthy());
+  health->set_ok(registry_->healthy());
   health->set_status(stopping_ ? "stopping" : status_line());
-  health->set_models_ready(ready);
-  health->set_models_failed(failed);
+  health->set_models_ready(static_cast<uint32_t>(registry_->count(ModelState::Ready)));
+  health->set_models_failed(static_cast<uint32_t>(registry_->count(ModelState::Failed)));
   reply(connection, response);
 }
 
@@ -313,140 +296,13 @@ void Server::handle_reload(Connection& connection, const wire::Request& request)
   start_reload(&waiter);
 }
 
-// ---- The model registry ------------------------------------------------------
-
-bool Server::healthy() const {
-  if (stopping_) return false;
-  for (const auto& [name, entry] : models_)
-    if (entry.from_config && entry.state != wire::ModelInfo::READY) return false;
-  return true;
-}
-
-std::shared_ptr<ServedModel> Server::ready_model(const std::string& name, hetero_status& status,
-                                               std::string& why) const {
-  auto it = models_.find(name);
-  if (it == models_.end()) {
-    status = HETERO_NOT_FOUND;
-    why = "model '" + name + "' is not loaded";
-    return nullptr;
-  }
-  if (!it->second.model) {
-    const bool loading = it->second.state == wire::ModelInfo::LOADING;
-    status = loading ? HETERO_BUSY : HETERO_NOT_FOUND;
-    why = "model '" + name + "' is " + (loading ? "still loading" : "failed: " + it->second.error);
-  }
-  return it->second.model;
-}
-
-hetero_status Server::check_model_path(const std::string& model, const std::string& path, std::string& real,
-                                       std::string& why) const {
-  real = real_path(path);
-  if (real.empty()) {
-    why = "model '" + model + "': " + path + " does not exist";
-    return HETERO_NOT_FOUND;
-  }
-  for (const std::string& dir : config_.model_dirs)
-    if (under(real, real_path(dir))) return HETERO_OK;
-  why = "model '" + model + "': " + path + " is outside the config's model_dirs";
-  return HETERO_PERMISSION_DENIED;
-}
-
-void Server::load_model(const ModelSpec& spec, bool from_config, LoadDone done) {
-  start_load(spec, from_config, [this, spec] { return load(spec); }, std::move(done));
-}
-
-void Server::start_load(const ModelSpec& spec, bool from_config, std::function<LoadResult()> compile, LoadDone done) {
-  const uint64_t ticket = ++load_tickets_;
-  ModelEntry& entry = models_[spec.name];
-  if (!entry.model) entry = ModelEntry{spec, from_config, wire::ModelInfo::LOADING, {}, nullptr, 0};
-  entry.load_ticket = ticket;
-  core::WorkerThread* loader = loader_.get();
-  const int64_t uid = spec.client_uid;
-  if (uid != kOwnedByConfig) {
-    ClientLoader& mine = client_loaders_[uid];
-    if (!mine.thread) {
-      mine.thread = std::make_unique<core::WorkerThread>();
-      // A client's import and graph work run at the lowest weight: on a busy
-      // box they take longer, not the served models' cores (niceness is per
-      // thread on Linux; raising it needs no privilege).
-      mine.thread->post([] { ::setpriority(PRIO_PROCESS, 0, 19); });
-    }
-    ++mine.loads;
-    loader = mine.thread.get();
-  }
-  loader->post([this, compile = std::move(compile), done = std::move(done), ticket, from_config, uid]() mutable {
-    auto result = std::make_shared<LoadResult>(compile());
-    post_->post([this, result, done = std::move(done), ticket, from_config, uid] {
-      // The client's loader ends with its last load (joining a thread whose
-      // task has only to return).
-      if (auto it = client_loaders_.find(uid); it != client_loaders_.end() && --it->second.loads == 0)
-        client_loaders_.erase(it);
-      // What a client's import and compile freed (hundreds of MiB for a big
-      // model) goes back to the system. Not on that client's loader: a trim
-      // locks every arena in turn, and at niceness 19 it could hold one that
-      // the loop thread waits for.
-      if (uid != kOwnedByConfig) trim_heap();
-      const std::string& name = result->spec.name;
-      auto it = models_.find(name);
-      // Unloaded, replaced by a reload or by a later load meanwhile.
-      if (it == models_.end() || it->second.load_ticket != ticket)
-        return done(HETERO_NOT_FOUND, "model '" + name + "' was unloaded or replaced while loading");
-      it->second.load_ticket = 0;
-      if (!result->model) {
-        if (!it->second.model) models_.erase(it);  // else it serves on as it was
-        return done(result->status, result->error);
-      }
-      it->second = ModelEntry{result->spec, from_config, wire::ModelInfo::READY, {}, result->model, 0};
-      if (!from_config) charge_to_owner(*result->model, result->spec);
-      core::log(core::LogLevel::Info, "model '" + name + "' loaded by a client");
-      done(HETERO_OK, {});
-    });
-  });
-}
-
 void Server::handle_cancel(Connection& connection, const wire::Request& request) {
   const uint64_t target = request.cancel().request_id();
-  for (auto& [name, entry] : models_)
-    if (entry.model && entry.model->cancel(connection, target)) break;
+  for (const auto& model : registry_->serving())
+    if (model->cancel(connection, target)) break;
   wire::Response response;
   response.set_id(request.id());
   reply(connection, response);
-}
-
-hetero_status Server::check_owner(const ModelEntry& entry, int64_t requester, const std::string& action,
-                                  std::string& why) const {
-  const ModelSpec& spec = entry.spec;
-  const std::string model = "model '" + spec.name + "'";
-  if (entry.from_config || spec.owner == kOwnedByConfig) {
-    why = model + " is served from " + config_.file +
-          (spec.line ? " (line " + std::to_string(spec.line) + ")" : std::string()) + ": no client may " + action +
-          " it; remove it there and reload the daemon";
-    return HETERO_PERMISSION_DENIED;
-  }
-  if (requester == spec.owner || (requester >= 0 && is_admin(static_cast<uid_t>(requester)))) return HETERO_OK;
-  why = model + " was loaded by " +
-        (spec.owner == kOwnedByTcpClients ? std::string("a v2 client over TCP") : "uid " + std::to_string(spec.owner)) +
-        "; only it, root or the daemon's user may " + action + " it";
-  return HETERO_PERMISSION_DENIED;
-}
-
-hetero_status Server::unload_model(const std::string& name, int64_t requester, std::string& why) {
-  auto it = models_.find(name);
-  if (it == models_.end()) {
-    why = "model '" + name + "' is not loaded";
-    return HETERO_NOT_FOUND;
-  }
-  if (const hetero_status status = check_owner(it->second, requester, "unload", why); status != HETERO_OK)
-    return status;
-  // Requests already queued or running are answered CANCELLED, the running
-  // ones at their next node boundary: they hold the model until then.
-  if (it->second.model) it->second.model->cancel_all("model '" + name + "' was unloaded");
-  models_.erase(it);
-  core::log(core::LogLevel::Info, "model '" + name + "' unloaded by a client");
-  // Its memory (freed now, or when its last running job ends) goes back to
-  // the system.
-  trim_heap();
-  return HETERO_OK;
 }
 
 }  // namespace hetero::daemon

@@ -116,53 +116,8 @@ void Server::create_core() {
   if (count == 0) warn("no devices: every model will fail to load");
 }
 
-Server::LoadResult Server::load(const ModelSpec& spec, std::span<const uint8_t> bytes) const {
-  LoadResult result{spec, nullptr, {}};
-  const auto start = std::chrono::steady_clock::now();
-  // A client's upload may be built to compile for ever within every size
-  // limit: the compile checks this deadline between units of work (a
-  // node's kernels, a tuning candidate) and stops with TIMEOUT.
-  // (The limit comes in the spec: this runs on a loader thread, and the
-  // config may be replaced meanwhile.)
-  core::ProgressSink deadline(nullptr);
-  if (spec.max_compile_ms > 0)
-    deadline.set_deadline(start + std::chrono::milliseconds(spec.max_compile_ms),
-                          "model '" + spec.name + "': compiling took longer than limits.max_compile_ms (" +
-                              std::to_string(spec.max_compile_ms) + " ms)");
-  core::ProgressScope scope(&deadline);
-  try {
-    const ServedModel::Threads threads{post_, releaser_};
-    result.model = spec.path.empty() ? ServedModel::load_bytes(core_.get(), spec, bytes, threads)
-                                     : ServedModel::load(core_.get(), spec, threads);
-    info("model '" + spec.name + "' ready on " + spec.device + " in " + ms_since(start));
-  } catch (const Error& e) {
-    result.error = e.what();
-    result.status = e.status();
-  } catch (const std::exception& e) {
-    result.error = e.what();
-  }
-  if (!result.model) core::log(core::LogLevel::Error, result.error);
-  return result;
-}
-
-void Server::load_configured_models() {
-  for (const ModelSpec& spec : config_.models) {
-    LoadResult r = load(spec);
-    ModelEntry& entry = models_[spec.name];
-    entry.spec = spec;
-    entry.from_config = true;
-    entry.model = r.model;
-    entry.state = r.model ? wire::ModelInfo::READY : wire::ModelInfo::FAILED;
-    entry.error = r.error;
-  }
-}
-
 std::string Server::status_line() const {
-  size_t ready = 0, failed = 0;
-  for (const auto& [name, entry] : models_) {
-    ready += entry.state == wire::ModelInfo::READY;
-    failed += entry.state == wire::ModelInfo::FAILED;
-  }
+  const size_t ready = registry_->count(ModelState::Ready), failed = registry_->count(ModelState::Failed);
   std::string s = "serving " + std::to_string(ready) + " model" + (ready == 1 ? "" : "s");
   if (failed) s += ", " + std::to_string(failed) + " failed";
   s += " on " + listener_->path();
@@ -219,8 +174,7 @@ int Server::poll_listener() {
 }
 
 void Server::sweep() {
-  for (auto& [name, entry] : models_)
-    if (entry.model) entry.model->expire();
+  for (const auto& model : registry_->serving()) model->expire();
   const Clock::time_point now = Clock::now();
   for (const auto& connection : open_connections()) connection->check_timeouts(now, config_.limits);
 }
@@ -316,8 +270,7 @@ void Server::connection_closed(Connection& connection) {
   core::log(core::LogLevel::Debug, "client " + connection.peer().describe() + " disconnected");
   connections_.erase(&connection);
   // Its inferences stop at their next node boundary, freeing their slots.
-  for (auto& [name, entry] : models_)
-    if (entry.model) entry.model->cancel_orphans();
+  for (const auto& model : registry_->serving()) model->cancel_orphans();
   connection_progress();
 }
 
@@ -351,7 +304,7 @@ void Server::take_reply_bytes(size_t bytes) {
 
 void Server::connection_progress() {
   if (!stopping_) return;
-  for (const auto& [name, entry] : models_)
+  for (const auto& [name, entry] : registry_->models())
     if (entry.model && entry.model->pending() > 0) return;
   for (const auto& [ptr, connection] : connections_)
     if (!connection->idle()) return;
@@ -365,6 +318,7 @@ void Server::begin_shutdown(const char* why) {
     return;
   }
   stopping_ = true;
+  registry_->stopping();
   info(std::string(why) + ": no new requests; finishing those in flight");
   systemd::notify_stopping("finishing requests in flight");
   uv_ok(uv_poll_stop(&listen_poll_), "uv_poll_stop on " + listener_->path());
@@ -418,50 +372,13 @@ void Server::start_reload(const Waiter* waiter) {
     systemd::notify_ready(status_line());
     return;
   }
-  std::vector<ModelSpec> to_load;
-  std::vector<std::string> removed;
-  std::set<std::string> wanted;
-  for (const ModelSpec& spec : next.models) {
-    wanted.insert(spec.name);
-    auto it = models_.find(spec.name);
-    if (it == models_.end()) {
-      models_[spec.name] = ModelEntry{spec, true, wire::ModelInfo::LOADING, {}, nullptr};
-      to_load.push_back(spec);
-    } else if (!it->second.model || !spec.same_model(it->second.spec) || it->second.model->file_changed()) {
-      to_load.push_back(spec);
-    }
-  }
-  for (const auto& [name, entry] : models_)
-    if (entry.from_config && !wanted.count(name)) removed.push_back(name);
-  loader_->post([this, next = std::move(next), to_load = std::move(to_load), removed = std::move(removed)]() mutable {
-    auto results = std::make_shared<std::vector<LoadResult>>();
-    for (const ModelSpec& spec : to_load) results->push_back(load(spec));
-    auto shared_next = std::make_shared<Config>(std::move(next));
-    post_->post([this, shared_next, results, removed] { apply_reload(*shared_next, std::move(*results), removed); });
+  auto shared_next = std::make_shared<Config>(std::move(next));
+  registry_->reload(*shared_next, [this, shared_next](ReloadCounts counts) {
+    finish_reload(std::move(*shared_next), counts);
   });
 }
 
-void Server::apply_reload(Config next, std::vector<LoadResult> results, std::vector<std::string> removed) {
-  wire::ReloadReply counts;
-  for (LoadResult& r : results) {
-    ModelEntry& entry = models_[r.spec.name];
-    const bool existed = entry.model != nullptr;
-    if (r.model) {
-      // In-flight requests keep the old model alive until they are answered.
-      entry = ModelEntry{r.spec, true, wire::ModelInfo::READY, {}, std::move(r.model)};
-      existed ? counts.set_changed(counts.changed() + 1) : counts.set_added(counts.added() + 1);
-    } else if (existed) {
-      warn("reload: keeping the running version of model '" + r.spec.name + "'");
-      counts.set_failed(counts.failed() + 1);
-    } else {
-      entry = ModelEntry{r.spec, true, wire::ModelInfo::FAILED, r.error, nullptr};
-      counts.set_failed(counts.failed() + 1);
-    }
-  }
-  for (const std::string& name : removed) {
-    models_.erase(name);
-    counts.set_removed(counts.removed() + 1);
-  }
+void Server::finish_reload(Config next, ReloadCounts counts) {
   if (next.socket_path != config_.socket_path || next.socket_mode != config_.socket_mode ||
       next.socket_group != config_.socket_group || next.driver_path != config_.driver_path ||
       next.cache_dir != config_.cache_dir || next.driver_config != config_.driver_config || next.kserve != config_.kserve)
@@ -472,14 +389,18 @@ void Server::apply_reload(Config next, std::vector<LoadResult> results, std::vec
   next.kserve = config_.kserve;
   set_log_level(next.log_level);
   config_ = std::move(next);
-  info("reloaded: " + std::to_string(counts.added()) + " added, " + std::to_string(counts.changed()) + " changed, " +
-       std::to_string(counts.removed()) + " removed, " + std::to_string(counts.failed()) + " failed");
+  info("reloaded: " + std::to_string(counts.added) + " added, " + std::to_string(counts.changed) + " changed, " +
+       std::to_string(counts.removed) + " removed, " + std::to_string(counts.failed) + " failed");
   for (const Waiter& w : reload_waiters_) {
     auto c = w.connection.lock();
     if (!c || !c->open()) continue;
     wire::Response response;
     response.set_id(w.id);
-    *response.mutable_reload() = counts;
+    wire::ReloadReply& reply_counts = *response.mutable_reload();
+    reply_counts.set_added(counts.added);
+    reply_counts.set_changed(counts.changed);
+    reply_counts.set_removed(counts.removed);
+    reply_counts.set_failed(counts.failed);
     reply(*c, response);
   }
   reload_waiters_.clear();
@@ -516,10 +437,11 @@ int Server::run() {
     post_ = std::make_shared<LoopPost>(&loop_);
     releaser_ = std::make_shared<core::WorkerThread>();
     create_core();
-    load_configured_models();
-    loader_ = std::make_unique<core::WorkerThread>();
+    registry_ = std::make_unique<ModelRegistry>(config_, core_.get(), ServedModel::Threads{post_, releaser_},
+                                                [this] { trim_heap(); }, [this] { connection_progress(); });
+    registry_->load_configured_models();
     start_loop_handles();
-    start_front_ends(*this, &loop_, front_ends_);
+    start_front_ends(*registry_, &loop_, front_ends_);
   } catch (...) {
     close_handles();  // so that the loop closes cleanly on the way out
     throw;
@@ -550,12 +472,7 @@ int Server::run() {
   }).detach();
   for (const auto& connection : open_connections()) connection->close();
   close_handles();
-  for (auto& [name, entry] : models_)
-    if (entry.model) entry.model->cancel_all("heterod is stopping");
-  loader_.reset();
-  client_loaders_.clear();
-  for (auto& [name, entry] : models_)
-    if (entry.model) entry.model->wait_idle();
+  registry_->stop_and_wait();
   // Calls of other protocols still unanswered (the grace period ran out)
   // are answered now, while the models their jobs point into still exist.
   for (auto& front_end : front_ends_) front_end->shutdown();
@@ -566,7 +483,7 @@ int Server::run() {
   static auto* const left_to_exit = new std::vector<std::unique_ptr<FrontEnd>>();
   for (auto& front_end : front_ends_) left_to_exit->push_back(std::move(front_end));
   front_ends_.clear();
-  models_.clear();
+  registry_->forget();
   releaser_.reset();  // joined: the models are destroyed before "stopped"
   listener_.reset();
   {

@@ -23,7 +23,7 @@
 #include "daemon/kserve/service.h"
 #include "daemon/listener.h"
 #include "daemon/peer_credentials.h"
-#include "daemon/server.h"
+#include "daemon/model_registry.h"
 #include "daemon/uv_status.h"
 
 namespace hetero::daemon::kserve {
@@ -98,7 +98,7 @@ constexpr uint64_t kAcceptBackoffMs = 250;
 
 class KServeFrontEnd final : public FrontEnd {
  public:
-  explicit KServeFrontEnd(Server& server);
+  explicit KServeFrontEnd(ModelRegistry& registry);
   ~KServeFrontEnd() override;
   // Accepts on the Unix socket from the loop. Throws Error.
   void start_polling(uv_loop_t* loop);
@@ -112,7 +112,7 @@ class KServeFrontEnd final : public FrontEnd {
   // Service::RequesterOf: the uid of a connection handed over ("fd:N").
   int64_t requester_of(const std::string& peer) const;
 
-  Server& server_;
+  ModelRegistry& registry_;
   const KServeConfig config_;
   std::shared_ptr<CallRegister> calls_ = std::make_shared<CallRegister>();
   Service service_;
@@ -128,23 +128,23 @@ class KServeFrontEnd final : public FrontEnd {
   bool shut_down_ = false;
 };
 
-KServeFrontEnd::KServeFrontEnd(Server& server)
-    : server_(server),
-      config_(server.config().kserve),
-      service_(server, calls_, [this](const std::string& peer) { return requester_of(peer); }),
-      refusing_("this user is not allowed by " + server.config().file + " (access.allowed_uids / allowed_gids)") {
+KServeFrontEnd::KServeFrontEnd(ModelRegistry& registry)
+    : registry_(registry),
+      config_(registry.config().kserve),
+      service_(registry, calls_, [this](const std::string& peer) { return requester_of(peer); }),
+      refusing_("this user is not allowed by " + registry.config().file + " (access.allowed_uids / allowed_gids)") {
   gpr_set_log_function(&grpc_log);
   gpr_set_log_verbosity(GPR_LOG_SEVERITY_ERROR);
   if (!config_.socket_path.empty())
     listener_ = std::make_unique<Listener>(config_.socket_path, config_.socket_mode, config_.socket_group,
-                                           server.config().file);
+                                           registry.config().file);
   build_servers();
 }
 
 KServeFrontEnd::~KServeFrontEnd() { shutdown(); }
 
 void KServeFrontEnd::build_servers() {
-  const Limits& limits = server_.config().limits;
+  const Limits& limits = registry_.config().limits;
   grpc::ServerBuilder builder;
   builder.RegisterAsyncGenericService(service_.generic_service());
   queue_ = builder.AddCompletionQueue();
@@ -258,15 +258,15 @@ void KServeFrontEnd::accept_clients() {
       continue;
     }
     std::erase_if(handed_over_, [](const HandedOver& h) { return !h.open(); });
-    const uint32_t limit = server_.config().limits.max_connections;
+    const uint32_t limit = registry_.config().limits.max_connections;
     if (handed_over_.size() >= limit) {
       warn("client " + peer.describe() + ": too many connections (limits.max_connections = " + std::to_string(limit) +
            "); disconnecting it");
       ::close(fd);
       continue;
     }
-    const bool allowed = peer_allowed(peer, server_.config());
-    const size_t per_uid = allowed ? server_.config().limits.max_connections_per_uid : kRefusedConnectionsPerUid;
+    const bool allowed = peer_allowed(peer, registry_.config());
+    const size_t per_uid = allowed ? registry_.config().limits.max_connections_per_uid : kRefusedConnectionsPerUid;
     const auto held = static_cast<size_t>(std::count_if(handed_over_.begin(), handed_over_.end(),
                                                         [&](const HandedOver& h) { return h.uid == peer.uid; }));
     if (!is_admin(peer.uid) && held >= per_uid) {
@@ -281,7 +281,7 @@ void KServeFrontEnd::accept_clients() {
       hand_over(fd, peer.uid, *grpc_);
     } else {
       warn("client " + peer.describe() + ": uid " + std::to_string(peer.uid) + " is not allowed by " +
-           server_.config().file + " (access.allowed_uids / allowed_gids); answering PERMISSION_DENIED");
+           registry_.config().file + " (access.allowed_uids / allowed_gids); answering PERMISSION_DENIED");
       hand_over(fd, peer.uid, *refusal_server_);
     }
   }
@@ -334,8 +334,8 @@ void KServeFrontEnd::shutdown() {
 
 }  // namespace
 
-void start_front_end(Server& server, uv_loop_t* loop, std::vector<std::unique_ptr<FrontEnd>>& into) {
-  auto front_end = std::make_unique<KServeFrontEnd>(server);
+void start_front_end(ModelRegistry& registry, uv_loop_t* loop, std::vector<std::unique_ptr<FrontEnd>>& into) {
+  auto front_end = std::make_unique<KServeFrontEnd>(registry);
   KServeFrontEnd& started = *front_end;
   into.push_back(std::move(front_end));
   started.start_polling(loop);

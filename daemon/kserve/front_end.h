@@ -17,7 +17,7 @@
 
 namespace hetero::daemon::kserve {
 
-// Starts the front end of server.config().kserve (see start_front_ends()).
-void start_front_end(Server& server, uv_loop_t* loop, std::vector<std::unique_ptr<FrontEnd>>& into);
+// Starts the front end of registry.config().kserve (see start_front_ends()).
+void start_front_end(ModelRegistry& registry, uv_loop_t* loop, std::vector<std::unique_ptr<FrontEnd>>& into);
 
 }  // namespace hetero::daemon::kserve

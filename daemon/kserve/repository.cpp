@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "daemon/server.h"
+#include "daemon/model_registry.h"
 
 namespace hetero::daemon::kserve {
 
@@ -46,31 +46,31 @@ bool known_repository(const Config& config, const std::string& repository) {
          std::find(config.model_dirs.begin(), config.model_dirs.end(), repository) != config.model_dirs.end();
 }
 
-std::vector<IndexEntry> repository_index(const Server& server, const std::string& repository, bool ready_only) {
+std::vector<IndexEntry> repository_index(const ModelRegistry& registry, const std::string& repository, bool ready_only) {
   std::map<std::string, IndexEntry> index;
   if (repository.empty()) {
-    for (const auto& [name, entry] : server.models()) {
+    for (const auto& [name, entry] : registry.models()) {
       IndexEntry& e = index[name];
       e.name = name;
-      if (entry.state == wire::ModelInfo::READY) {
+      if (entry.state == ModelState::Ready) {
         e.state = "READY";
-      } else if (entry.state == wire::ModelInfo::LOADING) {
+      } else if (entry.state == ModelState::Loading) {
         e.state = "LOADING";
       } else {
         e.state = "UNAVAILABLE";
         e.reason = entry.error;
       }
     }
-    for (const ModelSpec& spec : server.config().models)
+    for (const ModelSpec& spec : registry.config().models)
       if (!index.count(spec.name)) index[spec.name] = {spec.name, "UNAVAILABLE", "unloaded"};
   }
-  for (const std::string& dir : server.config().model_dirs) {
+  for (const std::string& dir : registry.config().model_dirs) {
     if (!in_repository(dir, repository)) continue;
     for (const auto& [name, path] : model_files(dir)) {
       if (index.count(name)) continue;
-      const auto loaded = server.models().find(name);
-      if (loaded != server.models().end())
-        index[name] = {name, loaded->second.state == wire::ModelInfo::READY ? "READY" : "UNAVAILABLE", ""};
+      const auto loaded = registry.models().find(name);
+      if (loaded != registry.models().end())
+        index[name] = {name, loaded->second.state == ModelState::Ready ? "READY" : "UNAVAILABLE", ""};
       else
         index[name] = {name, "UNAVAILABLE", "unloaded"};
     }
@@ -81,29 +81,29 @@ std::vector<IndexEntry> repository_index(const Server& server, const std::string
   return out;
 }
 
-hetero_status resolve_load(const Server& server, const inference::RepositoryModelLoadRequest& request,
+hetero_status resolve_load(const ModelRegistry& registry, const inference::RepositoryModelLoadRequest& request,
                            int64_t requester, LoadTarget& target, std::string& why) {
   const std::string& name = request.model_name();
   if (!valid_model_name(name)) {
     why = "model name '" + name + "' must be 1-128 of A-Z a-z 0-9 . _ -";
     return HETERO_INVALID_ARGUMENT;
   }
-  const Config& config = server.config();
+  const Config& config = registry.config();
   const std::string& repository = request.repository_name();
   if (!known_repository(config, repository)) {
     why = "repository '" + repository + "' is not one of the config's model_dirs";
     return HETERO_NOT_FOUND;
   }
-  const auto loaded = server.models().find(name);
+  const auto loaded = registry.models().find(name);
   const auto configured = std::find_if(config.models.begin(), config.models.end(),
                                        [&](const ModelSpec& spec) { return spec.name == name; });
-  if (loaded != server.models().end()) {
-    if (loaded->second.state == wire::ModelInfo::LOADING) {
+  if (loaded != registry.models().end()) {
+    if (loaded->second.state == ModelState::Loading) {
       why = "model '" + name + "' is loading already";
       return HETERO_BUSY;
     }
     if (loaded->second.model)
-      if (const hetero_status status = server.check_owner(loaded->second, requester, "replace", why);
+      if (const hetero_status status = registry.check_owner(loaded->second, requester, "replace", why);
           status != HETERO_OK)
         return status;
     if (loaded->second.spec.path.empty()) {
@@ -132,7 +132,7 @@ hetero_status resolve_load(const Server& server, const inference::RepositoryMode
     target.spec.name = name;
     target.spec.owner = requester;
     // A symbolic link out of model_dirs is refused as the native load refuses it.
-    if (const hetero_status status = server.check_model_path(name, path, target.spec.path, why); status != HETERO_OK)
+    if (const hetero_status status = registry.check_model_path(name, path, target.spec.path, why); status != HETERO_OK)
       return status;
   }
   for (const auto& [key, value] : request.parameters()) {
@@ -154,7 +154,7 @@ hetero_status resolve_load(const Server& server, const inference::RepositoryMode
   // A client's model is loaded under a client's limits, as the native
   // protocol's LoadModel is; one it replaces stays its owner's.
   if (!target.from_config)
-    return server.admit_client_model(target.spec, loaded != server.models().end() ? target.spec.owner : requester, 0,
+    return registry.admit_client_model(target.spec, loaded != registry.models().end() ? target.spec.owner : requester, 0,
                                      why);
   return HETERO_OK;
 }

@@ -16,7 +16,7 @@
 #include "hetero/hetero.h"
 
 namespace hetero::daemon {
-class Server;
+class ModelRegistry;
 }
 
 namespace hetero::daemon::kserve {
@@ -37,21 +37,21 @@ bool known_repository(const Config& config, const std::string& repository);
 
 // Sorted by name. `repository` (known_repository): "" for all, or one
 // directory for the model files under it.
-std::vector<IndexEntry> repository_index(const Server& server, const std::string& repository, bool ready_only);
+std::vector<IndexEntry> repository_index(const ModelRegistry& registry, const std::string& repository, bool ready_only);
 
 // What RepositoryModelLoad(name) loads: the model as it is served now (a
 // reload), the config's entry for it, or NAME.blob / NAME.onnx under
 // model_dirs. The parameters "device" (string) and "parallel" (int64) set
 // those of a model that is not from the config. A model `requester` loads
 // from model_dirs is its own; one that serves is replaced only as
-// Server::check_owner allows (a config's model that failed may be tried
+// ModelRegistry::check_owner allows (a config's model that failed may be tried
 // again by anyone). Fails with NOT_FOUND, INVALID_ARGUMENT,
 // PERMISSION_DENIED or BUSY (already loading), and why.
 struct LoadTarget {
   ModelSpec spec;
   bool from_config = false;
 };
-hetero_status resolve_load(const Server& server, const inference::RepositoryModelLoadRequest& request,
+hetero_status resolve_load(const ModelRegistry& registry, const inference::RepositoryModelLoadRequest& request,
                            int64_t requester, LoadTarget& target, std::string& why);
 
 }  // namespace hetero::daemon::kserve

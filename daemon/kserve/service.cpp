@@ -9,7 +9,7 @@
 #include "daemon/kserve/grpc_predict_v2.grpc.pb.h"
 #include "daemon/kserve/repository.h"
 #include "daemon/kserve/tensor_convert.h"
-#include "daemon/server.h"
+#include "daemon/model_registry.h"
 
 namespace hetero::daemon::kserve {
 
@@ -32,11 +32,11 @@ bool check_version(const std::string& model, const std::string& version, AnyCall
 // otherwise answers the call (NOT_FOUND for a model or version heterod does
 // not serve, UNAVAILABLE while the model loads) and returns null.
 template <typename AnyCall>
-std::shared_ptr<ServedModel> served_model(const Server& server, const std::string& name, const std::string& version,
+std::shared_ptr<ServedModel> served_model(const ModelRegistry& registry, const std::string& name, const std::string& version,
                                           AnyCall& call) {
   hetero_status status = HETERO_OK;
   std::string why;
-  std::shared_ptr<ServedModel> model = server.ready_model(name, status, why);
+  std::shared_ptr<ServedModel> model = registry.ready_model(name, status, why);
   if (!model) {
     call.finish(status, why);
     return nullptr;
@@ -94,23 +94,23 @@ void set_statistics(inference::ModelStatistics& out, const wire::ModelStats& sta
 // What an infer job answers through: its call.
 class InferReplier final : public Replier {
  public:
-  InferReplier(std::shared_ptr<InferCall> call, Server* server) : call(std::move(call)), server_(server) {}
+  InferReplier(std::shared_ptr<InferCall> call, const ModelRegistry* registry) : call(std::move(call)), registry_(registry) {}
 
   bool open() const override { return !call->finished() && !call->cancelled(); }
   // The job has filled the response already (V2Job::encode_outputs).
   void reply_infer(wire::EncodedFrame) override {
     call->finish(grpc::Status::OK);
-    server_->connection_progress();
+    registry_->answered();
   }
   void reply_infer_error(uint64_t, hetero_status status, const std::string& message) override {
     call->finish(status, message);
-    server_->connection_progress();
+    registry_->answered();
   }
 
   const std::shared_ptr<InferCall> call;
 
  private:
-  Server* server_;
+  const ModelRegistry* registry_;
 };
 
 // An infer job of the v2 protocol: its reply is its call's response.
@@ -142,12 +142,12 @@ class V2Job final : public InferJob {
   }
 };
 
-Service::Service(Server& server, std::shared_ptr<CallRegister> calls, RequesterOf requester_of)
-    : server_(server),
-      post_(server.loop_post()),
+Service::Service(ModelRegistry& registry, std::shared_ptr<CallRegister> calls, RequesterOf requester_of)
+    : registry_(registry),
+      post_(registry.loop_post()),
       calls_(std::move(calls)),
       requester_of_(std::move(requester_of)),
-      parse_limit_(wire::request_parse_limit(server.config().kserve.max_message_bytes)) {}
+      parse_limit_(wire::request_parse_limit(registry.config().kserve.max_message_bytes)) {}
 
 bool Service::parse_bounded(Call& call, google::protobuf::Message& into) const {
   const google::protobuf::Descriptor& type = *into.GetDescriptor();
@@ -236,16 +236,16 @@ void Service::server_live(const CallPtr<ServerLiveRequest, ServerLiveResponse>& 
 
 void Service::server_ready(const CallPtr<ServerReadyRequest, ServerReadyResponse>& call) {
   on_loop(call, [this](auto& c) {
-    c.response.set_ready(server_.healthy());
+    c.response.set_ready(registry_.healthy());
     c.finish(grpc::Status::OK);
   });
 }
 
 void Service::model_ready(const CallPtr<ModelReadyRequest, ModelReadyResponse>& call) {
   on_loop(call, [this](auto& c) {
-    const auto it = server_.models().find(c.request.name());
+    const auto it = registry_.models().find(c.request.name());
     const std::string& version = c.request.version();
-    c.response.set_ready(it != server_.models().end() && it->second.state == wire::ModelInfo::READY &&
+    c.response.set_ready(it != registry_.models().end() && it->second.state == ModelState::Ready &&
                          (version.empty() || version == kVersion));
     c.finish(grpc::Status::OK);
   });
@@ -261,7 +261,7 @@ void Service::server_metadata(const CallPtr<ServerMetadataRequest, ServerMetadat
 
 void Service::model_metadata(const CallPtr<ModelMetadataRequest, ModelMetadataResponse>& call) {
   on_loop(call, [this](auto& c) {
-    const auto model = served_model(server_, c.request.name(), c.request.version(), c);
+    const auto model = served_model(registry_, c.request.name(), c.request.version(), c);
     if (!model) return;
     wire::ModelInfo info;
     model->describe(info);
@@ -276,7 +276,7 @@ void Service::model_metadata(const CallPtr<ModelMetadataRequest, ModelMetadataRe
 
 void Service::model_config(const CallPtr<ModelConfigRequest, ModelConfigResponse>& call) {
   on_loop(call, [this](auto& c) {
-    const auto model = served_model(server_, c.request.name(), c.request.version(), c);
+    const auto model = served_model(registry_, c.request.name(), c.request.version(), c);
     if (!model) return;
     wire::ModelInfo info;
     model->describe(info);
@@ -326,7 +326,7 @@ void Service::model_infer(const std::shared_ptr<InferCall>& call) {
     const auto left = std::chrono::duration_cast<Clock::duration>(client - std::chrono::system_clock::now());
     job->client_deadline = std::min(job->client_deadline, job->received + left);
   }
-  job->answer = std::make_shared<InferReplier>(call, &server_);
+  job->answer = std::make_shared<InferReplier>(call, &registry_);
   auto holder = std::make_shared<std::unique_ptr<V2Job>>(std::move(job));
   post_->post([this, holder] { submit_infer(std::move(*holder)); });
 }
@@ -337,7 +337,7 @@ void Service::submit_infer(std::unique_ptr<V2Job> job) {
   const ModelInferRequest& request = call.request;
   const std::string& name = request.model_name();
   // A model or version heterod does not serve has no statistics to count in.
-  const std::shared_ptr<ServedModel> model = served_model(server_, name, request.model_version(), call);
+  const std::shared_ptr<ServedModel> model = served_model(registry_, name, request.model_version(), call);
   if (!model) return;
   // Every other refusal is one of the model's failed requests.
   auto refuse = [&](hetero_status status, const std::string& message) {
@@ -362,7 +362,7 @@ void Service::submit_infer(std::unique_ptr<V2Job> job) {
     for (size_t k = 0; k < outputs.size(); ++k) job->outputs.push_back(k);
 
   job->deadline = std::min(job->client_deadline,
-                           job->received + std::chrono::milliseconds(server_.config().limits.request_timeout_ms));
+                           job->received + std::chrono::milliseconds(registry_.config().limits.request_timeout_ms));
   job->replier = job->answer;
   ServedModel::submit(model, std::move(job));
 }
@@ -371,14 +371,14 @@ void Service::model_statistics(const CallPtr<ModelStatisticsRequest, ModelStatis
   on_loop(call, [this](auto& c) {
     wire::ModelStats stats;
     if (c.request.name().empty()) {
-      for (const auto& [name, entry] : server_.models()) {
+      for (const auto& [name, entry] : registry_.models()) {
         if (!entry.model) continue;
         entry.model->fill_stats(stats);
         set_statistics(*c.response.add_model_stats(), stats);
       }
       return c.finish(grpc::Status::OK);
     }
-    const auto model = served_model(server_, c.request.name(), c.request.version(), c);
+    const auto model = served_model(registry_, c.request.name(), c.request.version(), c);
     if (!model) return;
     model->fill_stats(stats);
     set_statistics(*c.response.add_model_stats(), stats);
@@ -389,9 +389,9 @@ void Service::model_statistics(const CallPtr<ModelStatisticsRequest, ModelStatis
 void Service::repository_index(const CallPtr<RepositoryIndexRequest, RepositoryIndexResponse>& call) {
   on_loop(call, [this](auto& c) {
     const std::string& repository = c.request.repository_name();
-    if (!known_repository(server_.config(), repository))
+    if (!known_repository(registry_.config(), repository))
       return c.finish(HETERO_NOT_FOUND, "repository '" + repository + "' is not one of the config's model_dirs");
-    for (const IndexEntry& entry : kserve::repository_index(server_, repository, c.request.ready())) {
+    for (const IndexEntry& entry : kserve::repository_index(registry_, repository, c.request.ready())) {
       RepositoryIndexResponse::ModelIndex* model = c.response.add_models();
       model->set_name(entry.name);
       if (entry.state == "READY") model->set_version(kVersion);
@@ -406,10 +406,10 @@ void Service::repository_load(const CallPtr<RepositoryModelLoadRequest, Reposito
   on_loop(call, [this, call](auto& c) {
     LoadTarget target;
     std::string why;
-    if (const hetero_status status = resolve_load(server_, c.request, requester_of_(c.peer()), target, why);
+    if (const hetero_status status = resolve_load(registry_, c.request, requester_of_(c.peer()), target, why);
         status != HETERO_OK)
       return c.finish(status, why);
-    server_.load_model(target.spec, target.from_config,
+    registry_.load_model(target.spec, target.from_config,
                        [call](hetero_status status, const std::string& message) { call->finish(status, message); });
   });
 }
@@ -421,11 +421,11 @@ void Service::repository_unload(const CallPtr<RepositoryModelUnloadRequest, Repo
       // heterod has no ensembles: nothing depends on a model.
       if (key != "unload_dependents" || value.parameter_choice_case() != ModelRepositoryParameter::kBoolParam)
         return c.finish(HETERO_INVALID_ARGUMENT, "parameter '" + key + "' is not one heterod takes");
-    if (!known_repository(server_.config(), c.request.repository_name()))
+    if (!known_repository(registry_.config(), c.request.repository_name()))
       return c.finish(HETERO_NOT_FOUND,
                       "repository '" + c.request.repository_name() + "' is not one of the config's model_dirs");
     std::string why;
-    if (const hetero_status status = server_.unload_model(name, requester_of_(c.peer()), why); status != HETERO_OK)
+    if (const hetero_status status = registry_.unload_model(name, requester_of_(c.peer()), why); status != HETERO_OK)
       return c.finish(status, why);
     c.finish(grpc::Status::OK);
   });

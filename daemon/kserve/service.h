@@ -1,7 +1,7 @@
 // The GRPCInferenceService of the Open Inference Protocol, served from
 // heterod's models. Calls arrive on completion-queue threads, which check
 // what needs no model there and post the rest to the loop thread: it owns
-// the model registry (Server) and submits inferences to the models' queues
+// the model registry (daemon/model_registry.h) and submits inferences to the models' queues
 // as the native requests do (ServedModel::submit), with the same queues,
 // limits, timeouts and statistics.
 #pragma once
@@ -19,7 +19,7 @@
 #include "protocol/decoded_size.h"
 
 namespace hetero::daemon {
-class Server;
+class ModelRegistry;
 }
 
 namespace hetero::daemon::kserve {
@@ -35,7 +35,7 @@ class Service {
   // uid, kOwnedByTcpClients or kUnknownRequester (daemon/config.h). Loop
   // thread.
   using RequesterOf = std::function<int64_t(const std::string& peer)>;
-  Service(Server& server, std::shared_ptr<CallRegister> calls, RequesterOf requester_of);
+  Service(ModelRegistry& registry, std::shared_ptr<CallRegister> calls, RequesterOf requester_of);
   // To register with the gRPC server's builder: every method's calls come
   // through it (daemon/kserve/call.h says why).
   grpc::AsyncGenericService* generic_service() noexcept { return &generic_; }
@@ -83,7 +83,7 @@ class Service {
   // Loop thread: an infer request checked against its model and submitted.
   void submit_infer(std::unique_ptr<V2Job> job);
 
-  Server& server_;  // loop thread only
+  ModelRegistry& registry_;  // loop thread only
   std::shared_ptr<LoopPost> post_;
   std::shared_ptr<CallRegister> calls_;
   const RequesterOf requester_of_;
