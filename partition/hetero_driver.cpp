@@ -45,21 +45,15 @@ class HeteroDriver final : public driver::Driver {
     if (metric_name == driver::kMetricAvailableDevices) return device_id;
     if (metric_name == driver::kMetricFullDeviceName) return "HETERO of " + device_id;
     if (metric_name == driver::kMetricOptimizationCapabilities) {
-      std::vector<std::string> common;
-      bool first = true;
-      for (const std::string& caps : member_metrics(device, metric_name)) {
-        std::vector<std::string> mine = words(caps);
-        if (!first)
-          mine.erase(std::remove_if(mine.begin(), mine.end(),
-                                    [&](const std::string& c) {
-                                      return std::find(common.begin(), common.end(), c) == common.end();
-                                    }),
-                     mine.end());
-        common = std::move(mine);
-        first = false;
-      }
+      const std::vector<std::string> values = member_metrics(device, metric_name);
       std::string out;
-      for (const std::string& c : common) out += (out.empty() ? "" : " ") + c;
+      for (const std::string& c : values.empty() ? std::vector<std::string>{} : words(values.front())) {
+        const bool everyone = std::all_of(values.begin(), values.end(), [&](const std::string& v) {
+          const std::vector<std::string> theirs = words(v);
+          return std::find(theirs.begin(), theirs.end(), c) != theirs.end();
+        });
+        if (everyone) out += (out.empty() ? "" : " ") + c;
+      }
       return out;
     }
     if (metric_name == driver::kMetricOptimalNumberOfInferRequests ||
@@ -127,17 +121,10 @@ class HeteroDriver final : public driver::Driver {
                       driver::kMetricSupportedProperties + " " + driver::kMetricOptimizationCapabilities + " " +
                       driver::kMetricRangeForAsyncInferRequests + " " + driver::kMetricOptimalNumberOfInferRequests;
     std::vector<const driver::Driver*> seen;
-    for (const core::DeviceName& member : device.devices) {
-      std::pair<driver::Driver*, std::string> resolved;
-      try {
-        resolved = runtime_.resolve(member);
-      } catch (const Error&) {
-        continue;
-      }
-      const driver::Driver* d = resolved.first;
+    for (const auto& [d, id] : present_members(device)) {
       if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
       seen.push_back(d);
-      for (const std::string& name : words(d->metric(resolved.second, driver::kMetricSupportedProperties))) {
+      for (const std::string& name : words(d->metric(id, driver::kMetricSupportedProperties))) {
         try {
           (void)d->get_config(name);  // a config key, not a metric
         } catch (const Error&) {
@@ -149,19 +136,23 @@ class HeteroDriver final : public driver::Driver {
     return out;
   }
 
-  // The metric of each member that is here; members that are not are
-  // planned around, so they do not speak for the list.
+  // The members that are here, resolved; members that are not are planned
+  // around, so they do not speak for the list.
+  std::vector<std::pair<driver::Driver*, std::string>> present_members(const core::DeviceString& device) const {
+    std::vector<std::pair<driver::Driver*, std::string>> present;
+    for (const core::DeviceName& member : device.devices) {
+      try {
+        present.push_back(runtime_.resolve(member));
+      } catch (const Error&) {
+        continue;  // not here
+      }
+    }
+    return present;
+  }
+
   std::vector<std::string> member_metrics(const core::DeviceString& device, const std::string& metric_name) const {
     std::vector<std::string> values;
-    for (const core::DeviceName& member : device.devices) {
-      std::pair<driver::Driver*, std::string> resolved;
-      try {
-        resolved = runtime_.resolve(member);
-      } catch (const Error&) {
-        continue;
-      }
-      values.push_back(resolved.first->metric(resolved.second, metric_name));
-    }
+    for (const auto& [d, id] : present_members(device)) values.push_back(d->metric(id, metric_name));
     return values;
   }
 
