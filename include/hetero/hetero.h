@@ -147,8 +147,11 @@ HETERO_API hetero_status hetero_core_get_device_name(const hetero_core_t* core, 
 HETERO_API hetero_status hetero_core_get_device_full_name(const hetero_core_t* core, const char** out_name,
                                                           size_t index);
 /* A metric of a device as text (lists are space-separated), e.g.
- * "OPTIMIZATION_CAPABILITIES". Fails with HETERO_NOT_FOUND for an unknown
- * device or metric. Caller frees *out_value with hetero_free(). */
+ * "OPTIMIZATION_CAPABILITIES". A HETERO list ("HETERO:OPENCL,CPU") answers
+ * for its members that are here: the capabilities all of them have, the
+ * requests they keep busy together, and their config keys as a HETERO
+ * compile takes them ("CPU:num_threads"). Fails with HETERO_NOT_FOUND for an
+ * unknown device or metric. Caller frees *out_value with hetero_free(). */
 HETERO_API hetero_status hetero_core_get_metric(const hetero_core_t* core, char** out_value, const char* device,
                                                 const char* name);
 
