@@ -36,7 +36,7 @@ template <typename Body>
 void about_file(const char* path, Body&& body) {
   try {
     body();
-  } catch (const hetero::Error& e) {
+  } catch (const hetero::Failure& e) {
     fail(e.status(), std::string(path) + ": " + e.what());
   }
 }

@@ -171,7 +171,7 @@ class Backend {
 
  private:
   [[noreturn]] static void no_daemon() {
-    throw Error(HETERO_NOT_SUPPORTED, "served models need a daemon connection (hetero_core_connect)");
+    throw Failure(HETERO_NOT_SUPPORTED, "served models need a daemon connection (hetero_core_connect)");
   }
 };
 

@@ -28,7 +28,7 @@ std::pair<hetero_status, std::string> translate(std::exception_ptr error) noexce
   try {
     try {
       std::rethrow_exception(error);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       return {e.status(), e.what()};
     } catch (const std::bad_alloc&) {
       return {HETERO_OUT_OF_MEMORY, "out of memory"};

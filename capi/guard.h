@@ -21,7 +21,7 @@ void set_last_error(std::string message);
 // This thread's last message ("" when none); valid until the next failure here.
 const char* last_error() noexcept;
 
-// The status and message an exception stands for: hetero::Error keeps its
+// The status and message an exception stands for: hetero::Failure keeps its
 // own, std::bad_alloc is OUT_OF_MEMORY, anything else INTERNAL.
 std::pair<hetero_status, std::string> translate(std::exception_ptr error) noexcept;
 

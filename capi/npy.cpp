@@ -230,7 +230,7 @@ core::Tensor npy_decode(std::span<const uint8_t> bytes, const std::string& name)
   try {
     // Bounded by core's tensor size limit, so numel * elem cannot overflow.
     numel = core::shape_numel(header.shape);
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     bad(e.what());
   }
   const size_t elem = core::dtype_size(header.dtype);

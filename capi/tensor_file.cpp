@@ -21,7 +21,7 @@ core::Tensor decode_tensor_proto(const std::vector<uint8_t>& bytes, const std::s
     core::Tensor t = core::tensor_from_proto(proto, path + " (TensorProto)");
     // Converted tensors may view the proto's bytes; make the result own its data.
     return t.owner() ? t : t.clone();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     // The converter speaks of models (it serves the importer); a tensor file
     // is an argument, not a model.
     if (e.status() == HETERO_INVALID_MODEL) fail(HETERO_INVALID_ARGUMENT, e.what());

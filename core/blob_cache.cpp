@@ -67,7 +67,7 @@ std::optional<MappedBytes> BlobCache::get(const Sha256Digest& key) const {
     // Recency for eviction: a hit makes the entry the newest.
     ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
     return bytes;
-  } catch (const Error&) {
+  } catch (const Failure&) {
     return std::nullopt;  // absent, or unreadable: a miss either way
   }
 }

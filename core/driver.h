@@ -1,7 +1,7 @@
 // The driver module interface: what a driver module (drivers/cpu,
 // drivers/opencl, drivers/level_zero) implements and the core calls. It is
 // an in-tree interface, not a public SDK: modules are built together with the
-// core and share its C++ types (core::Model, core::Tensor, hetero::Error), so
+// core and share its C++ types (core::Model, core::Tensor, hetero::Failure), so
 // it lives in core/ and is not installed. The public, stable interface is the
 // C ABI of include/hetero/hetero.h.
 //
@@ -26,7 +26,7 @@
 //
 // The contract follows OpenVINO's plugin API: device enumeration and metrics,
 // get/set config rejecting unknown keys, query, compile, infer requests,
-// export/import. Errors are hetero::Error exceptions.
+// export/import. Errors are hetero::Failure exceptions.
 #pragma once
 
 #include <cstddef>

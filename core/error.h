@@ -1,5 +1,8 @@
-// Errors inside the core and the drivers: one exception type carrying a
-// public status code and a message that names the thing that was wrong.
+// Errors inside the core and the drivers: one exception type, Failure,
+// carrying a public status code and a message that names the thing that was
+// wrong. It is not hetero::Error, the public C++ header's exception
+// (include/hetero/hetero.hpp), so that code of this tree which is also a client
+// of the C ABI (the daemon) can include both.
 // Exceptions never cross the C ABI (capi/ converts them) nor a driver module
 // boundary built by another compiler (modules are built with the core).
 #pragma once
@@ -11,9 +14,9 @@
 
 namespace hetero {
 
-class Error : public std::runtime_error {
+class Failure : public std::runtime_error {
  public:
-  Error(hetero_status status, const std::string& message)
+  Failure(hetero_status status, const std::string& message)
       : std::runtime_error(message), status_(status) {}
   hetero_status status() const noexcept { return status_; }
 
@@ -22,7 +25,7 @@ class Error : public std::runtime_error {
 };
 
 [[noreturn]] inline void fail(hetero_status status, const std::string& message) {
-  throw Error(status, message);
+  throw Failure(status, message);
 }
 
 // Fails with the status that fits errno value `err` (NOT_FOUND,

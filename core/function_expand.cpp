@@ -214,7 +214,7 @@ bool expand_into(FunctionInliner& inliner, Node& node, const Model& model) {
     if (attr.default_value.type() != onnx::AttributeProto::UNDEFINED) defaults.emplace(name, attr.default_value);
   try {
     inliner.inline_call(node, *body, model.opsets, defaults);
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     if (e.status() == HETERO_NOT_SUPPORTED) return false;  // the graph is untouched then
     throw;
   }

@@ -152,7 +152,7 @@ class StepInferRequest final : public driver::InferRequest {
   std::exception_ptr finish(std::vector<Tensor> outputs, std::exception_ptr error) {
     if (!error && outputs.size() != step_->outputs().size())
       error = std::make_exception_ptr(
-          Error(HETERO_DRIVER_ERROR, "the driver returned " + count_of(outputs.size(), "output") +
+          Failure(HETERO_DRIVER_ERROR, "the driver returned " + count_of(outputs.size(), "output") +
                                          " for a model with " + count_of(step_->outputs().size(), "output")));
     std::function<void(std::exception_ptr)> done;
     {

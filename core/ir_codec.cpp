@@ -296,7 +296,7 @@ Tensor decode_tensor(ByteReader& r, const std::string& field, std::shared_ptr<co
   size_t numel = 0;
   try {
     numel = shape_numel(shape);
-  } catch (const Error&) {
+  } catch (const Failure&) {
     r.corrupt(field + " has shape " + shape_to_string(shape));
   }
   const uint64_t nbytes = r.uint(8, field + " byte count");
@@ -314,9 +314,9 @@ std::unique_ptr<Model> decode_model(std::span<const uint8_t> bytes, std::shared_
     fail(HETERO_INTERNAL, what + ": IR decoded in place must start 64-byte aligned");
   try {
     return Decoder(bytes, std::move(owner), what).model(what);
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     if (e.status() == HETERO_BLOB_CORRUPT) throw;
-    throw Error(HETERO_BLOB_CORRUPT, what + ": " + e.what());  // a cycle, a bad shape
+    throw Failure(HETERO_BLOB_CORRUPT, what + ": " + e.what());  // a cycle, a bad shape
   }
 }
 

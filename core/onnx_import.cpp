@@ -67,7 +67,7 @@ class ExternalData {
       MappedBytes mapped;
       try {
         mapped = map_file(resolved);  // a FIFO or a device here is refused, never read
-      } catch (const Error& e) {
+      } catch (const Failure& e) {
         fail(e.status(), what + ": external data: " + e.what());
       }
       it = files_.emplace(resolved, std::move(mapped)).first;
@@ -387,12 +387,12 @@ template <typename F>
 std::unique_ptr<Model> with_source(const std::string& name, F f) {
   try {
     return f();
-  } catch (const Error& e) {
-    throw Error(e.status(), name + ": " + e.what());
+  } catch (const Failure& e) {
+    throw Failure(e.status(), name + ": " + e.what());
   } catch (const std::bad_alloc&) {
-    throw Error(HETERO_OUT_OF_MEMORY, name + ": out of memory while importing the model");
+    throw Failure(HETERO_OUT_OF_MEMORY, name + ": out of memory while importing the model");
   } catch (const std::exception& e) {
-    throw Error(HETERO_INVALID_MODEL, name + ": " + flatten(e.what()));
+    throw Failure(HETERO_INVALID_MODEL, name + ": " + flatten(e.what()));
   }
 }
 

@@ -71,7 +71,7 @@ class ProgressScope {
 // goes from 0 to `total` within a stage; a stage ends with done == total.
 void report_progress(const char* stage, uint64_t done, uint64_t total) noexcept;
 
-// Throws Error(HETERO_TIMEOUT) when this thread's sink has a deadline that
+// Throws Failure(HETERO_TIMEOUT) when this thread's sink has a deadline that
 // has passed; nothing otherwise. Work that moves to another thread carries
 // the deadline across with the sink.
 void check_deadline();

@@ -170,7 +170,7 @@ LoadedModel Runtime::cached(const Sha256Digest& key, const Sha256Digest& model_s
     if (loaded.origin.model_sha256 != model_sha256) fail(HETERO_BLOB_MISMATCH, "it was compiled from another model");
     loaded.from_cache = true;
     return loaded;
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     log(LogLevel::Warning, "cache entry " + cache_->path_of(key) + " refused (" + e.what() + "); compiling again");
     cache_->remove(key);
     return {};
@@ -184,7 +184,7 @@ LoadedModel Runtime::compile_and_cache(const Model& model, const Sha256Digest& k
     report_progress("writing blob", 0, 1);
     cache_->put(key, export_blob(*loaded.compiled, loaded.origin));
     report_progress("writing blob", 1, 1);
-  } catch (const Error& e) {  // a full disk must not fail the compile itself
+  } catch (const Failure& e) {  // a full disk must not fail the compile itself
     log(LogLevel::Warning, std::string("cannot write a cache entry: ") + e.what());
   }
   return loaded;

@@ -1,6 +1,6 @@
 // The daemon runs models through the public C ABI, like any other client of
 // libhetero: these are its RAII handles and the check that turns a failed
-// call into a hetero::Error carrying hetero_last_error().
+// call into a hetero::Failure carrying hetero_last_error().
 #pragma once
 
 #include <memory>

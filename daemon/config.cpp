@@ -141,7 +141,7 @@ std::string pem_file(const Reader& r, const YAML::Node& node, const std::string&
   const std::string p = r.path(node, field);
   try {
     core::RegularFile file(p);
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     r.fail_at(node, "'" + field + "' is not a readable file: " + e.what());
   }
   return p;
@@ -367,20 +367,20 @@ std::vector<FileProblem> check_files(const Config& c, bool thorough) {
         if (core::has_blob_magic(view)) {
           try {
             core::read_blob(view);
-          } catch (const Error& e) {
+          } catch (const Failure& e) {
             fail(e.status(), m.path + ": " + e.what());
           }
         }
       } else {
         core::RegularFile file(m.path);
       }
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       problems.push_back({model + e.what(), false, m.name});
     }
     if (!m.policy.empty()) {
       try {
         partition::load_policy(m.policy);
-      } catch (const Error& e) {
+      } catch (const Failure& e) {
         problems.push_back({model + "policy " + e.what(), false, m.name});
       }
     }

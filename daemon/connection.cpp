@@ -153,7 +153,7 @@ void Connection::on_readable() {
       decoder_.feed({buffer, static_cast<size_t>(n)});
       last_active_ = Clock::now();
       if (between_frames) frame_started_ = last_active_;
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       send_fatal(0, e.status(), e.what());
       return;
     }

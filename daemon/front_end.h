@@ -28,7 +28,7 @@ class FrontEnd {
 // Starts the front ends the config asks for (none when it asks for none)
 // and appends them to `into`, before they first touch the loop: a failed
 // start leaves every loop handle with an owner that outlives the loop's
-// teardown. Loop thread, during start-up; throws Error (a socket it cannot
+// teardown. Loop thread, during start-up; throws Failure (a socket it cannot
 // bind, a certificate it cannot read).
 void start_front_ends(ModelRegistry& registry, uv_loop_t* loop, std::vector<std::unique_ptr<FrontEnd>>& into);
 

@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
       try {
         const hetero::daemon::CorePtr core = hetero::daemon::create_core(config);
         for (auto& p : hetero::daemon::check_models(core.get(), config, known_bad)) problems.push_back(std::move(p));
-      } catch (const hetero::Error& e) {
+      } catch (const hetero::Failure& e) {
         problems.push_back({e.what(), true, {}});
       }
       for (const auto& p : problems) hetero::core::log(hetero::core::LogLevel::Error, p.message);
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
       if (p.fatal) hetero::fail(HETERO_INVALID_ARGUMENT, p.message);
     hetero::daemon::Server server(std::move(config));
     return server.run();
-  } catch (const hetero::Error& e) {
+  } catch (const hetero::Failure& e) {
     hetero::core::log(hetero::core::LogLevel::Error, e.what());
     return 1;
   } catch (const std::exception& e) {

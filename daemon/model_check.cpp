@@ -66,7 +66,7 @@ std::vector<FileProblem> check_models(hetero_core_t* core, const Config& c, cons
     if (skip.count(m.name)) continue;
     try {
       resolve_model(core, m);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       problems.push_back({model_problem_prefix(c, m) + e.what(), false, m.name});
     }
   }

@@ -129,7 +129,7 @@ LoadResult ModelRegistry::load(const ModelSpec& spec, std::span<const uint8_t> b
     result.model = spec.path.empty() ? ServedModel::load_bytes(core_, spec, bytes, threads_)
                                      : ServedModel::load(core_, spec, threads_);
     core::log(core::LogLevel::Info, "model '" + spec.name + "' ready on " + spec.device + " in " + ms_since(start));
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     result.error = e.what();
     result.status = e.status();
   } catch (const std::exception& e) {

@@ -172,7 +172,7 @@ void Server::handle_load(Connection& connection, std::unique_ptr<wire::Request> 
       try {
         owned->second = std::make_unique<wire::MappedMemfd>(fds[ref.fd_index()].get(), ref.offset(), ref.size(),
                                                             "load_model.model_memfd");
-      } catch (const Error& e) {
+      } catch (const Failure& e) {
         connection.send_fatal(id, e.status(), e.what());
         return;
       }
@@ -245,7 +245,7 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
   for (const wire::Tensor& tensor : infer.inputs()) {
     try {
       job->inputs.push_back(wire::decode_tensor(tensor, job->fds, job->mappings, "input '" + tensor.name() + "'"));
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       model->count_refused(received, e.status());
       connection.send_fatal(id, e.status(), e.what());  // lengths that disagree: a broken or hostile client
       return;

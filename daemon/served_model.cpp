@@ -506,7 +506,7 @@ void ServedModel::on_done(void* user_data, hetero_status status) {
   } else if (!answered) {
     try {
       outcome->frame = slot.job->encode_outputs(slot.request.get(), model.output_names_);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       outcome->status = e.status();
       outcome->message = e.what();
     } catch (const std::exception& e) {

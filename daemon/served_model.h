@@ -60,7 +60,7 @@ struct InferJob {
   // Driver thread, once the inference has run: the reply, read from the
   // request's outputs (valid until the request runs again). The native
   // protocol's frame here (inline, or one memfd from memfd_threshold bytes);
-  // another protocol encodes its own (daemon/kserve/). Throws Error.
+  // another protocol encodes its own (daemon/kserve/). Throws Failure.
   virtual wire::EncodedFrame encode_outputs(hetero_infer_request_t* request,
                                             std::span<const std::string> output_names) const;
 
@@ -102,7 +102,7 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   };
 
   // Imports (a blob) or compiles (an ONNX file, through the core's cache) the
-  // model of `spec`, and creates its infer requests. Blocking; throws Error.
+  // model of `spec`, and creates its infer requests. Blocking; throws Failure.
   static std::shared_ptr<ServedModel> load(hetero_core_t* core, const ModelSpec& spec, Threads threads);
   // The same for uploaded bytes (an ONNX model or a blob); not cached.
   static std::shared_ptr<ServedModel> load_bytes(hetero_core_t* core, const ModelSpec& spec,

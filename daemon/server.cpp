@@ -208,7 +208,7 @@ void Server::accept_clients() {
     PeerCredentials peer;
     try {
       peer = peer_credentials(fd);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       warn(e.what());
       continue;
     }
@@ -362,7 +362,7 @@ void Server::start_reload(const Waiter* waiter) {
     // Whatever went wrong (an empty file, a directory or a FIFO at its path,
     // bad YAML, a filesystem error), the daemon serves on as it was: an
     // exception out of this signal callback would end it.
-    const auto* error = dynamic_cast<const Error*>(&e);
+    const auto* error = dynamic_cast<const Failure*>(&e);
     const hetero_status status = error ? error->status() : HETERO_INTERNAL;
     core::log(core::LogLevel::Error, std::string("reload: ") + e.what() + "; keeping the running config");
     for (const Waiter& w : reload_waiters_)

@@ -35,7 +35,7 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Starts (socket, drivers, models, READY=1), serves until SIGTERM/SIGINT
-  // and returns the exit status. Start-up failures throw Error.
+  // and returns the exit status. Start-up failures throw Failure.
   int run();
 
   // From connections (loop thread).

@@ -16,7 +16,7 @@ namespace hetero::daemon {
 // "what: reason" for a failed libuv call.
 inline std::string uv_failure(const std::string& what, int rc) { return what + ": " + uv_strerror(rc); }
 
-// Throws Error(HETERO_INTERNAL) when `rc` is a libuv error.
+// Throws Failure(HETERO_INTERNAL) when `rc` is a libuv error.
 inline void uv_check(int rc, const std::string& what) {
   if (rc < 0) fail(HETERO_INTERNAL, uv_failure(what, rc));
 }

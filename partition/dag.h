@@ -19,7 +19,7 @@ class Dag {
 
   // Every edge must go from a lower to a higher number: the selection prunes
   // its reachability searches by node number, which is only sound when the
-  // numbering is topological. Repeated edges count once. Throws hetero::Error
+  // numbering is topological. Repeated edges count once. Throws hetero::Failure
   // (HETERO_INVALID_ARGUMENT) naming the first edge that breaks a rule.
   Dag(uint32_t node_count, std::span<const Edge> edges);
 

@@ -153,7 +153,7 @@ std::unique_ptr<HeteroCompiledModel> compile_hetero(const core::Runtime& runtime
     if (nodes.empty()) continue;
     try {
       (void)runtime.resolve(device.devices[d]);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       std::string list;
       for (size_t i = 0; i < nodes.size() && i < 8; ++i) list += (i ? ", '" : "'") + nodes[i] + "'";
       if (nodes.size() > 8) list += " and " + std::to_string(nodes.size() - 8) + " more";

@@ -127,7 +127,7 @@ class HeteroDriver final : public driver::Driver {
       for (const std::string& name : words(d->metric(id, driver::kMetricSupportedProperties))) {
         try {
           (void)d->get_config(name);  // a config key, not a metric
-        } catch (const Error&) {
+        } catch (const Failure&) {
           continue;
         }
         out.append(" ").append(d->name()).append(":").append(name);
@@ -143,7 +143,7 @@ class HeteroDriver final : public driver::Driver {
     for (const core::DeviceName& member : device.devices) {
       try {
         present.push_back(runtime_.resolve(member));
-      } catch (const Error&) {
+      } catch (const Failure&) {
         continue;  // not here
       }
     }

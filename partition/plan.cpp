@@ -32,7 +32,7 @@ std::vector<DeviceSupport> device_support(const core::Runtime& runtime, const co
     std::pair<driver::Driver*, std::string> resolved;
     try {
       resolved = runtime.resolve(name);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       // A device this box lacks gets the nodes a policy pins to it (plans
       // made offline for another box); a name no driver has and no rule
       // pins to is a typo (HETERO:OPNECL,CPU), refused with the devices.

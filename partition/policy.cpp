@@ -34,7 +34,7 @@ std::string device_name(const std::string& source, const YAML::Node& node, const
     const core::DeviceString ds = core::parse_device_string(text);
     if (ds.hetero) fail_at(source, node, "'" + text + "' is a HETERO device; name plain devices here");
     return ds.devices.front().to_string();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     if (std::string(e.what()).rfind(source + ":", 0) == 0) throw;
     fail_at(source, node, e.what());
   }

@@ -23,7 +23,7 @@ namespace hetero::partition {
 
 // True iff contracting each subgraph to one node leaves the graph acyclic.
 // The subgraphs must hold every node of the graph exactly once; otherwise
-// throws hetero::Error (HETERO_INVALID_ARGUMENT) naming the node.
+// throws hetero::Failure (HETERO_INVALID_ARGUMENT) naming the node.
 bool subgraphs_acyclic(const Dag& dag, std::span<const Subgraph> subgraphs);
 
 // Splits the subgraphs that lie on a cycle (see above); each part takes its

@@ -78,7 +78,7 @@ struct Step {
 
 // affinity[v] is node v's device, 0 = highest priority; device_count bounds
 // it. Returns the subgraphs in commit order (device by device). Throws
-// hetero::Error (HETERO_INVALID_ARGUMENT) naming a node whose affinity is out
+// hetero::Failure (HETERO_INVALID_ARGUMENT) naming a node whose affinity is out
 // of range, or when affinity and the graph differ in size.
 std::vector<Subgraph> select_subgraphs(const Dag& dag, std::span<const int> affinity,
                                        int device_count);

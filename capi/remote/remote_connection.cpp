@@ -195,7 +195,7 @@ void RemoteConnection::send(wire::Request& request, std::span<const int> fds, Pe
 Reply RemoteConnection::call(wire::Request& request, std::span<const int> fds) {
   try {
     return call_once(request, fds);
-  } catch (const Error&) {
+  } catch (const Failure&) {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     // Closed for being idle as the request went: the daemon did not read it.
     if (!idle_closed_) throw;
@@ -275,7 +275,7 @@ void RemoteConnection::fail_pending(hetero_status status, const std::string& why
     pending.swap(pending_);
     async_pending_ = 0;
   }
-  const auto error = std::make_exception_ptr(Error(status, why));
+  const auto error = std::make_exception_ptr(Failure(status, why));
   for (auto& [id, p] : pending) p.deliver(nullptr, error);
 }
 
@@ -329,7 +329,7 @@ bool RemoteConnection::read_once(Clock::time_point spin_until) {
         }
       }
     }
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     ::shutdown(fd_.get(), SHUT_RDWR);
     return end(e.status(), e.what());
   }

@@ -60,7 +60,7 @@ class RemoteConnection {
   uint64_t new_id();
   // Sends `request` (its id is set here unless it has one) with `fds`, and
   // waits for the reply.
-  // A reply with an error status throws it as hetero::Error.
+  // A reply with an error status throws it as hetero::Failure.
   Reply call(wire::Request& request, std::span<const int> fds = {});
   // The same without waiting: `done` runs once on the completion thread, with
   // the reply or the failure.
@@ -139,7 +139,7 @@ class RemoteConnection {
 
 // The status of a reply; an unknown value is INTERNAL.
 hetero_status reply_status(const wire::Response& response);
-// The status of a failed reply, thrown as hetero::Error.
+// The status of a failed reply, thrown as hetero::Failure.
 [[noreturn]] void throw_reply_error(const wire::Response& response);
 
 }  // namespace hetero::capi

@@ -100,7 +100,7 @@ class KServeFrontEnd final : public FrontEnd {
  public:
   explicit KServeFrontEnd(ModelRegistry& registry);
   ~KServeFrontEnd() override;
-  // Accepts on the Unix socket from the loop. Throws Error.
+  // Accepts on the Unix socket from the loop. Throws Failure.
   void start_polling(uv_loop_t* loop);
   void stop_accepting() override;
   void shutdown() override;
@@ -252,7 +252,7 @@ void KServeFrontEnd::accept_clients() {
     PeerCredentials peer;
     try {
       peer = peer_credentials(fd);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       warn(e.what());
       ::close(fd);
       continue;

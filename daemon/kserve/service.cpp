@@ -317,7 +317,7 @@ void Service::model_infer(const std::shared_ptr<InferCall>& call) {
         if (key != "binary_data" || value.parameter_choice_case() != InferParameter::kBoolParam)
           fail(HETERO_INVALID_ARGUMENT, "output '" + output.name() + "': parameter '" + key + "' is not one heterod takes");
     job->inputs = decode_inputs(request, job->realigned);
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     job->refused = e.status();
     job->refusal = e.what();
   }

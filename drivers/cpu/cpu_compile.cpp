@@ -147,7 +147,7 @@ std::vector<driver::NodeSupport> query_nodes(const core::Model& model, const Cpu
       KernelBuild build{*node, node->opset, engine, compile_subgraph};
       (void)(*factory)(build);
       s.supported = true;
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       s.reason = e.what();
     }
   }

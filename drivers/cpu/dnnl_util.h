@@ -76,7 +76,7 @@ class TeamForWork {
   int threads_, team_;
 };
 
-// Runs `body`, turning a dnnl::error into hetero::Error naming the node, so
+// Runs `body`, turning a dnnl::error into hetero::Failure naming the node, so
 // that a primitive oneDNN cannot create (or run) is reported, not a crash.
 template <typename Body>
 decltype(auto) with_dnnl_errors(const core::Node& node, Body&& body) {

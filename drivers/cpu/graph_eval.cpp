@@ -92,7 +92,7 @@ std::optional<std::vector<core::Tensor>> evaluate_constant_node(const core::Node
     kernel->run(r);
   } catch (const EvalRun::TooLarge&) {
     return std::nullopt;
-  } catch (const Error&) {
+  } catch (const Failure&) {
     return std::nullopt;
   }
   std::vector<core::Tensor> outputs;

@@ -1,7 +1,7 @@
 // The CPU driver's kernel interface.
 //
 // A kernel is built once per node at compile time by its factory (which may
-// refuse the node with hetero::Error(HETERO_NOT_SUPPORTED, reason); query()
+// refuse the node with hetero::Failure(HETERO_NOT_SUPPORTED, reason); query()
 // reports that reason) and run at every inference. Shapes may change between
 // inferences: a kernel computes its output shapes from its inputs on each run
 // and caches whatever depends on them (oneDNN primitives) per input shape.

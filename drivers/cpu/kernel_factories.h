@@ -10,7 +10,7 @@
 namespace hetero::cpu {
 
 // A kernel factory: builds the kernel of one node, or refuses it with
-// hetero::Error(HETERO_NOT_SUPPORTED, reason) (see kernel.h).
+// hetero::Failure(HETERO_NOT_SUPPORTED, reason) (see kernel.h).
 using KernelMaker = std::unique_ptr<Kernel>(const KernelBuild&);
 
 // kernels_elementwise.cpp: binary and n-ary elementwise ops

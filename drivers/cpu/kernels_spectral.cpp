@@ -53,7 +53,7 @@ void check_constant_scalar(const KernelBuild& b, size_t i, const char* what, int
   try {
     const int64_t v = scalar_value(b.node, *t, what);
     if (v < min) b.invalid(std::string(what) + " must be at least " + std::to_string(min) + ", got " + std::to_string(v));
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     if (e.status() != HETERO_INVALID_ARGUMENT) throw;
     fail(HETERO_INVALID_MODEL, e.what());
   }

@@ -40,7 +40,7 @@ class DeviceFamily {
   virtual bool warm_up_before_export() const { return false; }
 };
 
-// The driver over `family` (throws Error as driver constructors do).
+// The driver over `family` (throws Failure as driver constructors do).
 std::unique_ptr<driver::Driver> make_driver(std::unique_ptr<DeviceFamily> family);
 
 }  // namespace hetero::gpu

@@ -28,7 +28,7 @@ void explore(const core::Model& model, const std::shared_ptr<Device>& device, co
     return;
   } catch (OpenCondition& c) {
     open = std::move(c);
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     // A branch the device cannot run, recorded for the inferences that take
     // it; anything else (no condition yet: the model's own error; a
     // compile's deadline, memory) ends the compile.

@@ -47,7 +47,7 @@ std::shared_ptr<const ProgramSet> ShapeSpecializations::get(const std::vector<co
     std::lock_guard lock(mutex_);
     insert(std::move(shapes), {set, 0, HETERO_OK, {}});
     return set;
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     // What these shapes cannot do is remembered like what they can: the
     // next inference of them fails at once instead of compiling again.
     if (e.status() == HETERO_NOT_SUPPORTED || e.status() == HETERO_INVALID_MODEL) {

@@ -125,7 +125,7 @@ class Builder {
   const core::Shape& input_shape(const core::Node& node, size_t i) {
     const core::Value* v = node.input(i);
     if (!v) fail(HETERO_INVALID_MODEL, "input " + std::to_string(i) + " is missing");
-    if (const Error* why = host_only(v->name))
+    if (const Failure* why = host_only(v->name))
       fail(why->status(), "input '" + v->name + "' is worked out by the host for If conditions only: " + why->what());
     auto it = t_.shapes.find(v->name);
     if (it == t_.shapes.end()) {
@@ -667,12 +667,12 @@ class Builder {
   // Values the host computes from small integer inputs, for If conditions;
   // host-only ones, with why the GPU cannot compute them, have no device
   // tensor.
-  void mark_host_value(const std::string& name, std::optional<Error> only = {}) {
+  void mark_host_value(const std::string& name, std::optional<Failure> only = {}) {
     host_values_.insert(name);
     if (only) host_only_.emplace(name, std::move(*only));
   }
   bool is_host_value(const std::string& name) const { return host_values_.count(name) > 0; }
-  const Error* host_only(const std::string& name) const {
+  const Failure* host_only(const std::string& name) const {
     auto it = host_only_.find(name);
     return it == host_only_.end() ? nullptr : &it->second;
   }
@@ -899,7 +899,7 @@ class Builder {
   const core::Graph* graph_ = nullptr;
   std::vector<Primitive> pending_;
   std::set<std::string> host_values_;
-  std::map<std::string, Error> host_only_;
+  std::map<std::string, Failure> host_only_;
 };
 
 }  // namespace
@@ -978,7 +978,7 @@ void add_branch(Topology& t, Builder& b, const core::Node& node, const char* bra
   for (const auto& inner : body.nodes()) {
     try {
       add_node(t, b, *inner, depth + 1, ctx);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       b.set_graph(*outer);
       fail(e.status(), std::string("in its ") + branch + ", " + inner->describe() + ": " + e.what());
     } catch (...) {
@@ -1040,13 +1040,13 @@ void add_node(Topology& t, Builder& b, const core::Node& node, int depth, const 
       // chunk), and inferences that take a branch that does not fail then.
       try {
         add_branch(t, b, node, "then_branch", depth, ctx);
-      } catch (const Error&) {
+      } catch (const Failure&) {
         add_branch(t, b, node, "else_branch", depth, ctx);
         return;
       }
       try {
         add_branch(t, b, node, "else_branch", depth, ctx);
-      } catch (const Error&) {
+      } catch (const Failure&) {
       }
       return;
     }
@@ -1071,11 +1071,11 @@ void add_node(Topology& t, Builder& b, const core::Node& node, int depth, const 
       // Also a device tensor where the GPU can compute it, for the nodes
       // other than conditions that read it (what only conditions read is
       // dropped as dead code).
-      std::optional<Error> not_on_device;
+      std::optional<Failure> not_on_device;
       try {
         b.convert(node);
         for (Primitive& p : b.take_pending()) t.primitives.push_back(std::move(p));
-      } catch (const Error& e) {
+      } catch (const Failure& e) {
         not_on_device = e;
         b.take_pending();
         forget_outputs(t, node);
@@ -1113,7 +1113,7 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
     const size_t before = t.primitives.size();
     try {
       add_node(t, b, *node, 0, Context{graph, choices, reasons != nullptr});
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       b.take_pending();
       t.primitives.resize(before);  // what an If's branch added before it failed
       forget_outputs(t, *node);
@@ -1128,7 +1128,7 @@ Topology build_topology(const core::Graph& graph, std::vector<std::string>* reas
   for (auto it = graph.nodes().rbegin(); it != graph.nodes().rend(); ++it) {
     const core::Node& n = **it;
     for (const core::Value* o : n.outputs) {
-      const Error* why = o ? b.host_only(o->name) : nullptr;
+      const Failure* why = o ? b.host_only(o->name) : nullptr;
       if (!why || (reasons && !(*reasons)[n.index].empty())) continue;
       bool served = std::find(graph.outputs.begin(), graph.outputs.end(), o) == graph.outputs.end();
       for (const core::Use& use : o->uses) {

@@ -2,7 +2,7 @@
  *
  * One table, libuv style: each entry is (NAME, value, message). The C ABI
  * exposes HETERO_<NAME> constants, hetero_status_name() and
- * hetero_status_message(); the core throws hetero::Error carrying the same codes.
+ * hetero_status_message(); the core throws hetero::Failure carrying the same codes.
  * Values are part of the ABI: append, never renumber.
  */
 #ifndef HETERO_STATUS_H

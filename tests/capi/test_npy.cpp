@@ -45,7 +45,7 @@ void expect_error(const Bytes& bytes, hetero_status status, const std::string& n
   try {
     npy_decode(bytes, "in.npy");
     ADD_FAILURE() << "accepted a file that should fail with '" << needle << "'";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), status) << e.what();
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("in.npy"), std::string::npos) << "message does not name the file: " << e.what();
@@ -114,7 +114,7 @@ TEST(Npy, RefusesTypesWithoutNumPyForm) {
   try {
     npy_encode(Tensor::allocate(DType::BF16, {2}));
     ADD_FAILURE() << "bfloat16 encoded";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_NOT_SUPPORTED);
   }
 }
@@ -216,13 +216,13 @@ TEST(Npy, DataSizeMustMatchShape) {
 }
 
 // Every prefix of a valid file and every single-byte change in its header
-// either decodes or fails with hetero::Error: nothing else escapes, nothing
+// either decodes or fails with hetero::Failure: nothing else escapes, nothing
 // crashes (the ASan/UBSan build checks the rest).
 TEST(Npy, TruncationsAndByteFlipsNeverCrash) {
   const Bytes good = npy_file(kPlain, float_bytes({0, 1, 2, 3, 4, 5}));
   for (size_t n = 0; n < good.size(); ++n) {
     const Bytes cut(good.begin(), good.begin() + static_cast<ptrdiff_t>(n));
-    EXPECT_THROW(npy_decode(cut, "cut.npy"), Error) << "prefix of " << n << " bytes";
+    EXPECT_THROW(npy_decode(cut, "cut.npy"), Failure) << "prefix of " << n << " bytes";
   }
   for (size_t pos = 0; pos < 128; ++pos) {
     for (uint8_t value : {uint8_t{0}, uint8_t{'('}, uint8_t{'\''}, uint8_t{'9'}, uint8_t{0xff}}) {
@@ -230,7 +230,7 @@ TEST(Npy, TruncationsAndByteFlipsNeverCrash) {
       flipped[pos] = value;
       try {
         npy_decode(flipped, "flip.npy");
-      } catch (const Error&) {
+      } catch (const Failure&) {
       }
     }
   }

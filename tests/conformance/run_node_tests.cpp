@@ -506,7 +506,7 @@ int main(int argc, char** argv) {
     if (!o.write_list.empty()) write_list(o.write_list, o, outcomes);
     std::cout << "\n" << passed << " passed, " << failed << " failed\n";
     return failed && o.write_list.empty() ? 1 : 0;
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     std::cerr << "run_node_tests: " << status_name(e.status()) << ": " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

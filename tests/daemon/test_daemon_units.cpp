@@ -37,7 +37,7 @@ class ConfigFile : public ::testing::Test {
   std::string error_of(const std::string& text) {
     try {
       read(text);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       return e.what();
     }
     return "(no error)";
@@ -143,7 +143,7 @@ TEST_F(ConfigFile, ErrorsNameFileLineAndKey) {
   try {
     daemon::read_config(dir_.path() + "/missing.yaml");
     ADD_FAILURE() << "a missing file was read";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
   }
 }
@@ -163,7 +163,7 @@ TEST_F(ConfigFile, NonFilesAreRefusedAtOnce) {
   auto error_of_path = [](const std::string& p) -> std::pair<hetero_status, std::string> {
     try {
       daemon::read_config(p);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       return {e.status(), e.what()};
     }
     return {HETERO_OK, "(no error)"};
@@ -347,13 +347,13 @@ TEST(Frames, HeaderLimitsAreCheckedBeforeAllocating) {
   try {
     decoder.feed(huge);
     ADD_FAILURE() << "a 4 GiB frame was accepted";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_PROTOCOL_ERROR);
     EXPECT_NE(std::string(e.what()).find("exceeds the limit of 1000 bytes"), std::string::npos) << e.what();
   }
   wire::FrameDecoder fds(1000);
   const uint8_t announces[] = {0, 0, 0, 0, 2, 0, 0, 0};
-  EXPECT_THROW(fds.feed(announces), Error);
+  EXPECT_THROW(fds.feed(announces), Failure);
 }
 
 // A header announces; only bytes that arrive are buffered, and a frame may be
@@ -362,7 +362,7 @@ TEST(Frames, BuffersGrowWithTheBytesNotTheHeader) {
   wire::FrameDecoder decoder(64);
   std::vector<uint8_t> padded(8 + 100000, 0);
   padded[0] = 0xa0, padded[1] = 0x86, padded[2] = 0x01;  // 100000, little-endian
-  EXPECT_THROW(decoder.feed(std::span<const uint8_t>(padded).first(8)), Error);
+  EXPECT_THROW(decoder.feed(std::span<const uint8_t>(padded).first(8)), Failure);
   wire::FrameDecoder raised(64);
   raised.set_max_payload(1 << 20);
   EXPECT_EQ(raised.announced_bytes(), 0u);
@@ -404,7 +404,7 @@ TEST(Frames, DescriptorsGoWithTheirFrame) {
   std::vector<wire::UniqueFd> stray;
   stray.push_back(std::move(b));
   decoder.add_fds(std::move(stray));
-  EXPECT_THROW(decoder.feed(wire::encode_frame(hello_request())), Error);
+  EXPECT_THROW(decoder.feed(wire::encode_frame(hello_request())), Failure);
 }
 
 // ---- Tensors -------------------------------------------------------------------
@@ -424,7 +424,7 @@ TEST(Tensors, InlineDataMustMatchShape) {
   try {
     wire::decode_tensor(t, {}, maps, "input 'x'");
     ADD_FAILURE();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_NE(std::string(e.what()).find("input 'x': inline_data holds 23 bytes"), std::string::npos) << e.what();
   }
 }
@@ -447,13 +447,13 @@ TEST(Tensors, SealedMemfdIsMappedUnsealedRefused) {
   EXPECT_EQ(std::memcmp(v.data, values.data(), 16), 0);
   // Past the end of the file.
   t.mutable_memfd()->set_offset(4097);
-  EXPECT_THROW(wire::decode_tensor(t, fds, maps, "x"), Error);
+  EXPECT_THROW(wire::decode_tensor(t, fds, maps, "x"), Failure);
   // A plain memfd the sender could still shrink or write.
   t.mutable_memfd()->set_offset(0);
   wire::UniqueFd open_fd(::memfd_create("u", MFD_CLOEXEC));
   ASSERT_EQ(::ftruncate(open_fd.get(), 16), 0);
   fds[0] = std::move(open_fd);
-  EXPECT_THROW(wire::decode_tensor(t, fds, maps, "x"), Error);
+  EXPECT_THROW(wire::decode_tensor(t, fds, maps, "x"), Failure);
 }
 
 }  // namespace

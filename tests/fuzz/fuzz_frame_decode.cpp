@@ -1,7 +1,7 @@
 // libFuzzer target: heterod's frame decoder and message checks on arbitrary
 // bytes from a client. The input is cut into reads of varying sizes (as a
 // socket delivers them); every frame must decode to a Request or fail with a
-// hetero::Error, and every Infer input must pass or fail decode_tensor's
+// hetero::Failure, and every Infer input must pass or fail decode_tensor's
 // checks, never crash, hang or allocate beyond the frame limit.
 #include <google/protobuf/stubs/logging.h>
 
@@ -32,7 +32,7 @@ void check_request(const hetero::wire::Frame& frame) {
       volatile uint8_t sink = 0;
       for (size_t k = 0; k < view.bytes; k += 4096) sink = sink ^ view.data[k];
       if (view.bytes) sink = sink ^ view.data[view.bytes - 1];
-    } catch (const hetero::Error&) {
+    } catch (const hetero::Failure&) {
     }
   }
 }
@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       step = step * 7 % 4099 + 1;
       while (auto frame = decoder.next()) check_request(*frame);
     }
-  } catch (const hetero::Error&) {
+  } catch (const hetero::Failure&) {
   }
   return 0;
 }

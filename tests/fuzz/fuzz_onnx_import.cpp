@@ -1,5 +1,5 @@
 // libFuzzer target: ONNX import of arbitrary bytes must end in a model or a
-// hetero::Error, never a crash, a hang or an unbounded allocation.
+// hetero::Failure, never a crash, a hang or an unbounded allocation.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         volatile uint8_t first = *static_cast<const uint8_t*>(v->constant->raw());
         (void)first;
       }
-  } catch (const hetero::Error&) {
+  } catch (const hetero::Failure&) {
   }
   return 0;
 }

@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     std::ofstream out(argv[2], std::ios::binary);
     out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
     return out ? 0 : 1;
-  } catch (const hetero::Error& e) {
+  } catch (const hetero::Failure& e) {
     std::fprintf(stderr, "make_ir_seed: %s\n", e.what());
     return 1;
   }

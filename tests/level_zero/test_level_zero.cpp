@@ -45,7 +45,7 @@ bool no_level_zero_device() {
 std::string error_of(const std::function<void()>& fn, hetero_status expected) {
   try {
     fn();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), expected) << e.what();
     return e.what();
   }

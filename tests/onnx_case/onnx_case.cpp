@@ -140,7 +140,7 @@ void run_data_set(driver::CompiledModel& compiled, driver::InferRequest& request
   try {
     for (size_t i = 0; i < inputs.size(); ++i) request.set_input(i, inputs[i]);
     request.infer();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     throw CaseFailure("infer " + set_name + ": " + status_name(e.status()) + ": " + e.what());
   }
 
@@ -214,7 +214,7 @@ CaseResult run_case(const std::string& dir_name, const core::Runtime& runtime, c
     std::unique_ptr<driver::CompiledModel> compiled;
     try {
       compiled = runtime.compile(*model, device);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       // The query's reason is usually the clearer one when it has one.
       throw CaseFailure("compile: " + std::string(status_name(e.status())) + ": " +
                         (first_reason.empty() ? e.what() : first_reason));
@@ -227,7 +227,7 @@ CaseResult run_case(const std::string& dir_name, const core::Runtime& runtime, c
     return {true, {}};
   } catch (const CaseFailure& e) {
     return {false, e.what()};
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     return {false, stage + ": " + status_name(e.status()) + ": " + e.what()};
   } catch (const std::exception& e) {
     return {false, stage + ": " + e.what()};

@@ -33,7 +33,7 @@ TEST(OpenClDriver, TuningIsOffFastOrFull) {
   try {
     d->set_config({{"tuning", "maybe"}});
     ADD_FAILURE() << "accepted tuning=maybe";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
     EXPECT_NE(std::string(e.what()).find("off, fast or full"), std::string::npos) << e.what();
   }
@@ -203,7 +203,7 @@ TEST(OpenClDriver, BlobOfAModelThatBranchesOnAnInput) {
     try {
       run(*c, 44100);
       ADD_FAILURE() << "a branch with an op the GPU lacks ran";
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       EXPECT_NE(std::string(e.what()).find("a branch the GPU could not compile"), std::string::npos) << e.what();
     }
   }
@@ -289,7 +289,7 @@ TEST(NoOpenClPlatform, ZeroDevicesWithAReasonAndCpuStillWorks) {
   try {
     rt.compile(*model(small_cnn()), "OPENCL");
     ADD_FAILURE() << "compiled for a device that is not there";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
     EXPECT_NE(std::string(e.what()).find("no OpenCL platform"), std::string::npos) << e.what();
   }

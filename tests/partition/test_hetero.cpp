@@ -69,7 +69,7 @@ std::vector<Tensor> run(driver::CompiledModel& compiled, const Tensor& x) {
 std::string error_of(const std::function<void()>& fn, hetero_status expected) {
   try {
     fn();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), expected) << e.what();
     return e.what();
   }

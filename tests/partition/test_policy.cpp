@@ -18,7 +18,7 @@ namespace {
 std::string policy_error(const std::string& text) {
   try {
     parse_policy(text, "p.yaml");
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT) << e.what();
     return e.what();
   }
@@ -121,7 +121,7 @@ TEST(Policy, MissingFileIsNamed) {
   try {
     load_policy("/nonexistent/policy.yaml");
     ADD_FAILURE();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/policy.yaml"), std::string::npos);
   }
@@ -133,7 +133,7 @@ TEST(Policy, NonFilesAndHugeFilesAreRefused) {
   auto error_of = [](const std::string& path) -> std::pair<hetero_status, std::string> {
     try {
       load_policy(path);
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       return {e.status(), e.what()};
     }
     return {HETERO_OK, "(no error)"};

@@ -282,26 +282,26 @@ TEST(SubgraphSelection, BadInputsAreNamed) {
   try {
     Dag(3, backwards);
     ADD_FAILURE() << "accepted a backward edge";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
     EXPECT_NE(std::string(e.what()).find("edge 1 (2 -> 1)"), std::string::npos) << e.what();
   }
   const std::vector<Dag::Edge> outside{{0, 3}};
-  EXPECT_THROW(Dag(3, outside), Error);
+  EXPECT_THROW(Dag(3, outside), Failure);
   const std::vector<Dag::Edge> loop{{1, 1}};
-  EXPECT_THROW(Dag(3, loop), Error);
+  EXPECT_THROW(Dag(3, loop), Failure);
   const Dag dag(2, std::vector<Dag::Edge>{{0, 1}});
   try {
     select_subgraphs(dag, std::vector<int>{0, 2}, 2);
     ADD_FAILURE() << "accepted device 2 of 2";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
     EXPECT_NE(std::string(e.what()).find("node 1"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(select_subgraphs(dag, std::vector<int>{0}, 2), Error);
-  EXPECT_THROW(select_subgraphs(dag, std::vector<int>{0, 0}, 0), Error);
-  EXPECT_THROW(subgraphs_acyclic(dag, std::vector<Subgraph>{{0, {0}}}), Error);
-  EXPECT_THROW(subgraphs_acyclic(dag, std::vector<Subgraph>{{0, {0, 1}}, {0, {1}}}), Error);
+  EXPECT_THROW(select_subgraphs(dag, std::vector<int>{0}, 2), Failure);
+  EXPECT_THROW(select_subgraphs(dag, std::vector<int>{0, 0}, 0), Failure);
+  EXPECT_THROW(subgraphs_acyclic(dag, std::vector<Subgraph>{{0, {0}}}), Failure);
+  EXPECT_THROW(subgraphs_acyclic(dag, std::vector<Subgraph>{{0, {0, 1}}, {0, {1}}}), Failure);
 }
 
 // Random DAGs in three shapes: uniform density, edges only within a window

@@ -18,7 +18,7 @@ inline void expect_error(const std::function<void()>& f, hetero_status status,
                          std::initializer_list<std::string> parts) {
   try {
     f();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), status) << status_name(e.status()) << ": " << e.what();
     for (const std::string& part : parts)
       EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();

@@ -145,13 +145,13 @@ using hetero::test::expect_error;
 // node's name, what is wrong).
 void expect_compile_error(const char* text, hetero_status status, std::initializer_list<std::string> parts);
 
-// Expects `fn` to throw hetero::Error with `status`.
+// Expects `fn` to throw hetero::Failure with `status`.
 template <class F>
 void expect_status(hetero_status status, F&& fn) {
   try {
     fn();
     ADD_FAILURE() << "no error was raised";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), status) << e.what();
   }
 }

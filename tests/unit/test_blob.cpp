@@ -83,7 +83,7 @@ std::vector<float> infer(driver::CompiledModel& compiled) {
 std::string import_error(std::span<const uint8_t> blob, hetero_status expected, const driver::Config& config = {}) {
   try {
     runtime().import_blob(blob, config);
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), expected) << e.what();
     return e.what();
   }
@@ -111,13 +111,13 @@ TEST(Blob, ContainerRoundTripKeepsEveryField) {
   EXPECT_EQ(std::vector<uint8_t>(v.section("part0").bytes.begin(), v.section("part0").bytes.end()), two);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(v.section("part0").bytes.data()) % 64,
             reinterpret_cast<uintptr_t>(blob.data()) % 64);  // aligned as the blob is
-  EXPECT_THROW(v.section("part1"), Error);
+  EXPECT_THROW(v.section("part1"), Failure);
   // Every truncation and every single-byte change is refused.
-  for (size_t n = 0; n < blob.size(); ++n) EXPECT_THROW(read_blob(std::span(blob).first(n)), Error) << n;
+  for (size_t n = 0; n < blob.size(); ++n) EXPECT_THROW(read_blob(std::span(blob).first(n)), Failure) << n;
   for (size_t i = 0; i < blob.size(); ++i) {
     auto bad = blob;
     bad[i] ^= 0x10;
-    EXPECT_THROW(read_blob(bad), Error) << i;
+    EXPECT_THROW(read_blob(bad), Failure) << i;
   }
 }
 
@@ -196,7 +196,7 @@ TEST(Blob, RandomDamageIsRefusedOrHarmless) {
       auto compiled = runtime().import_blob(bad);
       ++accepted;
       EXPECT_EQ(infer(*compiled), expected) << "damage " << i << " was accepted and changed the outputs";
-    } catch (const Error&) {
+    } catch (const Failure&) {
       ++refused;
     }
   }

@@ -36,7 +36,7 @@ TEST(DeviceString, Errors) {
     try {
       parse_device_string(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT) << bad;
     }
   }
@@ -54,18 +54,18 @@ TEST(Tensor, AllocateAndViews) {
   Tensor c = t.clone();
   EXPECT_NE(c.raw(), t.raw());
   EXPECT_EQ(c.data<float>()[5], 7);
-  EXPECT_THROW(t.reshaped({5}), Error);
+  EXPECT_THROW(t.reshaped({5}), Failure);
 }
 
 TEST(Tensor, AbsurdSizesAreRefused) {
   try {
     Tensor::allocate(DType::F32, {1ll << 40, 1ll << 40});
     FAIL();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
   }
-  EXPECT_THROW(Tensor::allocate(DType::F32, {-1}), Error);
-  EXPECT_THROW(Tensor::allocate(DType::String, {1}), Error);
+  EXPECT_THROW(Tensor::allocate(DType::F32, {-1}), Failure);
+  EXPECT_THROW(Tensor::allocate(DType::String, {1}), Failure);
 }
 
 TEST(DType, HalfRoundTrip) {

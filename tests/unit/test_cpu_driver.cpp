@@ -60,7 +60,7 @@ TEST(CpuDriver, DeviceCountIsADriverSettingNotACompileSetting) {
   try {
     runtime().compile(*model, "CPU", {{"device_count", "3"}});
     ADD_FAILURE() << "a compile took device_count";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
     EXPECT_NE(std::string(e.what()).find("CPU.device_count when the core is created"), std::string::npos)
         << e.what();

@@ -57,7 +57,7 @@ TEST(CpuElementwise, IncompatibleShapesNameTheNode) {
   try {
     n.run({random_f32({2, 3}, 1, -3, 3), random_f32({4}, 2, -3, 3)});
     FAIL() << "expected an error";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
     EXPECT_NE(std::string(e.what()).find("node 'n' (Add)"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("2x3"), std::string::npos) << e.what();
@@ -94,7 +94,7 @@ TEST(CpuElementwise, IntegerDivisionAndModSemantics) {
   fmod.attr_int("fmod", 1);  // C semantics: the dividend's sign
   EXPECT_EQ(values<int32_t>(fmod.run({a, b})[0]), (std::vector<int32_t>{1, -1, 1, -1, 0}));
   KernelNode zero("Div", 14, 2);
-  EXPECT_THROW(zero.run({a, tensor<int32_t>({1, 1, 0, 1, 1}, {5})}), Error);
+  EXPECT_THROW(zero.run({a, tensor<int32_t>({1, 1, 0, 1, 1}, {5})}), Failure);
 }
 
 TEST(CpuElementwise, PowMixedTypesAndFastPaths) {
@@ -125,7 +125,7 @@ TEST(CpuElementwise, BitShiftPastWidthIsZero) {
             (std::vector<uint8_t>{128, 0, 6}));
   KernelNode bad("BitShift", 11, 2);
   bad.attr_string("direction", "UP");
-  EXPECT_THROW(bad.build(), Error);
+  EXPECT_THROW(bad.build(), Failure);
 }
 
 TEST(CpuElementwise, VariadicOpsBroadcastAllInputs) {
@@ -165,13 +165,13 @@ TEST(CpuElementwise, Float16ComputesInFloat) {
 TEST(CpuElementwise, RefusesUnsupportedTypesAtBuild) {
   KernelNode n("And", 7, 2);
   n.input_dtype(0, DType::F32);
-  EXPECT_THROW(n.build(), Error);
+  EXPECT_THROW(n.build(), Failure);
   KernelNode c("Cast", 13, 1);
   c.attr_int("to", static_cast<int64_t>(DType::String));
   try {
     c.build();
     FAIL();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_NOT_SUPPORTED);
   }
 }

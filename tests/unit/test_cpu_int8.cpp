@@ -237,7 +237,7 @@ TEST(CpuInt8, BadParametersInsideAQdqGroupAreRefusedNamingTheNode) {
   try {
     run_text(text, {Tensor::allocate(DType::F32, {1, 8, 12, 12})});
     ADD_FAILURE() << "compiled a zero scale";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_MODEL);
     EXPECT_NE(std::string(e.what()).find("(DequantizeLinear): x scale: must be positive and finite, got 0"),
               std::string::npos)

@@ -22,7 +22,7 @@ TEST(CpuKernelList, OverlappingOpsetRangesAreRefusedNamingBoth) {
   try {
     r.add("Scan", no_kernel, "ai.onnx", 11, 12);
     FAIL() << "an overlapping registration was accepted";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_DRIVER_ERROR);
     const std::string what = e.what();
     EXPECT_NE(what.find("Scan at opset 11 to 12"), std::string::npos) << what;

@@ -93,7 +93,7 @@ void expect_refused(const std::string& text, const std::vector<std::string>& par
                     const std::function<void(onnx::ModelProto&)>& patch = {}) {
   try {
     compile_text(text, patch);
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_MODEL) << e.what();
     for (const std::string& part : parts)
       EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();

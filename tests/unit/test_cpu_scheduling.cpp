@@ -86,7 +86,7 @@ hetero_status status_of(std::exception_ptr error) {
   if (!error) return HETERO_OK;
   try {
     std::rethrow_exception(error);
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     return e.status();
   } catch (...) {
     return HETERO_INTERNAL;
@@ -127,7 +127,7 @@ TEST(CpuScheduling, CancelStopsAnEndlessLoopAndTheRequestRunsAgain) {
   try {
     (void)spin.request->output(0);
     ADD_FAILURE() << "a cancelled inference has outputs";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
   }
 
@@ -211,7 +211,7 @@ TEST(CpuScheduling, HintsPickStreamsAndBadPrioritiesAreRefused) {
   try {
     latency.compile(*model, "CPU", {{"priority", "urgent"}});
     ADD_FAILURE() << "priority 'urgent' was taken";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT);
     EXPECT_NE(std::string(e.what()).find("priority"), std::string::npos) << e.what();
   }

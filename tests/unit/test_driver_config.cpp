@@ -16,7 +16,7 @@ namespace {
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_ARGUMENT) << e.what();
     return e.what();
   }
@@ -61,7 +61,7 @@ TEST(DriverConfig, UnknownKeysAndBadValuesAreNamed) {
               std::string::npos);
 
   // All or nothing: a bad value leaves the good keys beside it unset.
-  EXPECT_THROW(cpu->set_config({{"num_threads", "3"}, {"optimize", "maybe"}}), Error);
+  EXPECT_THROW(cpu->set_config({{"num_threads", "3"}, {"optimize", "maybe"}}), Failure);
   EXPECT_EQ(cpu->get_config("num_threads"), "0");
 }
 

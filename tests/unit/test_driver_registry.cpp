@@ -34,7 +34,7 @@ TEST(DriverRegistry, BuildTreeFindsCpuDriver) {
   EXPECT_FALSE(cpu->metric("0", driver::kMetricFullDeviceName).empty());
   EXPECT_NE(cpu->metric("0", driver::kMetricSupportedProperties).find("RANGE_FOR_ASYNC_INFER_REQUESTS"),
             std::string::npos);
-  EXPECT_THROW(cpu->metric("0", "NO_SUCH_METRIC"), Error);
+  EXPECT_THROW(cpu->metric("0", "NO_SUCH_METRIC"), Failure);
 }
 
 TEST(DriverRegistry, BadModulesAreReportedAloneWithReasons) {
@@ -110,7 +110,7 @@ TEST(DriverRegistry, AFailedInitialisationIsTheModulesFailure) {
   try {
     rt.metric("FIXTURE", driver::kMetricFullDeviceName);
     ADD_FAILURE() << "metric of a driver whose initialisation fails";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
     EXPECT_NE(std::string(e.what()).find("FIXTURE driver initialisation failed: no FIXTURE runtime here"),
               std::string::npos)
@@ -136,11 +136,11 @@ TEST(Runtime, ConfigIsChecked) {
   Runtime rt(o);
   EXPECT_EQ(rt.registry().find("CPU")->get_config("num_threads"), "2");
   o.config = {{"CPU.no_such_key", "1"}};
-  EXPECT_THROW(Runtime{o}, Error);
+  EXPECT_THROW(Runtime{o}, Failure);
   o.config = {{"num_threads", "1"}};
-  EXPECT_THROW(Runtime{o}, Error);
+  EXPECT_THROW(Runtime{o}, Failure);
   o.config = {{"CPU.num_threads", "many"}};
-  EXPECT_THROW(Runtime{o}, Error);
+  EXPECT_THROW(Runtime{o}, Failure);
 }
 
 TEST(Runtime, UnknownDevicesNameTheDevice) {
@@ -148,11 +148,11 @@ TEST(Runtime, UnknownDevicesNameTheDevice) {
   try {
     rt.metric("NPU", driver::kMetricFullDeviceName);
     FAIL();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_NOT_FOUND);
     EXPECT_NE(std::string(e.what()).find("NPU"), std::string::npos);
   }
-  EXPECT_THROW(rt.metric("CPU.7", driver::kMetricFullDeviceName), Error);
+  EXPECT_THROW(rt.metric("CPU.7", driver::kMetricFullDeviceName), Failure);
   // Other drivers of the build tree (OPENCL on PoCL) may list devices too.
   std::vector<DeviceInfo> cpus;
   for (const DeviceInfo& d : rt.devices())

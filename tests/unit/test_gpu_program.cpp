@@ -154,7 +154,7 @@ TEST(GpuProgram, DamagedBlobsAreErrorsNeverCrashes) {
     try {
       import_program(std::span(blob.data(), cut), device);
       ADD_FAILURE() << "a blob cut at " << cut << " of " << blob.size() << " was imported";
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       EXPECT_EQ(e.status(), HETERO_BLOB_CORRUPT) << e.what();
     }
   }
@@ -164,7 +164,7 @@ TEST(GpuProgram, DamagedBlobsAreErrorsNeverCrashes) {
     bad[rng() % bad.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
     try {
       (void)import_program(bad, device);  // a flip inside data may still decode
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       EXPECT_TRUE(e.status() == HETERO_BLOB_CORRUPT || e.status() == HETERO_INVALID_ARGUMENT ||
                   e.status() == HETERO_OUT_OF_MEMORY)
           << e.what();
@@ -353,7 +353,7 @@ TEST(GpuProgram, LibraryCallsPastTheirBuffersAreCorruptBlobs) {
     try {
       import_program(export_program(*bad), device);
       ADD_FAILURE() << "a library call past its buffers was imported";
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       EXPECT_EQ(e.status(), HETERO_BLOB_CORRUPT) << e.what();
       EXPECT_NE(std::string(e.what()).find("library call"), std::string::npos) << e.what();
     }
@@ -373,7 +373,7 @@ g (float[3,4] x, int64[2] i) => (float[2,4] y) {
   try {
     build_program(*model, std::make_shared<FakeDevice>(), {});
     ADD_FAILURE() << "built a program with a Gather";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_NOT_SUPPORTED);
     EXPECT_NE(std::string(e.what()).find("Gather"), std::string::npos) << e.what();
   }

@@ -47,7 +47,7 @@ class AddOne : public core::InferStep {
 std::string error_of(const std::function<void()>& f, hetero_status status) {
   try {
     f();
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), status) << e.what();
     return e.what();
   }
@@ -62,7 +62,7 @@ std::string run_async(driver::InferRequest& r) {
     try {
       if (e) std::rethrow_exception(e);
       result.set_value("");
-    } catch (const Error& err) {
+    } catch (const Failure& err) {
       result.set_value(err.what());
     }
   });

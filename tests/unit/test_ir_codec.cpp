@@ -84,7 +84,7 @@ TEST(IrCodec, DamagedBytesAreRefusedOrStillAModel) {
     try {
       const auto m = decode_model(bad, "damaged IR");
       (void)encode_model(*m);  // what decoded must be a whole model
-    } catch (const Error& e) {
+    } catch (const Failure& e) {
       EXPECT_EQ(e.status(), HETERO_BLOB_CORRUPT) << e.what();
       ++refused;
     }

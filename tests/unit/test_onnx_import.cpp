@@ -275,7 +275,7 @@ TEST(OnnxImport, FunctionsThatExpandWithoutBoundAreRefusedQuickly) {
   try {
     core::import_onnx_bytes(to_vector(serialize(parse_model(text.c_str()))));
     ADD_FAILURE() << "a 2^60-node expansion was accepted";
-  } catch (const Error& e) {
+  } catch (const Failure& e) {
     EXPECT_EQ(e.status(), HETERO_INVALID_MODEL);
     EXPECT_NE(std::string(e.what()).find("larger than 1000000 nodes"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("'f60'"), std::string::npos) << e.what();

@@ -48,7 +48,7 @@ class RegularFileTest : public ::testing::Test {
     auto result = std::async(std::launch::async, [&]() -> std::pair<hetero_status, std::string> {
       try {
         call();
-      } catch (const Error& e) {
+      } catch (const Failure& e) {
         return {e.status(), e.what()};
       }
       return {HETERO_OK, "(no error)"};
