@@ -9,8 +9,17 @@
 #include "daemon/server.h"
 #include "daemon/uv_status.h"
 #include "protocol/socket_io.h"
+#include "protocol/utf8.h"
 
 namespace hetero::daemon {
+
+wire::EncodedFrame error_frame(uint64_t id, hetero_status status, const std::string& message) {
+  wire::Response response;
+  response.set_id(id);
+  response.set_status(status);
+  response.set_message(wire::escape_invalid_utf8(message));
+  return {wire::encode_frame(response), {}};
+}
 
 namespace {
 

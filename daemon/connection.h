@@ -17,19 +17,23 @@
 #include "daemon/peer_credentials.h"
 #include "daemon/served_model.h"
 #include "protocol/frame.h"
+#include "protocol/heterod.pb.h"
 
 namespace hetero::daemon {
 
 class Server;
 
-class Connection final : public Replier, public std::enable_shared_from_this<Connection> {
+// An error Response to request `id`.
+wire::EncodedFrame error_frame(uint64_t id, hetero_status status, const std::string& message);
+
+class Connection final : public std::enable_shared_from_this<Connection> {
  public:
   Connection(Server& server, wire::UniqueFd fd, PeerCredentials peer, size_t max_frame_bytes);
 
   // Until Hello, a frame may be at most this large: a client that has not
   // said who it is gets no large buffer.
   static constexpr size_t kHelloFrameBytes = 64 * 1024;
-  ~Connection() override;
+  ~Connection();
 
   // Starts polling the socket. False when libuv cannot: the connection has
   // then closed itself, saying why in the log.
@@ -46,10 +50,14 @@ class Connection final : public Replier, public std::enable_shared_from_this<Con
   // Closes at once; queued replies are dropped.
   void close();
 
-  bool open() const override { return !closed_; }
-  void reply_infer(wire::EncodedFrame frame) override;
-  bool try_reply_now(wire::EncodedFrame& frame) override;
-  void reply_sent() override;
+  bool open() const { return !closed_; }
+  // The answer to one of its infer requests (loop thread).
+  void reply_infer(wire::EncodedFrame frame);
+  // Any thread (the driver's, as the inference completes): sends the answer
+  // at once, taking the frame, when nothing is queued before it; then
+  // reply_sent() follows on the loop thread. False leaves it to reply_infer().
+  bool try_reply_now(wire::EncodedFrame& frame);
+  void reply_sent();
 
   const PeerCredentials& peer() const noexcept { return peer_; }
   // The Hello exchange has happened: frames up to max_frame_bytes from now on.

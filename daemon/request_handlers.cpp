@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/log.h"
+#include "daemon/native_infer_job.h"
 #include "daemon/peer_credentials.h"
 #include "daemon/server.h"
 #include "protocol/decoded_size.h"
@@ -104,9 +105,48 @@ void Server::handle_hello(Connection& connection, const wire::Request& request) 
   reply(connection, response);
 }
 
+namespace {
+
+void set_port(wire::Port& out, const Port& port) {
+  out.set_name(port.name);
+  out.set_dtype(port.dtype);
+  out.set_rank(port.shape ? static_cast<int64_t>(port.shape->size()) : -1);
+  if (port.shape)
+    for (int64_t d : *port.shape) out.add_dims(d);
+}
+
+void set_stats(wire::ModelStats& out, const ModelStatistics& s) {
+  out.set_name(s.name);
+  out.set_requests(s.requests);
+  out.set_errors(s.errors);
+  out.set_busy(s.busy);
+  out.set_timeouts(s.timeouts);
+  out.set_queue_depth(s.queue_depth);
+  out.set_in_flight(s.in_flight);
+  out.set_runs(s.runs);
+  out.set_success_ns(s.success_ns);
+  out.set_failure_ns(s.failure_ns);
+  out.set_queue_ns(s.queue_ns);
+  out.set_compute_ns(s.compute_ns);
+  out.set_last_request_ms(s.last_request_ms);
+  out.set_latency_p50_us(s.latency_p50_us);
+  out.set_latency_p90_us(s.latency_p90_us);
+  out.set_latency_p99_us(s.latency_p99_us);
+}
+
+}  // namespace
+
 void Server::describe(const ModelEntry& entry, wire::ModelInfo& info) const {
   if (entry.model) {
-    entry.model->describe(info);
+    const ModelDescription d = entry.model->describe();
+    info.set_name(d.name);
+    info.set_device(d.device);
+    info.set_source(d.source);
+    info.set_parallel(d.parallel);
+    info.set_priority(d.priority);
+    for (const Port& port : d.inputs) set_port(*info.add_inputs(), port);
+    for (const Port& port : d.outputs) set_port(*info.add_outputs(), port);
+    for (const std::string& device : d.submodel_devices) info.add_submodel_devices(device);
   } else {
     info.set_name(entry.spec.name);
     info.set_device(entry.spec.device);
@@ -233,8 +273,7 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
                                                std::to_string(model->input_names().size()) +
                                                " inputs, the request has " + std::to_string(infer.inputs_size()));
 
-  auto job = std::make_unique<InferJob>();
-  job->replier = connection.shared_from_this();
+  auto job = std::make_unique<NativeInferJob>(connection.shared_from_this());
   job->id = id;
   job->memfd_threshold = infer.memfd_threshold();
   job->received = received;
@@ -270,7 +309,7 @@ void Server::handle_stats(Connection& connection, const wire::Request& request) 
   wire::Response response;
   response.set_id(request.id());
   wire::StatsReply* stats = response.mutable_stats();
-  for (const auto& model : registry_->serving()) model->fill_stats(*stats->add_models());
+  for (const auto& model : registry_->serving()) set_stats(*stats->add_models(), model->statistics());
   stats->set_uptime_ms(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_).count()));
   stats->set_connections(static_cast<uint32_t>(connections_.size()));
@@ -299,7 +338,7 @@ void Server::handle_reload(Connection& connection, const wire::Request& request)
 void Server::handle_cancel(Connection& connection, const wire::Request& request) {
   const uint64_t target = request.cancel().request_id();
   for (const auto& model : registry_->serving())
-    if (model->cancel(connection, target)) break;
+    if (model->cancel(&connection, target)) break;
   wire::Response response;
   response.set_id(request.id());
   reply(connection, response);

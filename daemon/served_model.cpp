@@ -11,30 +11,7 @@
 
 namespace hetero::daemon {
 
-namespace {
-
-void set_port(wire::Port& port, const char* name, hetero_dtype dtype, const int64_t* dims, int64_t rank) {
-  port.set_name(name);
-  port.set_dtype(dtype);
-  port.set_rank(rank);
-  for (int64_t k = 0; k < rank; ++k) port.add_dims(dims[k]);
-}
-
-}  // namespace
-
-wire::EncodedFrame error_frame(uint64_t id, hetero_status status, const std::string& message) {
-  wire::Response response;
-  response.set_id(id);
-  response.set_status(status);
-  response.set_message(wire::escape_invalid_utf8(message));
-  return {wire::encode_frame(response), {}};
-}
-
-void Replier::reply_infer_error(uint64_t id, hetero_status status, const std::string& message) {
-  reply_infer(error_frame(id, status, message));
-}
-
-ServedModel::ServedModel(const ModelSpec& spec, CompiledPtr compiled, Threads threads)
+ServedModel::ServedModel(const ModelSpec& spec, CompiledModel compiled, Threads threads)
     : spec_(spec), compiled_(std::move(compiled)), post_(std::move(threads.loop)),
       releaser_(std::move(threads.releaser)) {
   size_t count = 0;
@@ -74,7 +51,7 @@ ServedModel::~ServedModel() {
     for (const auto& slot : slots_)
       if (slot->charged) memory_->uncharge(charge_bytes_);
   struct Parts {
-    CompiledPtr compiled;
+    CompiledModel compiled;
     std::vector<std::unique_ptr<Slot>> slots;  // destroyed first: requests must not outlive their model
   };
   auto parts = std::make_shared<Parts>(Parts{std::move(compiled_), std::move(slots_)});
@@ -90,7 +67,7 @@ std::shared_ptr<ServedModel> ServedModel::load(hetero_core_t* core, const ModelS
                                         spec.device.c_str(), args.key_ptrs.data(), args.value_ptrs.data(),
                                         args.keys.size()),
         "model '" + spec.name + "' (" + spec.path + ")");
-  CompiledPtr owned(compiled);
+  CompiledModel owned(compiled);
   std::shared_ptr<ServedModel> model(new ServedModel(spec, std::move(owned), std::move(threads)));
   ::stat(spec.path.c_str(), &model->file_stat_);
   return model;
@@ -105,7 +82,7 @@ std::shared_ptr<ServedModel> ServedModel::load_bytes(hetero_core_t* core, const 
                                           spec.device.c_str(), args.key_ptrs.data(), args.value_ptrs.data(),
                                           args.keys.size()),
         "model '" + spec.name + "' (uploaded)");
-  CompiledPtr owned(compiled);
+  CompiledModel owned(compiled);
   return std::shared_ptr<ServedModel>(new ServedModel(spec, std::move(owned), std::move(threads)));
 }
 
@@ -117,64 +94,46 @@ bool ServedModel::file_changed() const {
          now.st_mtim.tv_sec != file_stat_.st_mtim.tv_sec || now.st_mtim.tv_nsec != file_stat_.st_mtim.tv_nsec;
 }
 
-void ServedModel::describe(wire::ModelInfo& info) const {
-  info.set_name(spec_.name);
-  info.set_state(wire::ModelInfo::READY);
-  const char* device = nullptr;
-  hetero_compiled_model_get_device(compiled_.get(), &device);
-  info.set_device(device ? device : "");
-  info.set_source(spec_.path.empty() ? "upload" : spec_.path);
-  info.set_parallel(spec_.parallel);
+ModelDescription ServedModel::describe() const {
+  ModelDescription d;
+  d.name = spec_.name;
+  d.device = compiled_.device();
+  d.source = spec_.path.empty() ? "upload" : spec_.path;
+  d.parallel = spec_.parallel;
   const auto bare = spec_.config.find("priority");
-  info.set_priority(!spec_.priority.empty()       ? spec_.priority
-                    : bare != spec_.config.end() ? bare->second
-                                                 : core::priority_name(core::Priority::Normal));
-  for (size_t k = 0; k < input_names_.size(); ++k) {
-    hetero_dtype dtype{};
-    const int64_t* dims = nullptr;
-    int64_t rank = -1;
-    hetero_compiled_model_get_input_dtype(compiled_.get(), &dtype, k);
-    hetero_compiled_model_get_input_shape(compiled_.get(), &dims, &rank, k);
-    set_port(*info.add_inputs(), input_names_[k].c_str(), dtype, dims, rank);
-  }
-  for (size_t k = 0; k < output_names_.size(); ++k) {
-    hetero_dtype dtype{};
-    const int64_t* dims = nullptr;
-    int64_t rank = -1;
-    hetero_compiled_model_get_output_dtype(compiled_.get(), &dtype, k);
-    hetero_compiled_model_get_output_shape(compiled_.get(), &dims, &rank, k);
-    set_port(*info.add_outputs(), output_names_[k].c_str(), dtype, dims, rank);
-  }
-  size_t submodels = 0;
-  hetero_compiled_model_get_submodel_count(compiled_.get(), &submodels);
-  for (size_t k = 0; k < submodels; ++k) {
-    const char* d = nullptr;
-    if (hetero_compiled_model_get_submodel_device(compiled_.get(), &d, k) == HETERO_OK) info.add_submodel_devices(d);
-  }
+  d.priority = !spec_.priority.empty()       ? spec_.priority
+               : bare != spec_.config.end() ? bare->second
+                                            : core::priority_name(core::Priority::Normal);
+  d.inputs = compiled_.inputs();
+  d.outputs = compiled_.outputs();
+  d.submodel_devices = compiled_.submodel_devices();
+  return d;
 }
 
-void ServedModel::fill_stats(wire::ModelStats& stats) const {
-  stats.set_name(spec_.name);
-  stats.set_requests(requests_);
-  stats.set_errors(errors_);
-  stats.set_busy(busy_);
-  stats.set_timeouts(timeouts_);
-  stats.set_queue_depth(static_cast<uint32_t>(queue_.size()));
-  stats.set_in_flight(static_cast<uint32_t>(running_));
-  stats.set_runs(runs_);
-  stats.set_success_ns(success_ns_);
-  stats.set_failure_ns(failure_ns_);
-  stats.set_queue_ns(queue_ns_);
-  stats.set_compute_ns(compute_ns_);
-  stats.set_last_request_ms(last_request_ms_);
+ModelStatistics ServedModel::statistics() const {
+  ModelStatistics s;
+  s.name = spec_.name;
+  s.requests = requests_;
+  s.errors = errors_;
+  s.busy = busy_;
+  s.timeouts = timeouts_;
+  s.runs = runs_;
+  s.success_ns = success_ns_;
+  s.failure_ns = failure_ns_;
+  s.queue_ns = queue_ns_;
+  s.compute_ns = compute_ns_;
+  s.last_request_ms = last_request_ms_;
+  s.queue_depth = static_cast<uint32_t>(queue_.size());
+  s.in_flight = static_cast<uint32_t>(running_);
   const size_t n = std::min(latency_count_, latencies_us_.size());
-  if (n == 0) return;
+  if (n == 0) return s;
   std::vector<float> sorted(latencies_us_.begin(), latencies_us_.begin() + static_cast<std::ptrdiff_t>(n));
   std::sort(sorted.begin(), sorted.end());
   auto at = [&](double q) { return sorted[std::min(n - 1, static_cast<size_t>(q * static_cast<double>(n)))]; };
-  stats.set_latency_p50_us(at(0.50));
-  stats.set_latency_p90_us(at(0.90));
-  stats.set_latency_p99_us(at(0.99));
+  s.latency_p50_us = at(0.50);
+  s.latency_p90_us = at(0.90);
+  s.latency_p99_us = at(0.99);
+  return s;
 }
 
 uint64_t ServedModel::count(Clock::time_point received, bool ok) {
@@ -199,14 +158,14 @@ void ServedModel::count_refused(Clock::time_point received, hetero_status status
   if (status == HETERO_BUSY) ++busy_;
 }
 
-void ServedModel::answer(InferJob& job, wire::EncodedFrame frame) {
+void ServedModel::answer(InferJob& job) {
   record(job, true);
-  if (auto replier = job.replier.lock(); replier && replier->open()) replier->reply_infer(std::move(frame));
+  if (job.client_open()) job.answer();
 }
 
 void ServedModel::fail(InferJob& job, hetero_status status, const std::string& message) {
   record(job, false);
-  if (auto replier = job.replier.lock(); replier && replier->open()) replier->reply_infer_error(job.id, status, message);
+  if (job.client_open()) job.answer_error(status, message);
 }
 
 void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_ptr<InferJob> job) {
@@ -225,17 +184,13 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
   const size_t room = m.spec_.queue + finishing;
   if (m.queue_.size() >= room) {
     // Jobs of clients that have gone hold places they will never use.
-    std::erase_if(m.queue_, [](const std::unique_ptr<InferJob>& queued) {
-      auto replier = queued->replier.lock();
-      return !replier || !replier->open();
-    });
+    std::erase_if(m.queue_, [](const std::unique_ptr<InferJob>& queued) { return !queued->client_open(); });
   }
   if (m.queue_.size() >= room) {
     m.count_refused(job->received, HETERO_BUSY);
-    if (auto replier = job->replier.lock(); replier && replier->open())
-      replier->reply_infer_error(job->id, HETERO_BUSY,
-                                 "model '" + m.spec_.name + "' is busy: its queue of " +
-                                     std::to_string(m.spec_.queue) + " requests is full");
+    if (job->client_open())
+      job->answer_error(HETERO_BUSY, "model '" + m.spec_.name + "' is busy: its queue of " +
+                                         std::to_string(m.spec_.queue) + " requests is full");
     return;
   }
   m.queue_.push_back(std::move(job));
@@ -322,14 +277,13 @@ void ServedModel::cancel_running(Slot& slot, hetero_status as, std::string messa
 void ServedModel::cancel_orphans() {
   for (auto& slot : slots_) {
     if (!slot->job || slot->cancelled_as != HETERO_OK) continue;
-    auto replier = slot->job->replier.lock();
-    if (!replier || !replier->open()) cancel_running(*slot, HETERO_CANCELLED, "its client has gone");
+    if (!slot->job->client_open()) cancel_running(*slot, HETERO_CANCELLED, "its client has gone");
   }
 }
 
-bool ServedModel::cancel(const Replier& replier, uint64_t id) {
+bool ServedModel::cancel(const void* client, uint64_t id) {
   const std::string message = "model '" + spec_.name + "': the client cancelled the request";
-  auto is_it = [&](const InferJob& job) { return job.id == id && job.replier.lock().get() == &replier; };
+  auto is_it = [&](const InferJob& job) { return job.id == id && job.client == client; };
   for (auto it = queue_.begin(); it != queue_.end(); ++it) {
     if (!is_it(**it)) continue;
     std::unique_ptr<InferJob> job = std::move(*it);
@@ -391,8 +345,7 @@ ServedModel::Slot* ServedModel::take_slot() {
 void ServedModel::pump() {
   while (!queue_.empty()) {
     std::unique_ptr<InferJob>& front = queue_.front();
-    auto replier = front->replier.lock();
-    if (!replier || !replier->open()) {  // its client has gone
+    if (!front->client_open()) {  // its client has gone
       queue_.pop_front();
       continue;
     }
@@ -453,44 +406,26 @@ void ServedModel::give_back(Slot& slot) {
   slot.keep_alive.reset();
 }
 
-wire::EncodedFrame InferJob::encode_outputs(hetero_infer_request_t* request,
-                                            std::span<const std::string> output_names) const {
-  wire::Response response;
-  response.set_id(id);
-  std::vector<TensorPtr> held(output_names.size());  // what the tensors' views point into
-  std::vector<wire::OutgoingTensor> outputs(output_names.size());
+void ServedModel::take_outputs(Slot& slot) const {
+  std::vector<TensorPtr> held(output_names_.size());  // what the views point into
+  std::vector<OutputTensor> outputs(output_names_.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
     hetero_tensor_t* tensor = nullptr;
-    check(hetero_infer_request_get_output(request, &tensor, k), "output '" + output_names[k] + "'");
+    check(hetero_infer_request_get_output(slot.request.get(), &tensor, k), "output '" + output_names_[k] + "'");
     held[k].reset(tensor);
     void* data = nullptr;
-    hetero_dtype dtype{};
     const int64_t* dims = nullptr;
     size_t rank = 0;
+    OutputTensor& out = outputs[k];
     hetero_tensor_get_data(tensor, &data);
-    hetero_tensor_get_dtype(tensor, &dtype);
+    hetero_tensor_get_dtype(tensor, &out.dtype);
     hetero_tensor_get_shape(tensor, &dims, &rank);
-    wire::OutgoingTensor& out = outputs[k];
     hetero_tensor_get_byte_size(tensor, &out.bytes);
-    out.name = output_names[k];
-    out.dtype = dtype;
+    out.name = output_names_[k];
     out.dims = {dims, rank};
     out.data = data;
   }
-  wire::EncodedFrame frame;
-  wire::UniqueFd memfd =
-      wire::encode_tensors(outputs, memfd_threshold, *response.mutable_infer()->mutable_outputs(), "heterod-outputs");
-  frame.bytes = wire::encode_frame(response, memfd ? 1 : 0);
-  if (memfd) frame.fds.push_back(std::move(memfd));
-  return frame;
-}
-
-void InferJob::release_inputs() {
-  inputs.clear();
-  realigned.clear();
-  mappings = {};
-  fds.clear();
-  request.reset();
+  slot.job->take_outputs(outputs);
 }
 
 void ServedModel::on_done(void* user_data, hetero_status status) {
@@ -505,7 +440,7 @@ void ServedModel::on_done(void* user_data, hetero_status status) {
     outcome->message = hetero_last_error();
   } else if (!answered) {
     try {
-      outcome->frame = slot.job->encode_outputs(slot.request.get(), model.output_names_);
+      model.take_outputs(slot);
     } catch (const Failure& e) {
       outcome->status = e.status();
       outcome->message = e.what();
@@ -516,15 +451,15 @@ void ServedModel::on_done(void* user_data, hetero_status status) {
   }
   slot.done = Clock::now();
   slot.job->release_inputs();
-  // The reply goes now if it can: the loop thread's wake-up is then off the
-  // client's path. The replier is released on the loop thread, its own.
-  std::shared_ptr<Replier> replier = slot.job->replier.lock();
-  if (!answered && outcome->status == HETERO_OK && replier && replier->try_reply_now(outcome->frame)) {
+  // The answer goes now if it can: the loop thread's wake-up is then off the
+  // client's path. Whatever the job holds of its client meanwhile is let go
+  // of with the job, on the loop thread.
+  if (!answered && outcome->status == HETERO_OK && slot.job->try_answer_now()) {
     outcome->sent = true;
     slot.replied = true;
   }
   // The slot's keep_alive holds the model until finish() has run.
-  model.post_->post([&slot, outcome, replier = std::move(replier)] { slot.model->finish(slot, std::move(*outcome)); });
+  model.post_->post([&slot, outcome] { slot.model->finish(slot, std::move(*outcome)); });
 }
 
 void ServedModel::finish(Slot& slot, Outcome outcome) {
@@ -544,9 +479,9 @@ void ServedModel::finish(Slot& slot, Outcome outcome) {
     // cancel_running() answered it.
   } else if (outcome.sent) {
     record(*job, true);
-    if (auto replier = job->replier.lock()) replier->reply_sent();
+    job->answer_sent();
   } else if (outcome.status == HETERO_OK)
-    answer(*job, std::move(outcome.frame));
+    answer(*job);
   else if (outcome.status == HETERO_CANCELLED && cancelled_as == HETERO_TIMEOUT)
     time_out(*job, slot.cancel_message);
   else if (outcome.status == HETERO_CANCELLED && cancelled_as == HETERO_CANCELLED)

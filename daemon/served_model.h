@@ -4,9 +4,9 @@
 //
 // Threads: load() runs on the loader thread; everything else on the loop
 // thread, except the completion callback, which runs on a driver thread: it
-// encodes the reply, drops the inputs, sends the reply itself when the
-// connection has nothing queued (Replier::try_reply_now), and posts the rest
-// back to the loop.
+// has the job take its outputs, drops the inputs, has the job answer at once
+// where its front end can (InferJob::try_answer_now), and posts the rest back
+// to the loop.
 #pragma once
 
 #include <sys/stat.h>
@@ -25,69 +25,92 @@
 #include "daemon/c_api.h"
 #include "daemon/config.h"
 #include "daemon/loop_post.h"
-#include "protocol/frame.h"
-#include "protocol/heterod.pb.h"
-#include "protocol/tensor_codec.h"
+#include "hetero/hetero.hpp"
+#include "protocol/tensor_view.h"
 
 namespace hetero::daemon {
 
 class ClientMemory;
 using Clock = std::chrono::steady_clock;
 
-// Where a job's reply goes: the connection that asked (see Connection), or
-// a call of another protocol (daemon/kserve/).
-class Replier {
- public:
-  virtual ~Replier() = default;
-  // False once the client has gone: its queued jobs are dropped unrun.
-  virtual bool open() const = 0;
-  // A reply to one of its infer requests, as its job encoded it (loop thread).
-  virtual void reply_infer(wire::EncodedFrame frame) = 0;
-  // One of its infer requests failed or was refused: busy, timed out, a bad
-  // input (loop thread). The native protocol's error frame by default.
-  virtual void reply_infer_error(uint64_t id, hetero_status status, const std::string& message);
-  // Any thread (the driver's, as the inference completes): sends the reply
-  // at once if it can without the loop thread, taking the frame. A reply
-  // then skips a thread hop; reply_sent() follows on the loop thread. False
-  // (the default) leaves it to reply_infer().
-  virtual bool try_reply_now(wire::EncodedFrame& /*frame*/) { return false; }
-  virtual void reply_sent() {}
+// What a ready model is, as every front end describes it. Ports are the
+// public C++ header's (include/hetero/hetero.hpp).
+struct ModelDescription {
+  std::string name, device, source;  // source: its path, or "upload"
+  std::string priority;              // realtime, normal or background
+  uint32_t parallel = 0;
+  std::vector<Port> inputs, outputs;
+  std::vector<std::string> submodel_devices;
 };
 
-// One Infer request, from receipt to reply. It owns what its inputs point into.
-struct InferJob {
+// A served model's counters since it was loaded, and its latencies (receipt
+// to answer) over its last 1024 requests that reached it.
+struct ModelStatistics {
+  std::string name;
+  uint64_t requests = 0;  // answered, successes and failures
+  uint64_t errors = 0;    // failed inferences, timeouts and busy replies
+  uint64_t busy = 0, timeouts = 0;
+  uint64_t runs = 0;        // requests that left the queue for an infer request
+  uint64_t success_ns = 0;  // receipt to answer, summed over successful requests
+  uint64_t failure_ns = 0;  // ... and over failed ones
+  uint64_t queue_ns = 0;    // receipt to start, summed over runs
+  uint64_t compute_ns = 0;  // start to outputs ready, summed over runs
+  uint64_t last_request_ms = 0;  // the last answer, ms since the Unix epoch; 0: never
+  uint32_t queue_depth = 0, in_flight = 0;
+  float latency_p50_us = 0, latency_p90_us = 0, latency_p99_us = 0;  // 0: no request yet
+};
+
+// An output of a finished inference, borrowed from its infer request while
+// InferJob::take_outputs() runs.
+struct OutputTensor {
+  std::string_view name;
+  hetero_dtype dtype = HETERO_DTYPE_UNDEFINED;
+  std::span<const int64_t> dims;
+  const void* data = nullptr;
+  size_t bytes = 0;
+};
+
+// One inference a client asked for, from receipt to answer, as the serving
+// core sees it: inputs placed by index (ServedModel::place_inputs), a
+// deadline, and how the front end that made it answers (the native socket's
+// frames, a v2 call's response). The core never sees a protocol's message.
+class InferJob {
+ public:
   virtual ~InferJob() = default;
-  // Driver thread, once the inference has run: the reply, read from the
-  // request's outputs (valid until the request runs again). The native
-  // protocol's frame here (inline, or one memfd from memfd_threshold bytes);
-  // another protocol encodes its own (daemon/kserve/). Throws Failure.
-  virtual wire::EncodedFrame encode_outputs(hetero_infer_request_t* request,
-                                            std::span<const std::string> output_names) const;
+  // Loop thread: false once the client has gone: its queued job is dropped
+  // unrun, a running one is cancelled.
+  virtual bool client_open() const = 0;
+  // Driver thread, once the inference has run: reads the outputs
+  // (`outputs[k]` is the model's output k) into the answer. Throws Failure.
+  virtual void take_outputs(std::span<const OutputTensor> outputs) = 0;
+  // Driver thread, after take_outputs(): sends the answer at once if the
+  // front end can without the loop thread, which then skips a thread hop;
+  // answer_sent() follows on the loop thread. False (the default) leaves it
+  // to answer().
+  virtual bool try_answer_now() { return false; }
+  virtual void answer_sent() {}
+  // Loop thread: the answer, with what take_outputs() read.
+  virtual void answer() = 0;
+  // Loop thread: refused or failed (busy, timed out, cancelled, a bad input,
+  // the inference's own error).
+  virtual void answer_error(hetero_status status, const std::string& message) = 0;
+  // Driver thread, once the inference has run: drops what the inputs point
+  // into. Done there rather than on the loop thread, where unmapping a large
+  // tensor would delay every other client's requests.
+  virtual void release_inputs() { inputs.clear(); }
 
-  // Driver thread, once the inference has run: drops the inputs (unmaps and
-  // closes the frame's memfds, frees its inline data). Done there rather than
-  // on the loop thread, where unmapping a large tensor would delay every
-  // other client's requests.
-  void release_inputs();
-
-  std::weak_ptr<Replier> replier;
+  // Who asked, as its front end knows it, and the request's id there: a
+  // Cancel names a job by both.
+  const void* client = nullptr;
   uint64_t id = 0;
-  std::unique_ptr<wire::Request> request;  // inline input data
-  std::vector<wire::UniqueFd> fds;         // the frame's memfds
-  wire::TensorMappings mappings;           // ... mapped
-  std::vector<wire::TensorView> inputs;
+  std::vector<wire::TensorView> inputs;  // borrowed from what the job owns
   std::vector<size_t> input_index;  // the model input each of `inputs` is (ServedModel::place_inputs)
-  std::vector<std::vector<uint64_t>> realigned;  // inline inputs not aligned to their element size
-  uint64_t memfd_threshold = 0;
   Clock::time_point received;
   // Still queued then: answered TIMEOUT, never run; still running: cancelled
   // and answered TIMEOUT.
   Clock::time_point deadline;
   Clock::time_point started;   // given to an infer request (statistics)
 };
-
-// An error reply for request `id`.
-wire::EncodedFrame error_frame(uint64_t id, hetero_status status, const std::string& message);
 
 class ServedModel : public std::enable_shared_from_this<ServedModel> {
  public:
@@ -116,8 +139,8 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   const ModelSpec& spec() const noexcept { return spec_; }
   // The model file as it was when loaded; a reload recompiles when it changed.
   bool file_changed() const;
-  void describe(wire::ModelInfo& info) const;
-  void fill_stats(wire::ModelStats& stats) const;
+  ModelDescription describe() const;
+  ModelStatistics statistics() const;
   // Input and output names, in compiled-model order.
   const std::vector<std::string>& input_names() const noexcept { return input_names_; }
   const std::vector<std::string>& output_names() const noexcept { return output_names_; }
@@ -152,7 +175,7 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   // Loop thread: the client's Cancel of its request `id`: a queued job is
   // answered CANCELLED at once, a running one is cancelled. False when the
   // client has no such job here.
-  bool cancel(const Replier& replier, uint64_t id);
+  bool cancel(const void* client, uint64_t id);
   // Loop thread, at unload: every job queued or running is answered
   // CANCELLED saying `why`.
   void cancel_all(const std::string& why);
@@ -201,15 +224,14 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
     // its memory back).
     bool charged = false;
   };
-  // How a job that ran ended: its encoded reply, or why it failed.
+  // How a job that ran ended: its outputs taken, or why it failed.
   struct Outcome {
     hetero_status status = HETERO_OK;
     std::string message;
-    wire::EncodedFrame frame;
-    bool sent = false;  // by the driver thread (Replier::try_reply_now)
+    bool sent = false;  // by the driver thread (InferJob::try_answer_now)
   };
 
-  ServedModel(const ModelSpec& spec, CompiledPtr compiled, Threads threads);
+  ServedModel(const ModelSpec& spec, CompiledModel compiled, Threads threads);
   // A free request that may run a job now: one charged already, or one the
   // client's memory can be charged for; null when none.
   Slot* take_slot();
@@ -221,7 +243,9 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   void give_back(Slot& slot);
   static void on_done(void* slot, hetero_status status);
   void finish(Slot& slot, Outcome outcome);
-  void answer(InferJob& job, wire::EncodedFrame frame);
+  // Driver thread: the job takes the request's outputs.
+  void take_outputs(Slot& slot) const;
+  void answer(InferJob& job);
   void fail(InferJob& job, hetero_status status, const std::string& message);
   // Answers TIMEOUT saying `why`, or that the deadline passed.
   void time_out(InferJob& job, const std::string& why = {});
@@ -234,7 +258,7 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
 
   ModelSpec spec_;
   struct stat file_stat_ {};
-  CompiledPtr compiled_;
+  CompiledModel compiled_;  // include/hetero/hetero.hpp's handle
   std::shared_ptr<LoopPost> post_;
   std::shared_ptr<core::WorkerThread> releaser_;
   std::vector<std::string> input_names_, output_names_;

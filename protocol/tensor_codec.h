@@ -14,19 +14,12 @@
 #include "core/dtype.h"
 #include "protocol/heterod.pb.h"
 #include "protocol/socket_io.h"
+#include "protocol/tensor_view.h"
 
 namespace hetero::wire {
 
 // Ranks above this are refused (ONNX Runtime's own limit is lower in practice).
 inline constexpr size_t kMaxRank = 16;
-
-struct TensorView {
-  std::string name;
-  core::DType dtype = core::DType::Undefined;
-  std::vector<int64_t> dims;
-  const uint8_t* data = nullptr;  // borrowed: see decode_tensor()
-  size_t bytes = 0;
-};
 
 // The memfd mappings that decoded views point into.
 struct TensorMappings {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include "daemon/c_api.h"
 #include "daemon/kserve/grpc_predict_v2.grpc.pb.h"
 #include "daemon/kserve/repository.h"
 #include "daemon/kserve/tensor_convert.h"
@@ -48,24 +47,24 @@ std::shared_ptr<ServedModel> served_model(const ModelRegistry& registry, const s
 // What ModelMetadata and ModelConfig both call the runtime that serves a
 // model: heterod on its device ("heterod_CPU", "heterod_HETERO:OPENCL,CPU").
 // Triton's metadata answers its configuration's platform; so does heterod's.
-std::string platform_of(const wire::ModelInfo& info) { return "heterod_" + info.device(); }
+std::string platform_of(const ModelDescription& model) { return "heterod_" + model.device; }
 
-void set_tensor_metadata(ModelMetadataResponse::TensorMetadata& out, const wire::Port& port) {
-  out.set_name(port.name());
-  out.set_datatype(datatype_name(port.dtype()));
-  if (port.rank() >= 0)
-    for (int64_t d : port.dims()) out.add_shape(d);
+void set_tensor_metadata(ModelMetadataResponse::TensorMetadata& out, const Port& port) {
+  out.set_name(port.name);
+  out.set_datatype(datatype_name(port.dtype));
+  if (port.shape)
+    for (int64_t d : *port.shape) out.add_shape(d);
 }
 
 // A port as Triton's configuration describes it: its dims are the whole
 // shape (max_batch_size is 0), -1 where any size goes; none where even the
 // rank is unknown, as in ModelMetadata.
 template <typename Tensor>
-void set_config_tensor(Tensor& out, const wire::Port& port) {
-  out.set_name(port.name());
-  out.set_data_type(config_data_type(port.dtype()));
-  if (port.rank() >= 0)
-    for (int64_t d : port.dims()) out.add_dims(d);
+void set_config_tensor(Tensor& out, const Port& port) {
+  out.set_name(port.name);
+  out.set_data_type(config_data_type(port.dtype));
+  if (port.shape)
+    for (int64_t d : *port.shape) out.add_dims(d);
 }
 
 void set_duration(StatisticDuration& out, uint64_t count, uint64_t ns) {
@@ -73,51 +72,56 @@ void set_duration(StatisticDuration& out, uint64_t count, uint64_t ns) {
   out.set_ns(ns);
 }
 
-void set_statistics(inference::ModelStatistics& out, const wire::ModelStats& stats) {
-  const uint64_t successes = stats.requests() - stats.errors();
-  out.set_name(stats.name());
+void set_statistics(inference::ModelStatistics& out, const ModelStatistics& stats) {
+  const uint64_t successes = stats.requests - stats.errors;
+  out.set_name(stats.name);
   out.set_version(kVersion);
-  out.set_last_inference(stats.last_request_ms());
+  out.set_last_inference(stats.last_request_ms);
   out.set_inference_count(successes);
   out.set_execution_count(successes);
   InferStatistics& s = *out.mutable_inference_stats();
-  set_duration(*s.mutable_success(), successes, stats.success_ns());
-  set_duration(*s.mutable_fail(), stats.errors(), stats.failure_ns());
-  set_duration(*s.mutable_queue(), stats.runs(), stats.queue_ns());
+  set_duration(*s.mutable_success(), successes, stats.success_ns);
+  set_duration(*s.mutable_fail(), stats.errors, stats.failure_ns);
+  set_duration(*s.mutable_queue(), stats.runs, stats.queue_ns);
   // heterod times an inference whole: its inputs' and outputs' handling is
   // inside compute_infer.
-  set_duration(*s.mutable_compute_infer(), stats.runs(), stats.compute_ns());
+  set_duration(*s.mutable_compute_infer(), stats.runs, stats.compute_ns);
 }
 
 }  // namespace
 
-// What an infer job answers through: its call.
-class InferReplier final : public Replier {
+// An infer job of the v2 protocol: it answers by finishing its call, whose
+// response it fills with the outputs asked for.
+class V2Job final : public InferJob {
  public:
-  InferReplier(std::shared_ptr<InferCall> call, const ModelRegistry* registry) : call(std::move(call)), registry_(registry) {}
+  V2Job(std::shared_ptr<InferCall> call, const ModelRegistry* registry) : call(std::move(call)), registry_(registry) {
+    client = this->call.get();
+  }
 
-  bool open() const override { return !call->finished() && !call->cancelled(); }
-  // The job has filled the response already (V2Job::encode_outputs).
-  void reply_infer(wire::EncodedFrame) override {
+  bool client_open() const override { return !call->finished() && !call->cancelled(); }
+  void take_outputs(std::span<const OutputTensor> produced) override {
+    ModelInferResponse& r = call->response;
+    r.set_model_name(call->request.model_name());
+    r.set_model_version(kVersion);
+    r.set_id(call->request.id());
+    for (size_t k : outputs) add_output(r, produced[k]);
+  }
+  void answer() override {
     call->finish(grpc::Status::OK);
     registry_->answered();
   }
-  void reply_infer_error(uint64_t, hetero_status status, const std::string& message) override {
+  void answer_error(hetero_status status, const std::string& message) override {
     call->finish(status, message);
     registry_->answered();
   }
+  void release_inputs() override {
+    InferJob::release_inputs();
+    realigned.clear();
+  }
 
-  const std::shared_ptr<InferCall> call;
-
- private:
-  const ModelRegistry* registry_;
-};
-
-// An infer job of the v2 protocol: its reply is its call's response.
-class V2Job final : public InferJob {
- public:
-  std::shared_ptr<InferReplier> answer;      // the job's replier, held
-  std::vector<size_t> outputs;               // output indices, in reply order
+  const std::shared_ptr<InferCall> call;  // the inputs point into its request
+  std::vector<std::vector<uint64_t>> realigned;  // inputs copied out of narrower typed fields
+  std::vector<size_t> outputs;            // output indices, in reply order
   Clock::time_point client_deadline = Clock::time_point::max();
   // What the completion-queue thread found wrong with the request (OK:
   // nothing), answered on the loop thread, where the model it names counts
@@ -125,21 +129,8 @@ class V2Job final : public InferJob {
   hetero_status refused = HETERO_OK;
   std::string refusal;
 
-  wire::EncodedFrame encode_outputs(hetero_infer_request_t* request,
-                                    std::span<const std::string> output_names) const override {
-    const ModelInferRequest& asked = answer->call->request;
-    ModelInferResponse& r = answer->call->response;
-    r.set_model_name(asked.model_name());
-    r.set_model_version(kVersion);
-    r.set_id(asked.id());
-    for (size_t k : outputs) {
-      hetero_tensor_t* tensor = nullptr;
-      check(hetero_infer_request_get_output(request, &tensor, k), "output '" + output_names[k] + "'");
-      const TensorPtr owned(tensor);
-      add_output(r, output_names[k], tensor);
-    }
-    return {};
-  }
+ private:
+  const ModelRegistry* registry_;
 };
 
 Service::Service(ModelRegistry& registry, std::shared_ptr<CallRegister> calls, RequesterOf requester_of)
@@ -263,13 +254,12 @@ void Service::model_metadata(const CallPtr<ModelMetadataRequest, ModelMetadataRe
   on_loop(call, [this](auto& c) {
     const auto model = served_model(registry_, c.request.name(), c.request.version(), c);
     if (!model) return;
-    wire::ModelInfo info;
-    model->describe(info);
-    c.response.set_name(info.name());
+    const ModelDescription info = model->describe();
+    c.response.set_name(info.name);
     c.response.add_versions(kVersion);
     c.response.set_platform(platform_of(info));
-    for (const wire::Port& port : info.inputs()) set_tensor_metadata(*c.response.add_inputs(), port);
-    for (const wire::Port& port : info.outputs()) set_tensor_metadata(*c.response.add_outputs(), port);
+    for (const Port& port : info.inputs) set_tensor_metadata(*c.response.add_inputs(), port);
+    for (const Port& port : info.outputs) set_tensor_metadata(*c.response.add_outputs(), port);
     c.finish(grpc::Status::OK);
   });
 }
@@ -278,10 +268,9 @@ void Service::model_config(const CallPtr<ModelConfigRequest, ModelConfigResponse
   on_loop(call, [this](auto& c) {
     const auto model = served_model(registry_, c.request.name(), c.request.version(), c);
     if (!model) return;
-    wire::ModelInfo info;
-    model->describe(info);
+    const ModelDescription info = model->describe();
     inference::ModelConfig& config = *c.response.mutable_config();
-    config.set_name(info.name());
+    config.set_name(info.name);
     // Not one of Triton's platforms ("onnxruntime_onnx" would send a tool
     // down paths for a runtime heterod is not): the same platform as
     // ModelMetadata's, and "heterod" as the backend that runs it. Triton's
@@ -290,15 +279,15 @@ void Service::model_config(const CallPtr<ModelConfigRequest, ModelConfigResponse
     config.set_backend("heterod");
     // heterod runs each request as it comes, never several batched into one.
     config.set_max_batch_size(0);
-    for (const wire::Port& port : info.inputs()) set_config_tensor(*config.add_input(), port);
-    for (const wire::Port& port : info.outputs()) set_config_tensor(*config.add_output(), port);
+    for (const Port& port : info.inputs) set_config_tensor(*config.add_input(), port);
+    for (const Port& port : info.outputs) set_config_tensor(*config.add_output(), port);
     c.finish(grpc::Status::OK);
   });
 }
 
 void Service::model_infer(const std::shared_ptr<InferCall>& call) {
   const ModelInferRequest& request = call->request;
-  auto job = std::make_unique<V2Job>();
+  auto job = std::make_unique<V2Job>(call, &registry_);
   job->received = Clock::now();
   // Everything that needs no model is checked here, off the loop thread;
   // what is wrong is answered from the loop thread, which counts it in the
@@ -326,13 +315,12 @@ void Service::model_infer(const std::shared_ptr<InferCall>& call) {
     const auto left = std::chrono::duration_cast<Clock::duration>(client - std::chrono::system_clock::now());
     job->client_deadline = std::min(job->client_deadline, job->received + left);
   }
-  job->answer = std::make_shared<InferReplier>(call, &registry_);
   auto holder = std::make_shared<std::unique_ptr<V2Job>>(std::move(job));
   post_->post([this, holder] { submit_infer(std::move(*holder)); });
 }
 
 void Service::submit_infer(std::unique_ptr<V2Job> job) {
-  InferCall& call = *job->answer->call;
+  InferCall& call = *job->call;
   if (call.cancelled()) return call.finish(grpc::Status::CANCELLED);
   const ModelInferRequest& request = call.request;
   const std::string& name = request.model_name();
@@ -363,25 +351,19 @@ void Service::submit_infer(std::unique_ptr<V2Job> job) {
 
   job->deadline = std::min(job->client_deadline,
                            job->received + std::chrono::milliseconds(registry_.config().limits.request_timeout_ms));
-  job->replier = job->answer;
   ServedModel::submit(model, std::move(job));
 }
 
 void Service::model_statistics(const CallPtr<ModelStatisticsRequest, ModelStatisticsResponse>& call) {
   on_loop(call, [this](auto& c) {
-    wire::ModelStats stats;
     if (c.request.name().empty()) {
-      for (const auto& [name, entry] : registry_.models()) {
-        if (!entry.model) continue;
-        entry.model->fill_stats(stats);
-        set_statistics(*c.response.add_model_stats(), stats);
-      }
+      for (const auto& [name, entry] : registry_.models())
+        if (entry.model) set_statistics(*c.response.add_model_stats(), entry.model->statistics());
       return c.finish(grpc::Status::OK);
     }
     const auto model = served_model(registry_, c.request.name(), c.request.version(), c);
     if (!model) return;
-    model->fill_stats(stats);
-    set_statistics(*c.response.add_model_stats(), stats);
+    set_statistics(*c.response.add_model_stats(), model->statistics());
     c.finish(grpc::Status::OK);
   });
 }

@@ -5,6 +5,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "protocol/tensor_codec.h"
 
 namespace hetero::daemon::kserve {
 
@@ -197,22 +198,14 @@ std::vector<wire::TensorView> decode_inputs(const ModelInferRequest& request, st
   return views;
 }
 
-void add_output(inference::ModelInferResponse& response, const std::string& name, hetero_tensor_t* tensor) {
-  void* data = nullptr;
-  hetero_dtype dtype{};
-  const int64_t* dims = nullptr;
-  size_t rank = 0, bytes = 0;
-  hetero_tensor_get_data(tensor, &data);
-  hetero_tensor_get_dtype(tensor, &dtype);
-  hetero_tensor_get_shape(tensor, &dims, &rank);
-  hetero_tensor_get_byte_size(tensor, &bytes);
-  const char* datatype = datatype_name(dtype);
-  if (!*datatype) fail(HETERO_INTERNAL, "output '" + name + "' has an element type v2 cannot name");
+void add_output(inference::ModelInferResponse& response, const OutputTensor& tensor) {
+  const char* datatype = datatype_name(tensor.dtype);
+  if (!*datatype) fail(HETERO_INTERNAL, "output '" + std::string(tensor.name) + "' has an element type v2 cannot name");
   inference::ModelInferResponse::InferOutputTensor* out = response.add_outputs();
-  out->set_name(name);
+  out->set_name(std::string(tensor.name));
   out->set_datatype(datatype);
-  for (size_t d = 0; d < rank; ++d) out->add_shape(dims[d]);
-  response.add_raw_output_contents()->assign(static_cast<const char*>(data), bytes);
+  for (const int64_t dim : tensor.dims) out->add_shape(dim);
+  response.add_raw_output_contents()->assign(static_cast<const char*>(tensor.data), tensor.bytes);
 }
 
 }  // namespace hetero::daemon::kserve
