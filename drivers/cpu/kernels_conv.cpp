@@ -38,14 +38,7 @@ class ConvKernel final : public Kernel {
 
 ConvKernel::ConvKernel(const KernelBuild& b)
     : node_(b.node), attrs_(WindowAttrs::parse(b.node)), channels_last_(b.node.attr_int(kChannelsLastAttr, 0) != 0) {
-  require_float_inputs(b, {0, 1, 2});
-  post_ = PostOpChain::parse(b, 3);
-  if (const core::Tensor* w = b.constant_input(1)) {
-    if (w->rank() < 3) b.unsupported("weights must have rank 3 or more, got " + core::shape_to_string(w->shape()));
-    if (w->dim(0) % attrs_.group != 0) b.unsupported("output channels are not a multiple of group");
-    attrs_.resolve(b.node, w->rank() - 2);
-    weights_.set(*w);
-  }
+  build_window_kernel(b, "output channels", attrs_, post_, weights_);
 }
 
 ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,

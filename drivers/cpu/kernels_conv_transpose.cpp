@@ -62,14 +62,7 @@ class ConvTransposeKernel final : public Kernel {
 ConvTransposeKernel::ConvTransposeKernel(const KernelBuild& b)
     : node_(b.node), attrs_(WindowAttrs::parse(b.node)), output_padding_(b.node.attr_ints("output_padding")),
       output_shape_(b.node.attr_ints("output_shape")), channels_last_(b.node.attr_int(kChannelsLastAttr, 0) != 0) {
-  require_float_inputs(b, {0, 1, 2});
-  post_ = PostOpChain::parse(b, 3);
-  if (const core::Tensor* w = b.constant_input(1)) {
-    if (w->rank() < 3) b.unsupported("weights must have rank 3 or more, got " + core::shape_to_string(w->shape()));
-    if (w->dim(0) % attrs_.group != 0) b.unsupported("input channels are not a multiple of group");
-    attrs_.resolve(b.node, w->rank() - 2);
-    weights_.set(*w);
-  }
+  build_window_kernel(b, "input channels", attrs_, post_, weights_);
 }
 
 ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,

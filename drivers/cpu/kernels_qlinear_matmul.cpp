@@ -288,9 +288,7 @@ void QMatMulKernel::run(KernelRun& r) {
     if (src_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = src_zp_.memory(engine);
     if (dst_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = dst_zp_.memory(engine);
     if (e->scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = view_memory(dnnl::memory::desc({static_cast<int64_t>(e->scratchpad)}, dnnl_dt::u8,
-                                                                 dnnl_tag::a),
-                                              engine, scratch_buffer(Scratch::Pad, e->scratchpad));
+      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e->scratchpad, engine);
     e->prim.execute(s, args);
     s.wait();
   });

@@ -352,9 +352,7 @@ bool DnnlRnnImpl::run(const Args& a, KernelRun& r) {
       if (lstm) args[DNNL_ARG_DST_ITER_C] = view_memory(e->dst_iter, engine, cn);
     }
     if (e->scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = view_memory(dnnl::memory::desc({static_cast<int64_t>(e->scratchpad)}, dnnl_dt::u8,
-                                                                 dnnl_tag::a),
-                                              engine, scratch_buffer(Scratch::Pad, e->scratchpad));
+      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e->scratchpad, engine);
     e->prim.execute(stream, args);
     stream.wait();
 

@@ -4,6 +4,18 @@
 
 namespace hetero::cpu {
 
+void build_window_kernel(const KernelBuild& b, const char* first_dim, WindowAttrs& attrs, PostOpChain& post,
+                         ReorderedConstant& weights) {
+  require_float_inputs(b, {0, 1, 2});
+  post = PostOpChain::parse(b, 3);
+  if (const core::Tensor* w = b.constant_input(1)) {
+    if (w->rank() < 3) b.unsupported("weights must have rank 3 or more, got " + core::shape_to_string(w->shape()));
+    if (w->dim(0) % attrs.group != 0) b.unsupported(std::string(first_dim) + " are not a multiple of group");
+    attrs.resolve(b.node, w->rank() - 2);
+    weights.set(*w);
+  }
+}
+
 std::vector<int64_t> window_primitive_key(const core::Tensor& x, const core::Tensor& w, bool constant_weights,
                                           const core::Tensor* bias, const PostOpChain& post, const KernelRun& r) {
   std::vector<int64_t> key;

@@ -51,6 +51,15 @@ struct WindowPrimitive {
   }
 };
 
+// What both kernels take from their node when they are built: float X, W and
+// B; the post-ops fused after them (inputs 3 on); and constant weights, of
+// rank 3 or more and whose first dim (`first_dim`: output channels for Conv,
+// input channels for ConvTranspose) is a multiple of the group, kept in
+// `weights` to be reordered once. Refuses the node (KernelBuild::unsupported)
+// otherwise.
+void build_window_kernel(const KernelBuild& b, const char* first_dim, WindowAttrs& attrs, PostOpChain& post,
+                         ReorderedConstant& weights);
+
 // What a window primitive made for `x` depends on besides the node: its key
 // in the kernel's ShapeCache.
 std::vector<int64_t> window_primitive_key(const core::Tensor& x, const core::Tensor& w, bool constant_weights,
