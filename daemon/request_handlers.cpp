@@ -54,7 +54,7 @@ void Server::handle_frame(Connection& connection, wire::Frame frame) {
     case wire::Request::kListDevices: {
       wire::Response response;
       response.set_id(id);
-      *response.mutable_list_devices() = devices_;
+      *response.mutable_list_devices() = device_listing();
       return reply(connection, response);
     }
     case wire::Request::kListModels:

@@ -60,8 +60,17 @@ Server::~Server() {
 
 void Server::create_core() {
   core_ = daemon::create_core(config_);
-  hetero_core_t* core = core_.get();
+  // Drivers and devices are listed when a client first asks (ListDevices),
+  // not here: listing them starts every driver's runtime, and a box that
+  // serves CPU models would pay for the GPU runtimes it never uses (PoCL
+  // alone maps 54 MiB of LLVM and Clang). A model's load starts only its own
+  // device's runtime.
+}
 
+const wire::ListDevicesReply& Server::device_listing() {
+  if (devices_) return *devices_;
+  devices_.emplace();
+  hetero_core_t* core = core_.get();
   size_t count = 0;
   hetero_core_get_driver_count(core, &count);
   for (size_t k = 0; k < count; ++k) {
@@ -72,7 +81,7 @@ void Server::create_core() {
     hetero_core_get_driver_no_device_reason(core, &no_device, k);
     // Said once, here: LEVEL_ZERO without a GPU driver, for one.
     if (*no_device) warn(std::string("the ") + name + " driver has no device: " + no_device);
-    wire::Driver* driver = devices_.add_drivers();
+    wire::Driver* driver = devices_->add_drivers();
     driver->set_name(name);
     driver->set_version(version);
     driver->set_path(path);
@@ -83,17 +92,17 @@ void Server::create_core() {
     const char *path = nullptr, *reason = nullptr;
     hetero_core_get_driver_failure(core, &path, &reason, k);
     warn(std::string("driver module ") + path + " not used: " + reason);
-    wire::DriverFailure* failure = devices_.add_driver_failures();
+    wire::DriverFailure* failure = devices_->add_driver_failures();
     failure->set_path(path);
     failure->set_reason(reason);
   }
-  // Devices and their metrics are fixed for the core's life: list them once.
+  // Devices and their metrics are fixed for the core's life: listed once.
   hetero_core_get_device_count(core, &count);
   for (size_t k = 0; k < count; ++k) {
     const char *name = nullptr, *full = nullptr;
     hetero_core_get_device_name(core, &name, k);
     hetero_core_get_device_full_name(core, &full, k);
-    wire::Device* device = devices_.add_devices();
+    wire::Device* device = devices_->add_devices();
     device->set_name(name);
     device->set_full_name(full);
     char* properties = nullptr;
@@ -114,6 +123,7 @@ void Server::create_core() {
     info(std::string("device ") + name + ": " + full);
   }
   if (count == 0) warn("no devices: every model will fail to load");
+  return *devices_;
 }
 
 std::string Server::status_line() const {

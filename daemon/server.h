@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -83,6 +84,9 @@ class Server {
 
   // Start-up and lifecycle (server.cpp).
   void create_core();
+  // Every driver, driver failure and device with its metrics, listed (and
+  // logged) on the first call: the ListDevices reply. Loop thread.
+  const wire::ListDevicesReply& device_listing();
   void start_loop_handles();
   // Closes every handle of the loop and runs it until their close callbacks
   // have run (teardown, and a start-up that failed half-way).
@@ -127,7 +131,7 @@ class Server {
   std::shared_ptr<LoopPost> post_;
   std::shared_ptr<core::WorkerThread> releaser_;  // ServedModel::Threads, trim_heap
   CorePtr core_;
-  wire::ListDevicesReply devices_;
+  std::optional<wire::ListDevicesReply> devices_;  // device_listing()
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
   uint64_t frame_bytes_in_flight_ = 0;  // charged by connections (charge_frame_bytes)
   std::atomic<uint64_t> reply_bytes_queued_ = 0;  // add_reply_bytes

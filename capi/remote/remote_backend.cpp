@@ -228,25 +228,15 @@ class RemoteCompiledModel final : public CompiledModelImpl {
 class RemoteBackend final : public Backend {
  public:
   explicit RemoteBackend(const std::string& socket_path)
-      : connection_(std::make_shared<RemoteConnection>(socket_path)) {
-    wire::Request request;
-    request.mutable_list_devices();
-    const wire::ListDevicesReply list = connection_->call(request).response.list_devices();
-    for (const wire::Device& d : list.devices()) {
-      devices_.push_back({d.name(), d.full_name()});
-      metrics_[d.name()].insert(d.metrics().begin(), d.metrics().end());
-    }
-    for (const wire::Driver& d : list.drivers())
-      drivers_.push_back({d.name(), d.version(), d.path(), d.no_device_reason()});
-    for (const wire::DriverFailure& f : list.driver_failures()) failures_.push_back({f.path(), f.reason()});
-  }
+      : connection_(std::make_shared<RemoteConnection>(socket_path)) {}
 
-  const std::vector<DeviceEntry>& devices() const override { return devices_; }
-  const std::vector<DriverEntry>& drivers() const override { return drivers_; }
-  const std::vector<DriverFailureEntry>& driver_failures() const override { return failures_; }
+  const std::vector<DeviceEntry>& devices() const override { return listing().devices; }
+  const std::vector<DriverEntry>& drivers() const override { return listing().drivers; }
+  const std::vector<DriverFailureEntry>& driver_failures() const override { return listing().failures; }
   std::string metric(const std::string& device, const std::string& name) const override {
-    auto d = metrics_.find(device);
-    if (d == metrics_.end()) fail(HETERO_NOT_FOUND, "heterod has no device '" + device + "'");
+    const auto& metrics = listing().metrics;
+    auto d = metrics.find(device);
+    if (d == metrics.end()) fail(HETERO_NOT_FOUND, "heterod has no device '" + device + "'");
     auto m = d->second.find(name);
     if (m == d->second.end()) fail(HETERO_NOT_FOUND, "device '" + device + "' has no metric '" + name + "'");
     return m->second;
@@ -352,11 +342,34 @@ class RemoteBackend final : public Backend {
     return connection_->call(request).response.list_models().models();
   }
 
+  // The daemon's drivers and devices, asked for on the first call that needs
+  // them, not at connect: the daemon starts a driver's runtime when a client
+  // first lists it, so a client that only runs served models starts none.
+  struct Listing {
+    std::vector<DeviceEntry> devices;
+    std::vector<DriverEntry> drivers;
+    std::vector<DriverFailureEntry> failures;
+    std::map<std::string, std::map<std::string, std::string>> metrics;
+  };
+  const Listing& listing() const {
+    std::call_once(listed_, [&] {
+      wire::Request request;
+      request.mutable_list_devices();
+      const wire::ListDevicesReply list = connection_->call(request).response.list_devices();
+      for (const wire::Device& d : list.devices()) {
+        listing_.devices.push_back({d.name(), d.full_name()});
+        listing_.metrics[d.name()].insert(d.metrics().begin(), d.metrics().end());
+      }
+      for (const wire::Driver& d : list.drivers())
+        listing_.drivers.push_back({d.name(), d.version(), d.path(), d.no_device_reason()});
+      for (const wire::DriverFailure& f : list.driver_failures()) listing_.failures.push_back({f.path(), f.reason()});
+    });
+    return listing_;
+  }
+
   std::shared_ptr<RemoteConnection> connection_;
-  std::vector<DeviceEntry> devices_;
-  std::vector<DriverEntry> drivers_;
-  std::vector<DriverFailureEntry> failures_;
-  std::map<std::string, std::map<std::string, std::string>> metrics_;
+  mutable std::once_flag listed_;
+  mutable Listing listing_;
 };
 
 }  // namespace

@@ -878,10 +878,33 @@ TEST_F(Daemon, TellsSystemdReadyReloadingStoppingAndWatchdog) {
   EXPECT_EQ(daemon_->wait_exit(), 0) << daemon_->log();
 }
 
-TEST_F(Daemon, DriverWithoutDevicesIsLoggedOnce) {
+// The devices a client lists, through libhetero's client; -1 when it fails.
+int list_devices(const std::string& socket) {
+  hetero_core_t* core = nullptr;
+  if (hetero_core_connect(&core, socket.c_str()) != HETERO_OK) return -1;
+  size_t count = 0;
+  const hetero_status status = hetero_core_get_device_count(core, &count);
+  hetero_core_release(core);
+  return status == HETERO_OK ? static_cast<int>(count) : -1;
+}
+
+bool maps_library(pid_t pid, const std::string& name) {
+  std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
+  const std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+  return text.find(name) != std::string::npos;
+}
+
+TEST_F(Daemon, DevicesAreListedWhenAskedAndADriverWithoutDevicesIsLoggedOnce) {
   start();
   ASSERT_TRUE(demo_works());
+  // Serving CPU models starts no other runtime: PoCL (and the LLVM it
+  // brings) is not even mapped until a client lists the devices.
+  EXPECT_FALSE(maps_library(daemon_->pid(), "libpocl")) << "a CPU-only daemon started the OpenCL runtime";
+  EXPECT_EQ(daemon_->log().find("driver has no device"), std::string::npos) << daemon_->log();
+  ASSERT_GE(list_devices(socket_), 1);
+  ASSERT_GE(list_devices(socket_), 1);
   const std::string log = daemon_->log();
+  EXPECT_NE(log.find("device CPU: "), std::string::npos) << log;
   if (log.find("driver LEVEL_ZERO") == std::string::npos) GTEST_SKIP() << "the LEVEL_ZERO driver is not built";
   // These machines have the Level Zero loader but no GPU driver for it.
   const size_t first = log.find("the LEVEL_ZERO driver has no device: no Level Zero driver: zeInit");
