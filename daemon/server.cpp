@@ -1,5 +1,6 @@
 #include "daemon/server.h"
 
+#include <dlfcn.h>
 #include <malloc.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -284,11 +285,29 @@ void Server::connection_closed(Connection& connection) {
   connection_progress();
 }
 
+namespace {
+
+// Gives the allocator's free pages back to the system now. heterod links
+// jemalloc where it is built with it (daemon/allocator.cpp), which would
+// otherwise return them over dirty_decay_ms; its mallctl is looked up rather
+// than linked, so that this works (with glibc's malloc_trim) in whatever
+// process the daemon's library runs, the tests' included.
+void give_back_free_pages() {
+  using Mallctl = int (*)(const char*, void*, size_t*, void*, size_t);
+  static const auto mallctl = reinterpret_cast<Mallctl>(::dlsym(RTLD_DEFAULT, "mallctl"));
+  if (mallctl)
+    mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);  // 4096: MALLCTL_ARENAS_ALL, every arena
+  else
+    ::malloc_trim(0);
+}
+
+}  // namespace
+
 void Server::trim_heap() {
   if (!releaser_ || trim_pending_->exchange(true)) return;
   releaser_->post([pending = trim_pending_] {
     *pending = false;
-    ::malloc_trim(0);
+    give_back_free_pages();
   });
 }
 
@@ -450,6 +469,9 @@ int Server::run() {
     registry_ = std::make_unique<ModelRegistry>(config_, core_.get(), ServedModel::Threads{post_, releaser_},
                                                 [this] { trim_heap(); }, [this] { connection_progress(); });
     registry_->load_configured_models();
+    // What compiling and importing them freed goes back now, not over the
+    // allocator's next seconds while the first clients arrive.
+    trim_heap();
     start_loop_handles();
     start_front_ends(*registry_, &loop_, front_ends_);
   } catch (...) {

@@ -63,9 +63,9 @@ class Server {
   // was freed, on the releaser thread: a trim of a big heap takes
   // milliseconds, which the loop thread would take from every client, and
   // there it runs after the models let go of before it are destroyed. Calls
-  // while one is pending make one trim. (glibc's heap: where heterod
-  // allocates with jemalloc, its background thread gives pages back,
-  // daemon/allocator.cpp, and this trims a heap that holds next to nothing.)
+  // while one is pending make one trim. With jemalloc (daemon/allocator.cpp)
+  // a trim purges every arena's free pages at once, which its background
+  // thread would otherwise return over five seconds.
   void trim_heap();
   // A copy of the connections, to go through while some of them close (and
   // leave connections_).
