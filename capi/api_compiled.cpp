@@ -24,10 +24,10 @@ const CompiledModelImpl& compiled_of(const hetero_compiled_model_t* compiled, co
 
 // Its inputs or outputs, for the port getters (capi/port_getters.h).
 auto compiled_inputs(const hetero_compiled_model_t* compiled) {
-  return [compiled](const char* fn) -> const std::vector<PortInfo>& { return compiled_of(compiled, fn).inputs(); };
+  return [compiled](const char* fn) -> const std::vector<Port>& { return compiled_of(compiled, fn).inputs(); };
 }
 auto compiled_outputs(const hetero_compiled_model_t* compiled) {
-  return [compiled](const char* fn) -> const std::vector<PortInfo>& { return compiled_of(compiled, fn).outputs(); };
+  return [compiled](const char* fn) -> const std::vector<Port>& { return compiled_of(compiled, fn).outputs(); };
 }
 
 // Runs `body` with its errors naming the file `path` (the blob container's
@@ -56,15 +56,15 @@ void check_opened_blob(const CompiledModelImpl& blob, const char* device, const 
     fail(HETERO_BLOB_MISMATCH, "the blob is compiled for " + blob.device() + ", not " + device);
   for (const auto& [name, shape] : shapes) {
     const auto port = std::find_if(blob.inputs().begin(), blob.inputs().end(),
-                                   [&](const PortInfo& p) { return p.name == name; });
+                                   [&](const Port& p) { return p.name == name; });
     if (port == blob.inputs().end()) fail(HETERO_INVALID_ARGUMENT, "the blob has no input '" + name + "'");
-    bool agrees = port->rank < 0 || static_cast<size_t>(port->rank) == shape.size();
-    for (size_t d = 0; agrees && port->rank >= 0 && d < shape.size(); ++d)
-      agrees = port->dims[d] < 0 || port->dims[d] == shape[d];
+    if (!port->shape) continue;  // any rank goes
+    const std::vector<int64_t>& dims = *port->shape;
+    bool agrees = dims.size() == shape.size();
+    for (size_t d = 0; agrees && d < shape.size(); ++d) agrees = dims[d] < 0 || dims[d] == shape[d];
     if (!agrees)
-      fail(HETERO_BLOB_MISMATCH, "input '" + name + "' of the blob is " +
-                                     hetero::core::shape_to_string(port->dims) + ", not " +
-                                     hetero::core::shape_to_string(shape));
+      fail(HETERO_BLOB_MISMATCH, "input '" + name + "' of the blob is " + hetero::core::shape_to_string(dims) +
+                                     ", not " + hetero::core::shape_to_string(shape));
   }
 }
 

@@ -16,10 +16,10 @@ const ModelImpl& model_of(const hetero_model_t* model, const char* fn) {
 
 // Its inputs or outputs, for the port getters (capi/port_getters.h).
 auto model_inputs(const hetero_model_t* model) {
-  return [model](const char* fn) -> const std::vector<PortInfo>& { return model_of(model, fn).inputs(); };
+  return [model](const char* fn) -> const std::vector<Port>& { return model_of(model, fn).inputs(); };
 }
 auto model_outputs(const hetero_model_t* model) {
-  return [model](const char* fn) -> const std::vector<PortInfo>& { return model_of(model, fn).outputs(); };
+  return [model](const char* fn) -> const std::vector<Port>& { return model_of(model, fn).outputs(); };
 }
 
 }  // namespace

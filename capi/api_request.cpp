@@ -30,11 +30,11 @@ void refuse_if_running(hetero_infer_request_t* request, const char* fn) {
     fail(HETERO_BUSY, std::string(fn) + ": an inference is running on this request; wait for it first");
 }
 
-size_t port_index(const std::vector<PortInfo>& ports, const char* name, const char* what) {
+size_t port_index(const std::vector<Port>& ports, const char* name, const char* what) {
   for (size_t i = 0; i < ports.size(); ++i)
     if (ports[i].name == name) return i;
   std::string known;
-  for (const PortInfo& p : ports) known += (known.empty() ? "'" : ", '") + p.name + "'";
+  for (const Port& p : ports) known += (known.empty() ? "'" : ", '") + p.name + "'";
   fail(HETERO_NOT_FOUND, std::string("the model has no ") + what + " named '" + name + "' (" + what + "s: " +
                              (known.empty() ? "none" : known) + ")");
 }

@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "hetero/hetero.h"
+#include "hetero/hetero.hpp"
 
 namespace hetero::core {
 class Model;
@@ -31,13 +32,11 @@ namespace hetero::capi {
 
 using Config = std::map<std::string, std::string>;
 
-// A model or compiled model input/output as the C ABI reports it.
-struct PortInfo {
-  std::string name;
-  hetero_dtype dtype = HETERO_DTYPE_UNDEFINED;
-  int64_t rank = -1;          // -1: unknown rank
-  std::vector<int64_t> dims;  // -1: dynamic dim
-};
+// A model or compiled model input/output is reported as the public C++
+// header's hetero::Port (include/hetero/hetero.hpp): no shape when even the
+// rank is unknown, -1 for a dynamic dim. The C getters lend out its strings
+// and dims.
+using Port = hetero::Port;
 
 struct QueryNode {
   std::string name;
@@ -99,8 +98,8 @@ class InferRequestImpl {
 class CompiledModelImpl {
  public:
   virtual ~CompiledModelImpl() = default;
-  virtual const std::vector<PortInfo>& inputs() const = 0;
-  virtual const std::vector<PortInfo>& outputs() const = 0;
+  virtual const std::vector<Port>& inputs() const = 0;
+  virtual const std::vector<Port>& outputs() const = 0;
   virtual const std::string& device() const = 0;
   // One device per submodel, in execution order (one for a plain device).
   virtual const std::vector<std::string>& submodel_devices() const = 0;
@@ -114,8 +113,8 @@ class CompiledModelImpl {
 class ModelImpl {
  public:
   virtual ~ModelImpl() = default;
-  virtual const std::vector<PortInfo>& inputs() const = 0;
-  virtual const std::vector<PortInfo>& outputs() const = 0;
+  virtual const std::vector<Port>& inputs() const = 0;
+  virtual const std::vector<Port>& outputs() const = 0;
   // hetero_model_describe_json()'s document.
   virtual std::string describe_json() const = 0;
   // The core's model, for a model read in process; null for one a daemon

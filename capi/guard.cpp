@@ -85,7 +85,7 @@ Backend::InputShapes shapes_from_arrays(const char* fn, const char* const* names
   return shapes;
 }
 
-const PortInfo& port_at(const std::vector<PortInfo>& ports, size_t index, const char* what) {
+const Port& port_at(const std::vector<Port>& ports, size_t index, const char* what) {
   if (index >= ports.size())
     fail(HETERO_INVALID_ARGUMENT, std::string(what) + " index " + std::to_string(index) + " is out of range (there " +
                                       (ports.size() == 1 ? "is 1 " : "are " + std::to_string(ports.size()) + " ") +
@@ -93,9 +93,9 @@ const PortInfo& port_at(const std::vector<PortInfo>& ports, size_t index, const 
   return ports[index];
 }
 
-void write_port_shape(const PortInfo& port, const int64_t** out_dims, int64_t* out_rank) noexcept {
-  *out_rank = port.rank;
-  *out_dims = port.rank < 0 || port.dims.empty() ? nullptr : port.dims.data();
+void write_port_shape(const Port& port, const int64_t** out_dims, int64_t* out_rank) noexcept {
+  *out_rank = port.shape ? static_cast<int64_t>(port.shape->size()) : -1;
+  *out_dims = !port.shape || port.shape->empty() ? nullptr : port.shape->data();
 }
 
 char* malloc_string(const std::string& s) {

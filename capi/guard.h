@@ -61,10 +61,10 @@ core::Shape shape_from_array(const char* fn, const int64_t* dims, size_t rank);
 
 // Port `index` of `ports`, or INVALID_ARGUMENT naming `what` ("input",
 // "output") and the count.
-const PortInfo& port_at(const std::vector<PortInfo>& ports, size_t index, const char* what);
+const Port& port_at(const std::vector<Port>& ports, size_t index, const char* what);
 
 // Writes a port's shape in the C form: rank -1 and null dims when unknown.
-void write_port_shape(const PortInfo& port, const int64_t** out_dims, int64_t* out_rank) noexcept;
+void write_port_shape(const Port& port, const int64_t** out_dims, int64_t* out_rank) noexcept;
 
 // A malloc'ed copy (hetero_free() frees it); OUT_OF_MEMORY on failure.
 char* malloc_string(const std::string& s);

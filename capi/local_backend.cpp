@@ -27,30 +27,30 @@ using RuntimePtr = std::shared_ptr<core::Runtime>;
 // hetero_dtype uses core::DType's (ONNX) numbering by design.
 hetero_dtype to_c(core::DType dtype) noexcept { return static_cast<hetero_dtype>(dtype); }
 
-PortInfo port_from_driver(const driver::Port& port) {
-  PortInfo info;
+Port port_from_driver(const driver::Port& port) {
+  Port info;
   info.name = port.name;
   info.dtype = to_c(port.dtype);
   if (port.has_rank) {
-    info.rank = static_cast<int64_t>(port.shape.size());
-    for (const core::Dim& d : port.shape) info.dims.push_back(d.known() ? d.size : -1);
+    info.shape.emplace();
+    for (const core::Dim& d : port.shape) info.shape->push_back(d.known() ? d.size : -1);
   }
   return info;
 }
 
-PortInfo port_from_value(const core::Value& value) {
-  PortInfo info;
+Port port_from_value(const core::Value& value) {
+  Port info;
   info.name = value.name;
   info.dtype = to_c(value.dtype);
   if (value.shape) {
-    info.rank = static_cast<int64_t>(value.shape->size());
-    for (const core::Dim& d : *value.shape) info.dims.push_back(d.known() ? d.size : -1);
+    info.shape.emplace();
+    for (const core::Dim& d : *value.shape) info.shape->push_back(d.known() ? d.size : -1);
   }
   return info;
 }
 
-std::vector<PortInfo> ports_from_driver(const std::vector<driver::Port>& ports) {
-  std::vector<PortInfo> out;
+std::vector<Port> ports_from_driver(const std::vector<driver::Port>& ports) {
+  std::vector<Port> out;
   for (const driver::Port& p : ports) out.push_back(port_from_driver(p));
   return out;
 }
@@ -61,8 +61,8 @@ class LocalModel final : public ModelImpl {
     for (const core::Value* v : model_->graph.inputs) inputs_.push_back(port_from_value(*v));
     for (const core::Value* v : model_->graph.outputs) outputs_.push_back(port_from_value(*v));
   }
-  const std::vector<PortInfo>& inputs() const override { return inputs_; }
-  const std::vector<PortInfo>& outputs() const override { return outputs_; }
+  const std::vector<Port>& inputs() const override { return inputs_; }
+  const std::vector<Port>& outputs() const override { return outputs_; }
   const core::Model* core_model() const override { return model_.get(); }
 
   std::string describe_json() const override {
@@ -80,7 +80,7 @@ class LocalModel final : public ModelImpl {
 
  private:
   std::unique_ptr<core::Model> model_;
-  std::vector<PortInfo> inputs_, outputs_;
+  std::vector<Port> inputs_, outputs_;
 };
 
 class LocalInferRequest final : public InferRequestImpl {
@@ -120,8 +120,8 @@ class LocalCompiledModel final : public CompiledModelImpl {
     from_cache = loaded.from_cache;
   }
 
-  const std::vector<PortInfo>& inputs() const override { return inputs_; }
-  const std::vector<PortInfo>& outputs() const override { return outputs_; }
+  const std::vector<Port>& inputs() const override { return inputs_; }
+  const std::vector<Port>& outputs() const override { return outputs_; }
   const std::string& device() const override { return device_; }
   const std::vector<std::string>& submodel_devices() const override { return submodel_devices_; }
   std::vector<uint8_t> export_blob() const override { return runtime_->export_blob(*compiled_, origin_); }
@@ -133,7 +133,7 @@ class LocalCompiledModel final : public CompiledModelImpl {
   RuntimePtr runtime_;
   std::shared_ptr<driver::CompiledModel> compiled_;
   core::BlobOrigin origin_;
-  std::vector<PortInfo> inputs_, outputs_;
+  std::vector<Port> inputs_, outputs_;
   std::string device_;
   std::vector<std::string> submodel_devices_;
 };

@@ -14,11 +14,11 @@
 
 namespace hetero::capi {
 
-// `Ports`: callable as ports(fn), returning const std::vector<PortInfo>&.
+// `Ports`: callable as ports(fn), returning const std::vector<Port>&.
 template <typename Ports>
 hetero_status get_port_count(const char* fn, Ports ports, size_t* out_count) noexcept {
   return guard([&] {
-    const std::vector<PortInfo>& all = ports(fn);
+    const std::vector<Port>& all = ports(fn);
     require(out_count, fn, "out_count");
     *out_count = all.size();
   });
@@ -29,7 +29,7 @@ template <typename Ports>
 hetero_status get_port_name(const char* fn, Ports ports, const char* what, const char** out_name,
                             size_t index) noexcept {
   return guard([&] {
-    const std::vector<PortInfo>& all = ports(fn);
+    const std::vector<Port>& all = ports(fn);
     require(out_name, fn, "out_name");
     *out_name = port_at(all, index, what).name.c_str();
   });
@@ -39,7 +39,7 @@ template <typename Ports>
 hetero_status get_port_dtype(const char* fn, Ports ports, const char* what, hetero_dtype* out_dtype,
                              size_t index) noexcept {
   return guard([&] {
-    const std::vector<PortInfo>& all = ports(fn);
+    const std::vector<Port>& all = ports(fn);
     require(out_dtype, fn, "out_dtype");
     *out_dtype = port_at(all, index, what).dtype;
   });
@@ -49,7 +49,7 @@ template <typename Ports>
 hetero_status get_port_shape(const char* fn, Ports ports, const char* what, const int64_t** out_dims,
                              int64_t* out_rank, size_t index) noexcept {
   return guard([&] {
-    const std::vector<PortInfo>& all = ports(fn);
+    const std::vector<Port>& all = ports(fn);
     require(out_dims, fn, "out_dims");
     require(out_rank, fn, "out_rank");
     write_port_shape(port_at(all, index, what), out_dims, out_rank);

@@ -27,14 +27,13 @@ constexpr size_t kMemfdThreshold = 64 * 1024;
                                  "hetero_core_load_model() and use it with hetero_compiled_model_open()");
 }
 
-std::vector<PortInfo> ports_from(const google::protobuf::RepeatedPtrField<wire::Port>& ports) {
-  std::vector<PortInfo> out;
+std::vector<Port> ports_from(const google::protobuf::RepeatedPtrField<wire::Port>& ports) {
+  std::vector<Port> out;
   for (const wire::Port& p : ports) {
-    PortInfo info;
+    Port info;
     info.name = p.name();
     info.dtype = static_cast<hetero_dtype>(p.dtype());
-    info.rank = p.rank();
-    info.dims.assign(p.dims().begin(), p.dims().end());
+    if (p.rank() >= 0) info.shape.emplace(p.dims().begin(), p.dims().end());
     out.push_back(std::move(info));
   }
   return out;
@@ -53,7 +52,7 @@ const char* state_name(wire::ModelInfo::State state) {
 
 class RemoteInferRequest final : public InferRequestImpl {
  public:
-  RemoteInferRequest(std::shared_ptr<RemoteConnection> connection, std::string model, std::vector<PortInfo> inputs,
+  RemoteInferRequest(std::shared_ptr<RemoteConnection> connection, std::string model, std::vector<Port> inputs,
                      size_t output_count)
       : connection_(std::move(connection)), model_(std::move(model)), ports_(std::move(inputs)),
         inputs_(ports_.size()), outputs_(output_count) {}
@@ -191,7 +190,7 @@ class RemoteInferRequest final : public InferRequestImpl {
 
   std::shared_ptr<RemoteConnection> connection_;
   std::string model_;
-  std::vector<PortInfo> ports_;
+  std::vector<Port> ports_;
   std::vector<core::Tensor> inputs_;
   std::vector<core::Tensor> outputs_;
   std::shared_ptr<const void> outputs_keepalive_;
@@ -209,8 +208,8 @@ class RemoteCompiledModel final : public CompiledModelImpl {
         submodels_(info.submodel_devices().begin(), info.submodel_devices().end()) {
     if (submodels_.empty()) submodels_.push_back(device_);
   }
-  const std::vector<PortInfo>& inputs() const override { return inputs_; }
-  const std::vector<PortInfo>& outputs() const override { return outputs_; }
+  const std::vector<Port>& inputs() const override { return inputs_; }
+  const std::vector<Port>& outputs() const override { return outputs_; }
   const std::string& device() const override { return device_; }
   const std::vector<std::string>& submodel_devices() const override { return submodels_; }
   std::vector<uint8_t> export_blob() const override { in_process_only("exporting a compiled model"); }
@@ -221,7 +220,7 @@ class RemoteCompiledModel final : public CompiledModelImpl {
  private:
   std::shared_ptr<RemoteConnection> connection_;
   std::string name_, device_;
-  std::vector<PortInfo> inputs_, outputs_;
+  std::vector<Port> inputs_, outputs_;
   std::vector<std::string> submodels_;
 };
 
