@@ -51,12 +51,8 @@ void Server::handle_frame(Connection& connection, wire::Frame frame) {
   switch (request->body_case()) {
     case wire::Request::kHello:
       return handle_hello(connection, *request);
-    case wire::Request::kListDevices: {
-      wire::Response response;
-      response.set_id(id);
-      *response.mutable_list_devices() = device_listing();
-      return reply(connection, response);
-    }
+    case wire::Request::kListDevices:
+      return list_devices_for(connection, id);
     case wire::Request::kListModels:
       return handle_list_models(connection, *request);
     case wire::Request::kLoadModel:

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "core/log.h"
 #include "core/progress.h"
@@ -68,10 +69,12 @@ void Server::create_core() {
   // device's runtime.
 }
 
-const wire::ListDevicesReply& Server::device_listing() {
-  if (devices_) return *devices_;
-  devices_.emplace();
-  hetero_core_t* core = core_.get();
+namespace {
+
+// Every driver, driver failure and device with its metrics, logged as they
+// are found. Any thread.
+wire::ListDevicesReply list_devices(hetero_core_t* core) {
+  wire::ListDevicesReply listing;
   size_t count = 0;
   hetero_core_get_driver_count(core, &count);
   for (size_t k = 0; k < count; ++k) {
@@ -82,7 +85,7 @@ const wire::ListDevicesReply& Server::device_listing() {
     hetero_core_get_driver_no_device_reason(core, &no_device, k);
     // Said once, here: LEVEL_ZERO without a GPU driver, for one.
     if (*no_device) warn(std::string("the ") + name + " driver has no device: " + no_device);
-    wire::Driver* driver = devices_->add_drivers();
+    wire::Driver* driver = listing.add_drivers();
     driver->set_name(name);
     driver->set_version(version);
     driver->set_path(path);
@@ -93,7 +96,7 @@ const wire::ListDevicesReply& Server::device_listing() {
     const char *path = nullptr, *reason = nullptr;
     hetero_core_get_driver_failure(core, &path, &reason, k);
     warn(std::string("driver module ") + path + " not used: " + reason);
-    wire::DriverFailure* failure = devices_->add_driver_failures();
+    wire::DriverFailure* failure = listing.add_driver_failures();
     failure->set_path(path);
     failure->set_reason(reason);
   }
@@ -103,7 +106,7 @@ const wire::ListDevicesReply& Server::device_listing() {
     const char *name = nullptr, *full = nullptr;
     hetero_core_get_device_name(core, &name, k);
     hetero_core_get_device_full_name(core, &full, k);
-    wire::Device* device = devices_->add_devices();
+    wire::Device* device = listing.add_devices();
     device->set_name(name);
     device->set_full_name(full);
     char* properties = nullptr;
@@ -124,7 +127,31 @@ const wire::ListDevicesReply& Server::device_listing() {
     info(std::string("device ") + name + ": " + full);
   }
   if (count == 0) warn("no devices: every model will fail to load");
-  return *devices_;
+  return listing;
+}
+
+}  // namespace
+
+void Server::list_devices_for(Connection& connection, uint64_t id) {
+  if (devices_) {
+    wire::Response response;
+    response.set_id(id);
+    *response.mutable_list_devices() = *devices_;
+    return reply(connection, response);
+  }
+  device_waiters_.push_back({connection.shared_from_this(), id});
+  if (std::exchange(listing_devices_, true)) return;
+  // Listing starts every driver's runtime: PoCL's takes half a second here,
+  // which the loop thread would take from every client. The releaser thread
+  // lists; the loop answers everyone who asked meanwhile.
+  releaser_->post([this, core = core_.get(), post = post_] {
+    auto listing = std::make_shared<wire::ListDevicesReply>(list_devices(core));
+    post->post([this, listing] {
+      devices_ = std::move(*listing);
+      for (const Waiter& w : std::exchange(device_waiters_, {}))
+        if (auto c = w.connection.lock(); c && c->open()) list_devices_for(*c, w.id);
+    });
+  });
 }
 
 std::string Server::status_line() const {

@@ -84,9 +84,6 @@ class Server {
 
   // Start-up and lifecycle (server.cpp).
   void create_core();
-  // Every driver, driver failure and device with its metrics, listed (and
-  // logged) on the first call: the ListDevices reply. Loop thread.
-  const wire::ListDevicesReply& device_listing();
   void start_loop_handles();
   // Closes every handle of the loop and runs it until their close callbacks
   // have run (teardown, and a start-up that failed half-way).
@@ -108,6 +105,8 @@ class Server {
   void reply(Connection& connection, wire::Response& response);
   void reply_error(Connection& connection, uint64_t id, hetero_status status, const std::string& message);
   void handle_hello(Connection& connection, const wire::Request& request);
+  // ListDevices: answered from devices_, or once the listing is made.
+  void list_devices_for(Connection& connection, uint64_t id);
   void handle_list_models(Connection& connection, const wire::Request& request);
   void handle_load(Connection& connection, std::unique_ptr<wire::Request> request, std::vector<wire::UniqueFd> fds);
   void handle_unload(Connection& connection, const wire::Request& request);
@@ -131,7 +130,12 @@ class Server {
   std::shared_ptr<LoopPost> post_;
   std::shared_ptr<core::WorkerThread> releaser_;  // ServedModel::Threads, trim_heap
   CorePtr core_;
-  std::optional<wire::ListDevicesReply> devices_;  // device_listing()
+  // The ListDevices reply: every driver, driver failure and device with its
+  // metrics, listed (and logged) when a client first asks, not at start,
+  // since listing starts every driver's runtime (list_devices_for).
+  std::optional<wire::ListDevicesReply> devices_;
+  std::vector<Waiter> device_waiters_;  // asked while the listing is made
+  bool listing_devices_ = false;
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
   uint64_t frame_bytes_in_flight_ = 0;  // charged by connections (charge_frame_bytes)
   std::atomic<uint64_t> reply_bytes_queued_ = 0;  // add_reply_bytes
