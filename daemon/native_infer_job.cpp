@@ -14,14 +14,11 @@ bool NativeInferJob::client_open() const {
   return c && c->open();
 }
 
-void NativeInferJob::take_outputs(std::span<const OutputTensor> outputs) {
+void NativeInferJob::take_outputs(std::span<const wire::OutgoingTensor> outputs) {
   wire::Response response;
   response.set_id(id);
-  std::vector<wire::OutgoingTensor> out(outputs.size());
-  for (size_t k = 0; k < outputs.size(); ++k)
-    out[k] = {outputs[k].name, outputs[k].dtype, outputs[k].dims, outputs[k].data, outputs[k].bytes};
   wire::UniqueFd memfd =
-      wire::encode_tensors(out, memfd_threshold, *response.mutable_infer()->mutable_outputs(), "heterod-outputs");
+      wire::encode_tensors(outputs, memfd_threshold, *response.mutable_infer()->mutable_outputs(), "heterod-outputs");
   reply_.bytes = wire::encode_frame(response, memfd ? 1 : 0);
   if (memfd) reply_.fds.push_back(std::move(memfd));
 }

@@ -22,7 +22,7 @@ class NativeInferJob final : public InferJob {
   explicit NativeInferJob(const std::shared_ptr<Connection>& connection);
 
   bool client_open() const override;
-  void take_outputs(std::span<const OutputTensor> outputs) override;
+  void take_outputs(std::span<const wire::OutgoingTensor> outputs) override;
   bool try_answer_now() override;
   void answer_sent() override;
   void answer() override;

@@ -408,7 +408,7 @@ void ServedModel::give_back(Slot& slot) {
 
 void ServedModel::take_outputs(Slot& slot) const {
   std::vector<TensorPtr> held(output_names_.size());  // what the views point into
-  std::vector<OutputTensor> outputs(output_names_.size());
+  std::vector<wire::OutgoingTensor> outputs(output_names_.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
     hetero_tensor_t* tensor = nullptr;
     check(hetero_infer_request_get_output(slot.request.get(), &tensor, k), "output '" + output_names_[k] + "'");
@@ -416,12 +416,14 @@ void ServedModel::take_outputs(Slot& slot) const {
     void* data = nullptr;
     const int64_t* dims = nullptr;
     size_t rank = 0;
-    OutputTensor& out = outputs[k];
+    hetero_dtype dtype = HETERO_DTYPE_UNDEFINED;
+    wire::OutgoingTensor& out = outputs[k];
     hetero_tensor_get_data(tensor, &data);
-    hetero_tensor_get_dtype(tensor, &out.dtype);
+    hetero_tensor_get_dtype(tensor, &dtype);
     hetero_tensor_get_shape(tensor, &dims, &rank);
     hetero_tensor_get_byte_size(tensor, &out.bytes);
     out.name = output_names_[k];
+    out.dtype = dtype;
     out.dims = {dims, rank};
     out.data = data;
   }

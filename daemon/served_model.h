@@ -60,16 +60,6 @@ struct ModelStatistics {
   float latency_p50_us = 0, latency_p90_us = 0, latency_p99_us = 0;  // 0: no request yet
 };
 
-// An output of a finished inference, borrowed from its infer request while
-// InferJob::take_outputs() runs.
-struct OutputTensor {
-  std::string_view name;
-  hetero_dtype dtype = HETERO_DTYPE_UNDEFINED;
-  std::span<const int64_t> dims;
-  const void* data = nullptr;
-  size_t bytes = 0;
-};
-
 // One inference a client asked for, from receipt to answer, as the serving
 // core sees it: inputs placed by index (ServedModel::place_inputs), a
 // deadline, and how the front end that made it answers (the native socket's
@@ -81,8 +71,9 @@ class InferJob {
   // unrun, a running one is cancelled.
   virtual bool client_open() const = 0;
   // Driver thread, once the inference has run: reads the outputs
-  // (`outputs[k]` is the model's output k) into the answer. Throws Failure.
-  virtual void take_outputs(std::span<const OutputTensor> outputs) = 0;
+  // (`outputs[k]` is the model's output k, borrowed from its infer request
+  // for the call) into the answer. Throws Failure.
+  virtual void take_outputs(std::span<const wire::OutgoingTensor> outputs) = 0;
   // Driver thread, after take_outputs(): sends the answer at once if the
   // front end can without the loop thread, which then skips a thread hop;
   // answer_sent() follows on the loop thread. False (the default) leaves it

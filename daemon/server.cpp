@@ -60,15 +60,6 @@ Server::~Server() {
   uv_ok(uv_loop_close(&loop_), "uv_loop_close");
 }
 
-void Server::create_core() {
-  core_ = daemon::create_core(config_);
-  // Drivers and devices are listed when a client first asks (ListDevices),
-  // not here: listing them starts every driver's runtime, and a box that
-  // serves CPU models would pay for the GPU runtimes it never uses (PoCL
-  // alone maps 54 MiB of LLVM and Clang). A model's load starts only its own
-  // device's runtime.
-}
-
 namespace {
 
 // Every driver, driver failure and device with its metrics, logged as they
@@ -139,8 +130,9 @@ void Server::list_devices_for(Connection& connection, uint64_t id) {
     *response.mutable_list_devices() = *devices_;
     return reply(connection, response);
   }
+  const bool listing = !device_waiters_.empty();  // someone asked first: the releaser lists
   device_waiters_.push_back({connection.shared_from_this(), id});
-  if (std::exchange(listing_devices_, true)) return;
+  if (listing) return;
   // Listing starts every driver's runtime: PoCL's takes half a second here,
   // which the loop thread would take from every client. The releaser thread
   // lists; the loop answers everyone who asked meanwhile.
@@ -492,7 +484,12 @@ int Server::run() {
     info("listening on " + listener_->path());
     post_ = std::make_shared<LoopPost>(&loop_);
     releaser_ = std::make_shared<core::WorkerThread>();
-    create_core();
+    // Drivers and devices are listed when a client first asks
+    // (list_devices_for), not here: listing them starts every driver's
+    // runtime, and a box that serves CPU models would pay for the GPU
+    // runtimes it never uses (PoCL alone maps 54 MiB of LLVM and Clang). A
+    // model's load starts only its own device's runtime.
+    core_ = create_core(config_);
     registry_ = std::make_unique<ModelRegistry>(config_, core_.get(), ServedModel::Threads{post_, releaser_},
                                                 [this] { trim_heap(); }, [this] { connection_progress(); });
     registry_->load_configured_models();

@@ -83,7 +83,6 @@ class Server {
   };
 
   // Start-up and lifecycle (server.cpp).
-  void create_core();
   void start_loop_handles();
   // Closes every handle of the loop and runs it until their close callbacks
   // have run (teardown, and a start-up that failed half-way).
@@ -134,8 +133,7 @@ class Server {
   // metrics, listed (and logged) when a client first asks, not at start,
   // since listing starts every driver's runtime (list_devices_for).
   std::optional<wire::ListDevicesReply> devices_;
-  std::vector<Waiter> device_waiters_;  // asked while the listing is made
-  bool listing_devices_ = false;
+  std::vector<Waiter> device_waiters_;  // asked while the listing is made; none: not listing
   std::map<Connection*, std::shared_ptr<Connection>> connections_;
   uint64_t frame_bytes_in_flight_ = 0;  // charged by connections (charge_frame_bytes)
   std::atomic<uint64_t> reply_bytes_queued_ = 0;  // add_reply_bytes

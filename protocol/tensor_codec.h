@@ -33,15 +33,6 @@ struct TensorMappings {
 TensorView decode_tensor(const Tensor& tensor, std::span<const UniqueFd> fds, TensorMappings& mappings,
                          const std::string& what);
 
-// A tensor to send, borrowed: what encode_tensors() writes into a message.
-struct OutgoingTensor {
-  std::string_view name;
-  int32_t dtype = 0;  // hetero_dtype
-  std::span<const int64_t> dims;
-  const void* data = nullptr;
-  size_t bytes = 0;
-};
-
 // Writes `tensors` into `into` (a message's repeated Tensor field, empty),
 // the way both ends of the protocol send them: inline when they take fewer
 // than `memfd_threshold` bytes together (always when it is 0), else in one

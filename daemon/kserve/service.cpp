@@ -99,7 +99,7 @@ class V2Job final : public InferJob {
   }
 
   bool client_open() const override { return !call->finished() && !call->cancelled(); }
-  void take_outputs(std::span<const OutputTensor> produced) override {
+  void take_outputs(std::span<const wire::OutgoingTensor> produced) override {
     ModelInferResponse& r = call->response;
     r.set_model_name(call->request.model_name());
     r.set_model_version(kVersion);

@@ -198,7 +198,7 @@ std::vector<wire::TensorView> decode_inputs(const ModelInferRequest& request, st
   return views;
 }
 
-void add_output(inference::ModelInferResponse& response, const OutputTensor& tensor) {
+void add_output(inference::ModelInferResponse& response, const wire::OutgoingTensor& tensor) {
   const char* datatype = datatype_name(tensor.dtype);
   if (!*datatype) fail(HETERO_INTERNAL, "output '" + std::string(tensor.name) + "' has an element type v2 cannot name");
   inference::ModelInferResponse::InferOutputTensor* out = response.add_outputs();

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "daemon/kserve/grpc_predict_v2.pb.h"
-#include "daemon/served_model.h"
 #include "hetero/hetero.h"
 #include "protocol/tensor_view.h"
 
@@ -38,6 +37,6 @@ std::vector<wire::TensorView> decode_inputs(const inference::ModelInferRequest& 
 
 // Appends an output (name, datatype, shape, and its bytes as its
 // raw_output_contents entry) to `response`.
-void add_output(inference::ModelInferResponse& response, const OutputTensor& tensor);
+void add_output(inference::ModelInferResponse& response, const wire::OutgoingTensor& tensor);
 
 }  // namespace hetero::daemon::kserve

@@ -905,6 +905,11 @@ TEST_F(Daemon, DevicesAreListedWhenAskedAndADriverWithoutDevicesIsLoggedOnce) {
   ASSERT_GE(list_devices(socket_), 1);
   const std::string log = daemon_->log();
   EXPECT_NE(log.find("device CPU: "), std::string::npos) << log;
+  // The listing is what starts it: where PoCL reports a device, it is now
+  // mapped (so the check above could have failed).
+  if (log.find("device OPENCL") != std::string::npos) {
+    EXPECT_TRUE(maps_library(daemon_->pid(), "libpocl")) << "listed OpenCL devices without the OpenCL runtime";
+  }
   if (log.find("driver LEVEL_ZERO") == std::string::npos) GTEST_SKIP() << "the LEVEL_ZERO driver is not built";
   // These machines have the Level Zero loader but no GPU driver for it.
   const size_t first = log.find("the LEVEL_ZERO driver has no device: no Level Zero driver: zeInit");
