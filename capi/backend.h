@@ -88,7 +88,9 @@ class InferRequestImpl {
   virtual void infer() = 0;
   // `done` runs once, on another thread, with null or the failure.
   virtual void start_async(std::function<void(std::exception_ptr)> done) = 0;
-  virtual void wait() = 0;
+  // Until the last inference and its `done` have ended; its failure, if any.
+  // Both kinds keep the rules of core/request_state.h.
+  virtual std::exception_ptr wait() = 0;
   // Asks the running inference to stop (hetero_infer_request_cancel).
   virtual void cancel() = 0;
   // hetero_infer_request_release_memory().

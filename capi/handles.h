@@ -39,13 +39,6 @@ struct hetero_tensor {
 
 struct hetero_infer_request {
   std::shared_ptr<hetero::capi::CompiledModelImpl> compiled;
+  // Keeps its own state: core/request_state.h's rules, whichever backend.
   std::unique_ptr<hetero::capi::InferRequestImpl> impl;
-
-  // Async bookkeeping, guarded by `mutex`: whether an inference is running
-  // (start_async to its completion) and the result of the last one, which
-  // hetero_infer_request_wait() reports.
-  std::mutex mutex;
-  bool running = false;
-  hetero_status async_status = HETERO_OK;
-  std::string async_message;
 };

@@ -98,7 +98,7 @@ class LocalInferRequest final : public InferRequestImpl {
   }
   void infer() override { request_->infer(); }
   void start_async(std::function<void(std::exception_ptr)> done) override { request_->start_async(std::move(done)); }
-  void wait() override { request_->wait(); }
+  std::exception_ptr wait() override { return request_->wait(); }
   void cancel() override { request_->cancel(); }
   void release_memory() override { request_->release_memory(); }
 

@@ -95,8 +95,10 @@ class InferRequest {
   // thread, with null on success or the failure. At most one in flight per
   // request.
   virtual void start_async(std::function<void(std::exception_ptr)> done) = 0;
-  // Blocks until the inference started by start_async() has finished.
-  virtual void wait() = 0;
+  // Blocks until the inference started last has finished, its callback
+  // included; returns its failure (null when it succeeded or none ran).
+  // BUSY from the request's own completion callback.
+  virtual std::exception_ptr wait() = 0;
   // Asks the inference running, if any, to stop where it can (the CPU
   // between two nodes); it then fails with CANCELLED. Returns at once; a
   // request with nothing running is left as it is, and any request is

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/ports.h"
+#include "core/request_state.h"
 
 namespace hetero::core {
 
@@ -29,6 +30,8 @@ void check_inputs_set(const std::vector<driver::Port>& ports, const std::vector<
     if (inputs[i].empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + ports[i].name + "' is not set");
 }
 
+Failure cancelled() { return Failure(HETERO_CANCELLED, "the inference was cancelled"); }
+
 bool all_set(const std::vector<Tensor>& inputs) {
   for (const Tensor& t : inputs)
     if (t.empty()) return false;
@@ -43,50 +46,38 @@ class StepInferRequest final : public driver::InferRequest {
   // The step's members are in use until the inference has finished; the
   // worker thread, until it has been joined.
   ~StepInferRequest() override {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return !busy_; });
-    stopping_ = true;
-    cv_.notify_all();
-    lock.unlock();
+    state_.wait_idle();
+    {
+      std::lock_guard lock(worker_mutex_);
+      stopping_ = true;
+    }
+    worker_cv_.notify_all();
     if (worker_.joinable()) worker_.join();
   }
 
   void set_input(size_t index, const Tensor& tensor) override {
     check_index(index, step_->inputs().size(), "input");
     check_input(step_->inputs()[index], tensor);
-    std::lock_guard lock(mutex_);
-    // Binding is allowed once the inference has finished, in its callback too
-    // (hetero_callback in include/hetero/hetero.h).
-    if (last_ == Last::Running)
-      fail(HETERO_BUSY, "an inference is running on this request; wait for it before binding inputs");
-    step_->input_bound(index, tensor);
-    inputs_[index] = tensor;
+    state_.bind([&] {
+      step_->input_bound(index, tensor);
+      inputs_[index] = tensor;
+    });
   }
 
   Tensor output(size_t index) const override {
     check_index(index, step_->outputs().size(), "output");
-    std::lock_guard lock(mutex_);
-    switch (last_) {
-      case Last::None: fail(HETERO_INVALID_ARGUMENT, "no inference has finished on this request yet");
-      case Last::Running: fail(HETERO_INVALID_ARGUMENT, "the inference running on this request has not finished yet");
-      case Last::Failed: fail(HETERO_INVALID_ARGUMENT, "the last inference on this request failed; it has no outputs");
-      case Last::Finished: break;
-    }
-    return outputs_[index];
+    return state_.read_outputs([&] { return outputs_[index]; });
   }
 
   void infer() override {
-    const std::vector<Tensor> inputs = begin(nullptr, false);
-    std::exception_ptr error;
-    std::vector<Tensor> outputs = run_step(inputs, error);
-    if (std::exception_ptr failed = finish(std::move(outputs), error)) std::rethrow_exception(failed);
+    if (std::exception_ptr error = run_started(begin(nullptr, false))) std::rethrow_exception(error);
   }
 
   // Only BUSY fails here; every other failure, an input not set included,
   // reaches `done` on another thread.
   void start_async(std::function<void(std::exception_ptr)> done) override {
     std::vector<Tensor> inputs = begin(std::move(done), true);
-    if (all_set(inputs)) {
+    if (all_set(inputs) && state_.start()) {
       bool started = false;
       try {
         started = step_->start(inputs, [this](std::vector<Tensor> outputs, std::exception_ptr error) {
@@ -98,41 +89,46 @@ class StepInferRequest final : public driver::InferRequest {
       }
       if (started) return;
     }
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(worker_mutex_);
     if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
     pending_ = std::move(inputs);
-    cv_.notify_all();
+    worker_cv_.notify_all();
   }
 
-  void wait() override {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return !busy_; });
-  }
+  std::exception_ptr wait() override { return state_.wait(); }
 
   void cancel() override {
-    std::lock_guard lock(mutex_);
-    if (last_ == Last::Running) step_->request_cancel();
+    state_.cancel([&] { step_->request_cancel(); });
   }
 
   void release_memory() override {
-    std::lock_guard lock(mutex_);
-    if (busy_) fail(HETERO_BUSY, "an inference is running on this request; its memory is in use");
+    state_.check_idle("its memory is in use");
     step_->release_memory();
   }
 
  private:
-  // Marks the request busy with an inference on the bound inputs, which it
-  // returns. A synchronous inference checks that all are set here, leaving
-  // the request as it was; an asynchronous one, in run_step on the worker.
+  // Queues an inference on the bound inputs, which it returns. A
+  // synchronous inference checks that all are set here, leaving the request
+  // as it was; an asynchronous one, in run_step on the worker.
   std::vector<Tensor> begin(std::function<void(std::exception_ptr)> done, bool async) {
-    std::lock_guard lock(mutex_);
-    if (busy_) fail(HETERO_BUSY, "an inference is already running on this request");
-    if (!async) check_inputs_set(step_->inputs(), inputs_);
-    busy_ = true;
-    last_ = Last::Running;
-    done_ = std::move(done);
-    step_->clear_cancel();
-    return inputs_;
+    return state_.begin([&] {
+      if (!async) check_inputs_set(step_->inputs(), inputs_);
+      done_ = std::move(done);
+      step_->clear_cancel();
+      return inputs_;
+    });
+  }
+
+  // Runs the inference begin() queued, unless it was cancelled first, and
+  // finishes it. Returns its failure.
+  std::exception_ptr run_started(const std::vector<Tensor>& inputs) {
+    std::exception_ptr error;
+    std::vector<Tensor> outputs;
+    if (state_.start())
+      outputs = run_step(inputs, error);
+    else
+      error = std::make_exception_ptr(cancelled());
+    return finish(std::move(outputs), error);
   }
 
   // The step's run on `inputs`, or its failure in `error`.
@@ -147,56 +143,46 @@ class StepInferRequest final : public driver::InferRequest {
   }
 
   // Ends the inference begin() started: its outputs, then the caller's
-  // callback, then waiters wake (so that wait() returning means the callback
-  // has returned too). Returns the inference's failure, if any.
+  // callback (RequestState::complete). Returns its failure.
   std::exception_ptr finish(std::vector<Tensor> outputs, std::exception_ptr error) {
     if (!error && outputs.size() != step_->outputs().size())
       error = std::make_exception_ptr(
           Failure(HETERO_DRIVER_ERROR, "the driver returned " + count_of(outputs.size(), "output") +
                                          " for a model with " + count_of(step_->outputs().size(), "output")));
     std::function<void(std::exception_ptr)> done;
-    {
-      std::lock_guard lock(mutex_);
-      outputs_ = std::move(outputs);
-      last_ = error ? Last::Failed : Last::Finished;
-      done = std::move(done_);
-    }
-    if (done) {
-      try {
-        done(error);
-      } catch (...) {
-        // A callback's own failure has nowhere to go; never let it kill us.
-      }
-    }
-    std::lock_guard lock(mutex_);
-    busy_ = false;
-    cv_.notify_all();
+    state_.complete(
+        error,
+        [&] {
+          outputs_ = std::move(outputs);
+          done = std::move(done_);
+        },
+        [&](std::exception_ptr e) {
+          if (done) done(e);
+        });
     return error;
   }
 
   void worker_loop() {
-    std::unique_lock lock(mutex_);
+    std::unique_lock lock(worker_mutex_);
     for (;;) {
-      cv_.wait(lock, [&] { return stopping_ || pending_; });
+      worker_cv_.wait(lock, [&] { return stopping_ || pending_; });
       if (stopping_) return;
       const std::vector<Tensor> inputs = std::move(*pending_);
       pending_.reset();
       lock.unlock();
-      std::exception_ptr error;
-      std::vector<Tensor> outputs = run_step(inputs, error);
-      finish(std::move(outputs), error);
+      run_started(inputs);
       lock.lock();
     }
   }
 
   std::unique_ptr<InferStep> step_;
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
+  RequestState state_;
+  // Guarded by state_ (bound, taken and recorded under its lock).
   std::vector<Tensor> inputs_, outputs_;
-  bool busy_ = false;  // from begin() to the end of finish()
-  // What output() can read: outputs_ once the last inference has finished.
-  enum class Last { None, Running, Finished, Failed } last_ = Last::None;
   std::function<void(std::exception_ptr)> done_;
+  // The worker thread, for steps that do not start on their own.
+  std::mutex worker_mutex_;
+  std::condition_variable worker_cv_;
   std::optional<std::vector<Tensor>> pending_;  // inputs for the worker
   bool stopping_ = false;
   std::thread worker_;
@@ -204,7 +190,7 @@ class StepInferRequest final : public driver::InferRequest {
 
 }  // namespace
 
-void fail_cancelled() { fail(HETERO_CANCELLED, "the inference was cancelled"); }
+void fail_cancelled() { throw cancelled(); }
 
 std::unique_ptr<driver::InferRequest> make_infer_request(std::unique_ptr<InferStep> step) {
   return std::make_unique<StepInferRequest>(std::move(step));

@@ -42,7 +42,6 @@ class HeteroInferStep final : public core::InferStep {
   std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
     inputs_ = inputs;
     for (size_t s = 0; s < stages_.size(); ++s) {
-      stages_[s]->wait();  // the last async inference's callback may still be unwinding
       if (cancel_requested()) core::fail_cancelled();
       bind_stage(s);
       stages_[s]->infer();
@@ -99,9 +98,8 @@ class HeteroInferStep final : public core::InferStep {
   // outputs go to done_.
   void start_stage(size_t s) {
     if (s == stages_.size()) return done_(collect_outputs(), nullptr);
-    // A stage's request clears its busy flag only after its callback has
-    // returned; the previous inference's last callback may still be unwinding.
-    stages_[s]->wait();
+    // A stage whose last callback is still unwinding on another thread is
+    // waited for by its start (core/request_state.h).
     if (cancel_requested()) core::fail_cancelled();
     bind_stage(s);
     stages_[s]->start_async([this, s](std::exception_ptr error) {

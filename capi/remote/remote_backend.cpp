@@ -3,13 +3,14 @@
 // process (reading, compiling, exporting models) is NOT_SUPPORTED here.
 #include <sys/mman.h>
 
-#include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "capi/backend.h"
 #include "capi/remote/remote_connection.h"
 #include "core/error.h"
+#include "core/request_state.h"
 #include "protocol/socket_io.h"
 #include "protocol/tensor_codec.h"
 
@@ -55,90 +56,66 @@ class RemoteInferRequest final : public InferRequestImpl {
   RemoteInferRequest(std::shared_ptr<RemoteConnection> connection, std::string model, std::vector<Port> inputs,
                      size_t output_count)
       : connection_(std::move(connection)), model_(std::move(model)), ports_(std::move(inputs)),
-        inputs_(ports_.size()), outputs_(output_count) {}
+        inputs_(ports_.size()), output_count_(output_count) {}
 
-  ~RemoteInferRequest() override { wait(); }
+  ~RemoteInferRequest() override { state_.wait_idle(); }
 
   void set_input(size_t index, const core::Tensor& tensor) override {
     if (index >= inputs_.size()) fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range");
-    inputs_[index] = tensor;
+    state_.bind([&] { inputs_[index] = tensor; });
   }
 
   core::Tensor output(size_t index, std::shared_ptr<const void>& keepalive) override {
-    if (index >= outputs_.size()) fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range");
-    if (outputs_[index].empty()) fail(HETERO_NOT_FOUND, "no inference has finished on this request yet");
-    keepalive = outputs_keepalive_;
-    return outputs_[index];
+    if (index >= output_count_) fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range");
+    return state_.read_outputs([&] {
+      keepalive = outputs_keepalive_;
+      return outputs_[index];
+    });
   }
 
   void infer() override {
-    wire::Request request;
-    wire::UniqueFd memfd = build(request);
     std::vector<int> fds;
-    if (memfd) fds.push_back(memfd.get());
-    struct Idle {  // in_flight_ back to 0 however the call ends
-      RemoteInferRequest& r;
-      ~Idle() {
-        std::lock_guard<std::mutex> lock(r.mutex_);
-        r.in_flight_ = 0;
+    wire::Request request;
+    wire::UniqueFd memfd = begin(request, fds);
+    std::exception_ptr error;
+    std::optional<Reply> reply;
+    if (state_.start()) {
+      try {
+        reply = connection_->call(request, fds);
+      } catch (...) {
+        error = std::current_exception();
       }
-    } idle{*this};
-    Reply reply = connection_->call(request, fds);
-    take(reply);
+    } else {
+      error = std::make_exception_ptr(Failure(HETERO_CANCELLED, "the inference was cancelled"));
+    }
+    if (std::exception_ptr failed = finish(reply ? &*reply : nullptr, error, nullptr)) std::rethrow_exception(failed);
   }
 
   void start_async(std::function<void(std::exception_ptr)> done) override {
-    wire::Request request;
-    wire::UniqueFd memfd = build(request);
     std::vector<int> fds;
-    if (memfd) fds.push_back(memfd.get());
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      busy_ = true;
-    }
+    wire::Request request;
+    wire::UniqueFd memfd = begin(request, fds);
+    state_.start();  // the daemon queues it; a Cancel reaches it there
     try {
       connection_->call_async(request, fds, [this, done = std::move(done)](Reply* reply, std::exception_ptr error) {
-        if (!error) {
-          try {
-            if (reply->response.status() != HETERO_OK) throw_reply_error(reply->response);
-            take(*reply);
-          } catch (...) {
-            error = std::current_exception();
-          }
-        }
-        {
-          std::lock_guard<std::mutex> lock(mutex_);
-          in_flight_ = 0;
-        }
-        done(error);
-        std::lock_guard<std::mutex> lock(mutex_);
-        busy_ = false;
-        idle_.notify_all();
+        finish(reply, error, done);
       });
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      busy_ = false;
+      finish(nullptr, std::current_exception(), nullptr);
       throw;
     }
   }
 
-  void wait() override {
-    std::unique_lock<std::mutex> lock(mutex_);
-    idle_.wait(lock, [this] { return !busy_; });
-  }
+  std::exception_ptr wait() override { return state_.wait(); }
 
   // The daemon stops the request and answers it CANCELLED; the Cancel's own
   // reply says nothing worth waiting for.
   void cancel() override {
-    uint64_t id;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      id = in_flight_;
-    }
-    if (!id) return;
-    wire::Request request;
-    request.mutable_cancel()->set_request_id(id);
-    connection_->call_async(request, {}, [](Reply*, std::exception_ptr) {});
+    state_.cancel([&] {
+      wire::Request request;
+      request.mutable_cancel()->set_request_id(in_flight_);
+      connection_->call_async(request, {}, [](Reply*, std::exception_ptr) {});
+    });
   }
 
   // The daemon gives back its models' memory itself when they idle; a
@@ -146,34 +123,60 @@ class RemoteInferRequest final : public InferRequestImpl {
   void release_memory() override {}
 
  private:
-  // The Infer request for the bound inputs; the memfd that carries them when
-  // they are large (null otherwise).
-  wire::UniqueFd build(wire::Request& request) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
+  // Queues an inference (core/request_state.h): the Infer request for the
+  // bound inputs, under a new id, and the memfd that carries them when they
+  // are large (null otherwise; its descriptor is in `fds`).
+  wire::UniqueFd begin(wire::Request& request, std::vector<int>& fds) {
+    wire::UniqueFd memfd = state_.begin([&] {
+      wire::Infer* infer = request.mutable_infer();
+      infer->set_model(model_);
+      infer->set_memfd_threshold(kMemfdThreshold);
+      std::vector<wire::OutgoingTensor> tensors(inputs_.size());
+      for (size_t k = 0; k < inputs_.size(); ++k) {
+        const core::Tensor& t = inputs_[k];
+        if (t.empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + ports_[k].name + "' is not set");
+        tensors[k] = {ports_[k].name, static_cast<int32_t>(t.dtype()), t.shape(), t.raw(), t.nbytes()};
+      }
+      wire::UniqueFd fd = wire::encode_tensors(tensors, kMemfdThreshold, *infer->mutable_inputs(), "hetero-inputs");
       in_flight_ = connection_->new_id();
       request.set_id(in_flight_);
+      return fd;
+    });
+    if (memfd) fds.push_back(memfd.get());
+    return memfd;
+  }
+
+  // Ends the inference with the daemon's reply (null when the call failed
+  // with `error`): its outputs kept, then `done`. Returns its failure.
+  std::exception_ptr finish(Reply* reply, std::exception_ptr error, const std::function<void(std::exception_ptr)>& done) {
+    std::vector<core::Tensor> outputs;
+    std::shared_ptr<const void> keepalive;
+    if (!error) {
+      try {
+        if (reply->response.status() != HETERO_OK) throw_reply_error(reply->response);
+        keepalive = take(*reply, outputs);
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
-    wire::Infer* infer = request.mutable_infer();
-    infer->set_model(model_);
-    infer->set_memfd_threshold(kMemfdThreshold);
-    std::vector<wire::OutgoingTensor> tensors(inputs_.size());
-    for (size_t k = 0; k < inputs_.size(); ++k) {
-      const core::Tensor& t = inputs_[k];
-      if (t.empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + ports_[k].name + "' is not set");
-      tensors[k] = {ports_[k].name, static_cast<int32_t>(t.dtype()), t.shape(), t.raw(), t.nbytes()};
-    }
-    return wire::encode_tensors(tensors, kMemfdThreshold, *infer->mutable_inputs(), "hetero-inputs");
+    state_.complete(
+        error,
+        [&] {
+          outputs_ = std::move(outputs);
+          outputs_keepalive_ = std::move(keepalive);
+        },
+        done);
+    return error;
   }
 
   // The outputs of a reply: inline ones copied, memfd ones mapped in place.
-  void take(Reply& reply) {
+  // Returns what keeps the mappings alive.
+  std::shared_ptr<const void> take(Reply& reply, std::vector<core::Tensor>& outputs) const {
     const wire::InferReply& r = reply.response.infer();
-    if (static_cast<size_t>(r.outputs_size()) != outputs_.size())
+    if (static_cast<size_t>(r.outputs_size()) != output_count_)
       fail(HETERO_PROTOCOL_ERROR, "heterod answered with " + std::to_string(r.outputs_size()) + " outputs, expected " +
-                                      std::to_string(outputs_.size()));
+                                      std::to_string(output_count_));
     auto mappings = std::make_shared<wire::TensorMappings>();
-    std::vector<core::Tensor> outputs;
     for (const wire::Tensor& t : r.outputs()) {
       const wire::TensorView view = wire::decode_tensor(t, reply.fds, *mappings, "output '" + t.name() + "'");
       if (t.data_case() == wire::Tensor::kMemfd) {
@@ -184,20 +187,19 @@ class RemoteInferRequest final : public InferRequestImpl {
         outputs.push_back(std::move(copy));
       }
     }
-    outputs_ = std::move(outputs);
-    outputs_keepalive_ = mappings;
+    return mappings;
   }
 
   std::shared_ptr<RemoteConnection> connection_;
   std::string model_;
   std::vector<Port> ports_;
   std::vector<core::Tensor> inputs_;
+  size_t output_count_;
+  core::RequestState state_;
+  // Guarded by state_ (bound, taken and recorded under its lock).
   std::vector<core::Tensor> outputs_;
   std::shared_ptr<const void> outputs_keepalive_;
-  std::mutex mutex_;
-  std::condition_variable idle_;
-  bool busy_ = false;
-  uint64_t in_flight_ = 0;  // the id of the Infer awaiting its reply; 0: none
+  uint64_t in_flight_ = 0;  // the id of the last Infer sent
 };
 
 class RemoteCompiledModel final : public CompiledModelImpl {

@@ -122,8 +122,9 @@ TEST(InferRequest, ARunningInferenceIsBusy) {
   EXPECT_NE(error_of([&] { r->start_async(nullptr); }, HETERO_BUSY).find("already running"), std::string::npos);
   EXPECT_NE(error_of([&] { r->infer(); }, HETERO_BUSY).find("already running"), std::string::npos);
   EXPECT_NE(error_of([&] { r->set_input(0, pair(3, 4)); }, HETERO_BUSY).find("running"), std::string::npos);
-  EXPECT_EQ(error_of([&] { r->output(0); }, HETERO_INVALID_ARGUMENT),
-            "the inference running on this request has not finished yet");
+  EXPECT_EQ(error_of([&] { r->output(0); }, HETERO_BUSY),
+            "an inference is running on this request; wait for it before reading outputs");
+  EXPECT_NE(error_of([&] { r->release_memory(); }, HETERO_BUSY).find("in use"), std::string::npos);
   release.set_value();
   r->wait();
   EXPECT_EQ(in_callback.get_future().get(), 2.0f);
