@@ -3,11 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#if HETERO_HAVE_CLBLAST
-#include <clblast_c.h>
-#endif
-
 #include "core/error.h"
+#include "drivers/opencl/clblast_library.h"
 
 namespace hetero::opencl {
 
@@ -168,7 +165,7 @@ class ClQueue final : public gpu::Queue {
     (void)deps;  // the queue is in order
     owner_.library_call(call);
     cl_event e = nullptr;
-    const CLBlastStatusCode st = CLBlastSgemmStridedBatched(
+    const CLBlastStatusCode st = clblast_library()->sgemm_strided_batched(
         CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeNo, call.m, call.n, call.k, 1.0f,
         static_cast<ClBuffer&>(a).mem(), 0, call.k, call.a_stride, static_cast<ClBuffer&>(b).mem(), 0, call.n,
         call.b_stride, 0.0f, static_cast<ClBuffer&>(c).mem(), 0, call.n, call.c_stride, call.batch, &queue_, &e);
@@ -350,7 +347,7 @@ gpu::DeviceTraits ClDevice::traits() const {
   t.host_unified_memory = info_.host_unified_memory;
   t.host_alignment = info_.base_alignment;
 #if HETERO_HAVE_CLBLAST
-  t.library_gemm = true;
+  t.library_gemm = clblast_library() != nullptr;
 #endif
   return t;
 }

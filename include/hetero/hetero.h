@@ -483,7 +483,8 @@ HETERO_API hetero_status hetero_infer_request_set_input_by_name(hetero_infer_req
  * results elsewhere. An output that is a graph input passed through is that
  * input's memory, and one that is a model constant must not be written.
  * Caller releases *out with hetero_tensor_release() (any time, also after
- * the request). */
+ * the request). Fails with HETERO_BUSY while an inference runs, and with
+ * HETERO_INVALID_ARGUMENT when none has finished or the last one failed. */
 HETERO_API hetero_status hetero_infer_request_get_output(hetero_infer_request_t* request, hetero_tensor_t** out,
                                                          size_t index);
 HETERO_API hetero_status hetero_infer_request_get_output_by_name(hetero_infer_request_t* request,

@@ -900,6 +900,7 @@ TEST_F(Daemon, DevicesAreListedWhenAskedAndADriverWithoutDevicesIsLoggedOnce) {
   // Serving CPU models starts no other runtime: PoCL (and the LLVM it
   // brings) is not even mapped until a client lists the devices.
   EXPECT_FALSE(maps_library(daemon_->pid(), "libpocl")) << "a CPU-only daemon started the OpenCL runtime";
+  EXPECT_FALSE(maps_library(daemon_->pid(), "libclblast")) << "a CPU-only daemon opened the OpenCL driver's GEMM library";
   EXPECT_EQ(daemon_->log().find("driver has no device"), std::string::npos) << daemon_->log();
   ASSERT_GE(list_devices(socket_), 1);
   ASSERT_GE(list_devices(socket_), 1);

@@ -52,6 +52,18 @@ std::vector<gpu::KernelVariant> variants_to_test(const gpu::ProgramNode& n, cons
   return out;
 }
 
+// The driver opens CLBlast when a device first asks for it
+// (drivers/opencl/clblast_library.h); a build with it must find it here, or
+// the library variant would go untested without a word.
+TEST(OpenClVariants, TheGemmLibraryOpensWhereTheBuildHasIt) {
+  REQUIRE_DEVICE();
+#if HETERO_HAVE_CLBLAST
+  EXPECT_TRUE(opencl_device()->traits().library_gemm) << "built with CLBlast, but libclblast.so.1 did not open";
+#else
+  GTEST_SKIP() << "built without CLBlast (-Dclblast=disabled)";
+#endif
+}
+
 // Runs `text` on CPU, then its heavy node with each variant on the device,
 // and compares (rtol 1e-3, atol 1e-4). Returns how many variants ran.
 size_t check_variants(const std::string& text, const std::vector<core::Tensor>& inputs, const std::string& what) {
