@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/quant_params.h"
@@ -60,26 +62,11 @@ core::DType value_dtype(const std::map<std::string, core::DType>& dtypes,
 
 namespace {
 
-const std::set<std::string> kUnaryOps = {"Relu", "LeakyRelu", "HardSigmoid", "Sigmoid", "Tanh", "Exp",
-                                         "Log", "Abs", "Neg", "Sqrt", "Reciprocal", "Floor", "Ceil",
-                                         "Elu", "Softplus", "HardSwish", "Erf", "Sin", "Cos", "Clip"};
-const std::set<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum"};
-const std::set<std::string> kViewOps = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"};
-const std::set<std::string> kPoolOps = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"};
-const std::set<std::string> kReduceOps = {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceMean"};
 // Binary ops on int32 and int64 as well as float32.
 const std::set<std::string> kIntegerBinaryOps = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"};
 // Binary ops whose result is bool: comparisons of any device type, and logic on bools.
 const std::set<std::string> kCompareOps = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
 const std::set<std::string> kLogicOps = {"And", "Or", "Xor"};
-// Ops whose kernels take other device types than float32 (each checks its
-// own): copies, comparisons, logic, Where, Cast, integer arithmetic.
-bool takes_any_device_type(const std::string& op) {
-  static const std::set<std::string> others = {"Transpose", "Slice", "Concat", "Gather", "Expand", "Where",
-                                               "Cast",      "Not",   "Abs",    "Neg"};
-  return kViewOps.count(op) || kCompareOps.count(op) || kLogicOps.count(op) || kIntegerBinaryOps.count(op) ||
-         others.count(op);
-}
 
 class Builder {
  public:
@@ -136,422 +123,556 @@ class Builder {
     return it->second;
   }
 
-  void convert(const core::Node& node) {
-    if (!node.domain.empty() && node.domain != "ai.onnx")
-      fail(HETERO_NOT_SUPPORTED,
-           "no GPU kernel for " + node.domain + "." + node.op_type + " (no ops of domain '" + node.domain + "')");
-    const std::string& op = node.op_type;
-    if (op == "LSTM") return lstm(node);
-    size_t wanted_outputs = 0;
-    for (const core::Value* o : node.outputs) wanted_outputs += o && (!o->uses.empty() || is_graph_output(o));
-    if (node.outputs.empty() || !node.outputs[0])
-      fail(HETERO_NOT_SUPPORTED, "only the first output of " + op + " is supported");
-    if (wanted_outputs > 1 || (wanted_outputs == 1 && node.outputs[0]->uses.empty() && !is_graph_output(node.outputs[0])))
-      fail(HETERO_NOT_SUPPORTED, "only the first output of " + op + " is supported");
-    const core::Value* out = node.outputs[0];
-    if (!is_device_dtype(out->dtype))
-      fail(HETERO_NOT_SUPPORTED, std::string("output '") + out->name + "' is " + core::dtype_name(out->dtype) +
-                                     "; GPU tensors are float32, int32, int64 or bool");
-    if (out->dtype != core::DType::F32) t_.dtypes[out->name] = out->dtype;
-    const auto shape_of = [&](const core::Value* v) -> const core::Shape* {
-      if (auto it = t_.shapes.find(v->name); it != t_.shapes.end()) return &it->second;
-      return nullptr;
-    };
-    const auto constant_of = [&](const core::Value* v) { return constant(v); };
-    auto out_shape = out->static_shape();
-    if (!out_shape)  // shape inference stopped at shape arithmetic folded since
-      out_shape = infer_output_shape(node, shape_of, constant_of);
-    if (!out_shape) fail(HETERO_NOT_SUPPORTED, "output '" + out->name + "' has no static shape");
+  // A node into primitives, through its line in kOpLines (below the class).
+  void convert(const core::Node& node);
 
+  // A node being converted: its one output, that output's static shape, and
+  // the primitive that becomes it (id, op and output set). A converter
+  // returns true to have `p` added, false when it added primitives itself
+  // (or made constants).
+  struct Conversion {
+    const core::Value* out = nullptr;
+    core::Shape out_shape;
     Primitive p;
-    p.id = node.name;
-    p.op = op;
-    p.output = out->name;
-    auto& a = p.attrs;
+  };
+  using Converter = bool (Builder::*)(const core::Node&, Conversion&);
 
-    if (op == "Dropout" && node.input(2)) {
+  // Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout (and a Cast to
+  // the type it has): the same bytes.
+  bool convert_view(const core::Node& node, Conversion& cv) {
+    const std::string& op = node.op_type;
+    const core::Value* out = cv.out;
+    const core::Shape* out_shape = &cv.out_shape;
+    Primitive& p = cv.p;
+    if (node.op_type == "Dropout" && node.input(2)) {
       // Inference only: training mode must be a constant false.
       const core::Tensor* training = constant(node.input(2));
       if (!training || training->numel() != 1 || training->as_double(0) != 0)
         fail(HETERO_NOT_SUPPORTED, "Dropout in training mode");
     }
-    if ((op == "Max" || op == "Min" || op == "Sum") && node.inputs.size() != 2) {
-      // Variadic: a chain of binary primitives (one input: a view).
-      if (node.inputs.empty()) fail(HETERO_INVALID_MODEL, op + " without inputs");
-      data_input(node, 0);
-      std::string cur = node.input(0)->name;
-      if (node.inputs.size() == 1) {
-        pending_.push_back({node.name, PrimKind::View, op, {cur}, out->name, {}});
-      }
-      for (size_t i = 1; i < node.inputs.size(); ++i) {
-        data_input(node, i);
-        const bool last = i + 1 == node.inputs.size();
-        Primitive q{node.name + "/" + std::to_string(i), PrimKind::Binary, op == "Sum" ? "Add" : op,
-                    {cur, node.input(i)->name}, last ? out->name : out->name + "/" + std::to_string(i), {}};
-        if (!last) {
-          // Partial results take the broadcast of what they combined.
-          core::Shape a = t_.shapes.at(cur), b = t_.shapes.at(node.input(i)->name);
-          core::Shape r(std::max(a.size(), b.size()), 1);
-          for (size_t k = 0; k < r.size(); ++k) {
-            const int64_t x = k < r.size() - a.size() ? 1 : a[k - (r.size() - a.size())];
-            const int64_t y = k < r.size() - b.size() ? 1 : b[k - (r.size() - b.size())];
-            r[k] = x == 1 ? y : x;
-          }
-          t_.shapes[q.output] = r;
-        }
-        cur = q.output;
-        pending_.push_back(q);
-      }
-      t_.shapes[out->name] = *out_shape;
-      return;
-    }
-    const bool same_type_cast = op == "Cast" && node.input(0) && node.attr_int("to", 0) == int64_t(dtype_of(node.input(0)));
-    if (kViewOps.count(op) || same_type_cast) {
-      const core::Shape& in = typed_input(node, 0, out->dtype);
-      if (core::shape_numel(in) != core::shape_numel(*out_shape))
-        fail(HETERO_INVALID_MODEL, "changes the element count");
-      // A view takes the shape its output is declared with, so that shape
-      // must be the one the CPU driver computes at run time from the shape
-      // input; a model may declare another with the same element count.
-      if (op == "Reshape" && out->static_shape())  // else out_shape was inferred the same way
-        if (const auto target = infer_output_shape(node, shape_of, constant_of); target && *target != *out_shape)
-          fail(HETERO_INVALID_MODEL, "its shape input makes " + core::shape_to_string(*target) + ", but its output '" +
-                                         out->name + "' is declared " + core::shape_to_string(*out_shape));
-      p.kind = PrimKind::View;
-      p.inputs = {node.input(0)->name};
-    } else if (op == "Clip" && (!const_or_absent(node.input(1)) || !const_or_absent(node.input(2)))) {
-      // Bounds computed at run time: Max and Min primitives on broadcast tensors.
-      const core::Shape& in = data_input(node, 0);
-      (void)in;
-      std::string cur = node.input(0)->name;
-      const char* names[2] = {"Max", "Min"};
-      for (size_t i = 1; i <= 2; ++i) {
-        if (!node.input(i)) continue;
-        if (core::shape_numel(data_input(node, i)) != 1) fail(HETERO_INVALID_MODEL, "Clip bounds must be scalars");
-        Primitive q;
-        q.id = node.name + (i == 1 ? "/min" : "/max");
-        q.kind = PrimKind::Binary;
-        q.op = names[i - 1];
-        q.inputs = {cur, node.input(i)->name};
-        q.output = out->name + (i == 1 ? "/clip_min" : "/clip_max");
-        t_.shapes[q.output] = *out_shape;
-        cur = q.output;
-        pending_.push_back(q);
-      }
-      // The last one writes the node's output.
-      pending_.back().output = out->name;
-      t_.shapes[out->name] = *out_shape;
-      return;
-    } else if (op == "Cast") {
-      typed_input(node, 0);
-      if (node.attr_int("to", 0) != int64_t(out->dtype))
-        fail(HETERO_INVALID_MODEL, std::string("casts to type ") + std::to_string(node.attr_int("to", 0)) +
-                                       ", but its output is declared " + core::dtype_name(out->dtype));
-      p.kind = PrimKind::Unary;
-      p.inputs = {node.input(0)->name};
-    } else if (op == "Not") {
-      typed_input(node, 0, core::DType::Bool);
-      p.kind = PrimKind::Unary;
-      p.inputs = {node.input(0)->name};
-    } else if ((op == "Abs" || op == "Neg") && node.input(0) && dtype_of(node.input(0)) != core::DType::F32) {
-      typed_input(node, 0, out->dtype);
-      if (out->dtype != core::DType::I32 && out->dtype != core::DType::I64)
-        fail(HETERO_NOT_SUPPORTED, op + " of " + core::dtype_name(out->dtype));
-      p.kind = PrimKind::Unary;
-      p.inputs = {node.input(0)->name};
-    } else if (kCompareOps.count(op) || kLogicOps.count(op) ||
-               (kIntegerBinaryOps.count(op) && out->dtype != core::DType::F32)) {
-      // Comparisons, logic and integer arithmetic: both operands of one type.
-      if (node.inputs.size() != 2) fail(HETERO_NOT_SUPPORTED, op + " with " + std::to_string(node.inputs.size()) + " inputs (2 supported)");
-      const core::DType t = kLogicOps.count(op) ? core::DType::Bool : dtype_of(node.input(0));
-      const core::Shape& x = typed_input(node, 0, t);
-      const core::Shape& y = typed_input(node, 1, t);
-      if (x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
-      if (op == "Div" && t != core::DType::F32) {
-        // The CPU driver refuses a zero divisor (and x86 traps on one, which
-        // PoCL's kernels run on): only a constant divisor without zeros.
-        const core::Tensor* divisor = constant(node.input(1));
-        if (!divisor) fail(HETERO_NOT_SUPPORTED, "integer Div by a value computed at run time");
-        for (size_t i = 0; i < divisor->numel(); ++i)
-          if (divisor->as_int64(i) == 0) fail(HETERO_INVALID_MODEL, "integer Div by zero");
-      }
-      const bool to_bool = kCompareOps.count(op) || kLogicOps.count(op);
-      if (out->dtype != (to_bool ? core::DType::Bool : t))
-        fail(HETERO_INVALID_MODEL, std::string("output '") + out->name + "' is declared " + core::dtype_name(out->dtype));
-      p.kind = PrimKind::Binary;
-      if (op == "Sum") p.op = "Add";
-      p.inputs = {node.input(0)->name, node.input(1)->name};
-    } else if (op == "Where") {
-      const core::Shape& c = typed_input(node, 0, core::DType::Bool);
-      const core::Shape& x = typed_input(node, 1, out->dtype);
-      const core::Shape& y = typed_input(node, 2, out->dtype);
-      if (c.size() > 6 || x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
-      p.kind = PrimKind::Where;
-      p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2)->name};
-    } else if (op == "Expand") {
-      const core::Shape& x = typed_input(node, 0, out->dtype);
-      if (x.size() > out_shape->size()) fail(HETERO_INVALID_MODEL, "expands to a lower rank");
-      for (size_t d = 0; d < x.size(); ++d)
-        if (x[d] != 1 && x[d] != (*out_shape)[d + out_shape->size() - x.size()])
-          fail(HETERO_INVALID_MODEL, core::shape_to_string(x) + " does not broadcast to " + core::shape_to_string(*out_shape));
-      p.kind = PrimKind::Expand;
-      p.inputs = {node.input(0)->name};
-    } else if (kUnaryOps.count(op)) {
-      data_input(node, 0);
-      p.kind = PrimKind::Unary;
-      p.inputs = {node.input(0)->name};
-      if (op == "LeakyRelu") a.alpha = node.attr_float("alpha", 0.01f);
-      if (op == "Elu") a.alpha = node.attr_float("alpha", 1.0f);
-      if (op == "HardSigmoid") a.alpha = node.attr_float("alpha", 0.2f), a.beta = node.attr_float("beta", 0.5f);
-      if (op == "Clip") {
-        a.alpha = -3.402823466e38f, a.beta = 3.402823466e38f;
-        if (node.opset < 11) {
-          a.alpha = node.attr_float("min", a.alpha), a.beta = node.attr_float("max", a.beta);
-        } else {
-          if (const core::Tensor* lo = constant(node.input(1))) a.alpha = scalar(*lo, "min");
-          if (const core::Tensor* hi = constant(node.input(2))) a.beta = scalar(*hi, "max");
-        }
-      }
-    } else if (kBinaryOps.count(op)) {
-      if (node.inputs.size() != 2) fail(HETERO_NOT_SUPPORTED, op + " with " + std::to_string(node.inputs.size()) + " inputs (2 supported)");
-      const core::Shape& x = data_input(node, 0);
-      const core::Shape& y = data_input(node, 1);
-      if (x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
-      p.kind = PrimKind::Binary;
-      if (op == "Sum") p.op = "Add";
-      p.inputs = {node.input(0)->name, node.input(1)->name};
-    } else if (op == "Conv") {
-      const core::Shape& x = data_input(node, 0);
-      const core::Shape& w = data_input(node, 1);
-      if (x.size() != 3 && x.size() != 4) fail(HETERO_NOT_SUPPORTED, "Conv of rank " + std::to_string(x.size()) + " (1-D and 2-D only)");
-      if (w.size() != x.size()) fail(HETERO_INVALID_MODEL, "weights rank differs from input rank");
-      const size_t sp = x.size() - 2;
-      p.kind = PrimKind::Conv;
-      p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2) ? node.input(2)->name : ""};
-      if (node.input(2)) data_input(node, 2);
-      a.group = node.attr_int("group", 1);
-      if (a.group < 1 || x[1] % a.group || w[0] % a.group || w[1] * a.group != x[1])
-        fail(HETERO_INVALID_MODEL, "group " + std::to_string(a.group) + " does not divide the channels");
-      a.kernel.assign(w.begin() + 2, w.end());
-      spatial_attrs(node, a, x, *out_shape, sp);
-    } else if (op == "ConvTranspose") {
-      const core::Shape& x = data_input(node, 0);
-      const core::Shape& w = data_input(node, 1);
-      if (x.size() != 3 && x.size() != 4)
-        fail(HETERO_NOT_SUPPORTED, "ConvTranspose of rank " + std::to_string(x.size()) + " (1-D and 2-D only)");
-      if (w.size() != x.size() || w[0] != x[1]) fail(HETERO_INVALID_MODEL, "weights do not match the input's channels");
-      p.kind = PrimKind::ConvTranspose;
-      p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2) ? node.input(2)->name : ""};
-      if (node.input(2)) data_input(node, 2);
-      a.group = node.attr_int("group", 1);
-      if (a.group < 1 || x[1] % a.group || w[1] * a.group != (*out_shape)[1])
-        fail(HETERO_INVALID_MODEL, "group " + std::to_string(a.group) + " does not divide the channels");
-      a.kernel.assign(w.begin() + 2, w.end());
-      transposed_attrs(node, a, x, *out_shape, x.size() - 2);
-      if (as_product_and_shuffle(p, x, w, *out_shape)) return;
-    } else if (op == "Resize" || op == "Upsample") {
-      const core::Shape& x = data_input(node, 0);
-      if (x.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
-      p.kind = PrimKind::Resize;
-      p.inputs = {node.input(0)->name};
-      resize_attrs(node, a, x, *out_shape);
-    } else if (op == "MatMul" || op == "Gemm") {
-      const core::Shape& x = data_input(node, 0);
-      const core::Shape& y = data_input(node, 1);
-      if (x.size() < 2 || y.size() < 2) fail(HETERO_NOT_SUPPORTED, "MatMul of 1-D operands");
-      if (x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
-      p.kind = PrimKind::MatMul;
-      p.inputs = {node.input(0)->name, node.input(1)->name};
-      if (op == "Gemm") {
-        if (node.attr_int("transA", 0) != 0 || node.attr_float("alpha", 1) != 1.0f || node.attr_float("beta", 1) != 1.0f)
-          fail(HETERO_NOT_SUPPORTED, "Gemm with transA, alpha or beta other than the defaults");
-        a.perm = {node.attr_int("transB", 0)};  // [1]: B is given transposed
-        if (node.input(2)) {
-          data_input(node, 2);
-          // C becomes an Add the fusion pass folds into the product.
-          Primitive mm = p;
-          mm.output = out->name + "/gemm";
-          t_.shapes[mm.output] = *out_shape;
-          pending_.push_back(mm);
-          Primitive add;
-          add.id = node.name + "/bias";
-          add.kind = PrimKind::Binary;
-          add.op = "Add";
-          add.inputs = {mm.output, node.input(2)->name};
-          add.output = out->name;
-          pending_.push_back(add);
-          t_.shapes[out->name] = *out_shape;
-          return;
-        }
-      }
-    } else if (kPoolOps.count(op)) {
-      const core::Shape& x = data_input(node, 0);
-      if (x.size() != 3 && x.size() != 4) fail(HETERO_NOT_SUPPORTED, op + " of rank " + std::to_string(x.size()) + " (1-D and 2-D only)");
-      const size_t sp = x.size() - 2;
-      p.kind = PrimKind::Pool;
-      p.inputs = {node.input(0)->name};
-      if (op.rfind("Global", 0) == 0) {
-        a.kernel.assign(x.begin() + 2, x.end());
-        a.strides.assign(sp, 1);
-        a.pads.assign(2 * sp, 0);
-        a.dilations.assign(sp, 1);
-      } else {
-        a.kernel = node.attr_ints("kernel_shape");
-        if (a.kernel.size() != sp) fail(HETERO_INVALID_MODEL, "kernel_shape has the wrong rank");
-        if (op == "MaxPool" && node.attr_int("storage_order", 0) != 0) fail(HETERO_NOT_SUPPORTED, "storage_order 1");
-        a.count_include_pad = node.attr_int("count_include_pad", 0) != 0;
-        spatial_attrs(node, a, x, *out_shape, sp);
-      }
-    } else if (op == "Softmax") {
-      const core::Shape& x = data_input(node, 0);
-      const auto rank = static_cast<int64_t>(x.size());
-      a.axis = node.attr_int("axis", node.opset < 13 ? 1 : -1);
-      if (a.axis < -rank || a.axis >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
-      if (a.axis < 0) a.axis += rank;
-      a.softmax_flatten = node.opset < 13;
-      p.kind = PrimKind::Softmax;
-      p.inputs = {node.input(0)->name};
-    } else if (kReduceOps.count(op)) {
-      const core::Shape& x = data_input(node, 0);
-      const auto rank = static_cast<int64_t>(x.size());
-      if (rank > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
-      std::vector<int64_t> axes = node.attr_ints("axes");
-      const bool axes_input = (op == "ReduceSum" && node.opset >= 13) || node.opset >= 18;
-      if (axes_input && node.input(1)) {
-        const core::Tensor* c = constant(node.input(1));
-        if (!c) fail(HETERO_NOT_SUPPORTED, "axes computed at run time");
-        axes = c->to_int64_vector();
-      }
-      if (axes.empty() && !(axes_input && node.attr_int("noop_with_empty_axes", 0)))
-        for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
-      for (int64_t& ax : axes) {
-        if (ax < -rank || ax >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
-        if (ax < 0) ax += rank;
-      }
-      std::sort(axes.begin(), axes.end());
-      axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-      a.axes = axes;
-      p.kind = axes.empty() ? PrimKind::View : PrimKind::Reduce;
-      p.inputs = {node.input(0)->name};
-    } else if (op == "Transpose") {
-      const core::Shape& x = typed_input(node, 0, out->dtype);
-      const auto rank = static_cast<int64_t>(x.size());
-      if (rank > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
-      a.perm = node.attr_ints("perm");
-      if (a.perm.empty())
-        for (int64_t d = rank - 1; d >= 0; --d) a.perm.push_back(d);
-      std::vector<int64_t> sorted = a.perm;
-      std::sort(sorted.begin(), sorted.end());
-      for (int64_t d = 0; d < rank; ++d)
-        if (static_cast<int64_t>(sorted.size()) != rank || sorted[size_t(d)] != d) fail(HETERO_INVALID_MODEL, "perm is not a permutation");
-      p.kind = PrimKind::Transpose;
-      p.inputs = {node.input(0)->name};
-    } else if (op == "Slice") {
-      slice(node, p, *out_shape);
-    } else if (op == "Pad") {
-      const core::Shape& x = data_input(node, 0);
-      if (x.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
-      auto pads = pad_amounts(node, x.size(), [&](const core::Value* v) { return constant(v); });
-      if (!pads) fail(HETERO_NOT_SUPPORTED, "pads computed at run time");
-      a.pads = std::move(*pads);
-      a.pad_mode = node.attr_string("mode", "constant");
-      if (a.pad_mode != "constant" && a.pad_mode != "edge" && a.pad_mode != "reflect")
-        fail(HETERO_NOT_SUPPORTED, "Pad mode '" + a.pad_mode + "' (constant, edge and reflect are)");
+    const auto shape_of = [&](const core::Value* v) -> const core::Shape* {
+      if (auto it = t_.shapes.find(v->name); it != t_.shapes.end()) return &it->second;
+      return nullptr;
+    };
+    const auto constant_of = [&](const core::Value* v) { return constant(v); };
+    const core::Shape& in = typed_input(node, 0, out->dtype);
+    if (core::shape_numel(in) != core::shape_numel(*out_shape))
+      fail(HETERO_INVALID_MODEL, "changes the element count");
+    // A view takes the shape its output is declared with, so that shape
+    // must be the one the CPU driver computes at run time from the shape
+    // input; a model may declare another with the same element count.
+    if (op == "Reshape" && out->static_shape())  // else out_shape was inferred the same way
+      if (const auto target = infer_output_shape(node, shape_of, constant_of); target && *target != *out_shape)
+        fail(HETERO_INVALID_MODEL, "its shape input makes " + core::shape_to_string(*target) + ", but its output '" +
+                                       out->name + "' is declared " + core::shape_to_string(*out_shape));
+    p.kind = PrimKind::View;
+    p.inputs = {node.input(0)->name};
+    return true;
+  }
+
+  bool convert_cast(const core::Node& node, Conversion& cv) {
+    const core::Value* out = cv.out;
+    Primitive& p = cv.p;
+    if (node.input(0) && node.attr_int("to", 0) == int64_t(dtype_of(node.input(0)))) return convert_view(node, cv);
+    typed_input(node, 0);
+    if (node.attr_int("to", 0) != int64_t(out->dtype))
+      fail(HETERO_INVALID_MODEL, std::string("casts to type ") + std::to_string(node.attr_int("to", 0)) +
+                                     ", but its output is declared " + core::dtype_name(out->dtype));
+    p.kind = PrimKind::Unary;
+    p.inputs = {node.input(0)->name};
+    return true;
+  }
+
+  bool convert_not(const core::Node& node, Conversion& cv) {
+    Primitive& p = cv.p;
+    typed_input(node, 0, core::DType::Bool);
+    p.kind = PrimKind::Unary;
+    p.inputs = {node.input(0)->name};
+    return true;
+  }
+
+  // Elementwise float32 ops of one input; Clip with constant bounds.
+  bool convert_unary(const core::Node& node, Conversion& cv) {
+    const std::string& op = node.op_type;
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    data_input(node, 0);
+    p.kind = PrimKind::Unary;
+    p.inputs = {node.input(0)->name};
+    if (op == "LeakyRelu") a.alpha = node.attr_float("alpha", 0.01f);
+    if (op == "Elu") a.alpha = node.attr_float("alpha", 1.0f);
+    if (op == "HardSigmoid") a.alpha = node.attr_float("alpha", 0.2f), a.beta = node.attr_float("beta", 0.5f);
+    if (op == "Clip") {
+      a.alpha = -3.402823466e38f, a.beta = 3.402823466e38f;
       if (node.opset < 11) {
-        a.alpha = node.attr_float("value", 0.0f);
-      } else if (node.input(2)) {
-        const core::Tensor* value = constant(node.input(2));
-        if (!value) fail(HETERO_NOT_SUPPORTED, "the constant value is computed at run time");
-        a.alpha = scalar(*value, "constant_value");
+        a.alpha = node.attr_float("min", a.alpha), a.beta = node.attr_float("max", a.beta);
+      } else {
+        if (const core::Tensor* lo = constant(node.input(1))) a.alpha = scalar(*lo, "min");
+        if (const core::Tensor* hi = constant(node.input(2))) a.beta = scalar(*hi, "max");
       }
-      for (size_t d = 0; d < x.size(); ++d) {
-        const int64_t before = a.pads[d], after = a.pads[d + x.size()];
-        if (a.pad_mode != "constant" && (before < 0 || after < 0))
-          fail(HETERO_NOT_SUPPORTED, "negative pads with mode " + a.pad_mode);
-        if (a.pad_mode == "reflect" && (before >= x[d] || after >= x[d]))
-          fail(HETERO_INVALID_MODEL, "reflect pads of axis " + std::to_string(d) + " reach past its " +
-                                         std::to_string(x[d]) + " elements");
-        if (a.pad_mode == "edge" && x[d] == 0 && before + after > 0)
-          fail(HETERO_INVALID_MODEL, "edge pads of an empty axis");
-      }
-      p.kind = PrimKind::Pad;
-      p.inputs = {node.input(0)->name};
-    } else if (op == "Gather") {
-      const core::Shape& x = typed_input(node, 0, out->dtype);
-      const core::Tensor* idx = constant(node.input(1));
-      if (!idx) fail(HETERO_NOT_SUPPORTED, "Gather with indices computed at run time");
-      if (x.empty()) fail(HETERO_INVALID_MODEL, "Gather of a scalar");
-      const auto rank = static_cast<int64_t>(x.size());
-      a.axis = node.attr_int("axis", 0);
-      if (a.axis < -rank || a.axis >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
-      if (a.axis < 0) a.axis += rank;
-      // The indices, normalised and checked, as the float table the kernel
-      // reads (exact: an axis longer than 2^24 is refused).
-      const int64_t n = x[size_t(a.axis)];
-      if (n > (int64_t{1} << 24)) fail(HETERO_NOT_SUPPORTED, "Gather along an axis of more than 2^24 elements");
-      core::Tensor table = core::Tensor::allocate(core::DType::F32, {static_cast<int64_t>(std::max<size_t>(idx->numel(), 1))});
-      table.data<float>()[0] = 0;
-      for (size_t i = 0; i < idx->numel(); ++i) {
-        const int64_t k = idx->as_int64(i);
-        if (k < -n || k >= n) fail(HETERO_INVALID_MODEL, "index " + std::to_string(k) + " out of range for " + std::to_string(n));
-        table.data<float>()[i] = static_cast<float>(k < 0 ? k + n : k);
-      }
-      const std::string tab = out->name + "/gather_index";
-      t_.shapes[tab] = table.shape();
-      t_.constants[tab] = std::move(table);
-      p.kind = PrimKind::Gather;
-      p.inputs = {node.input(0)->name, tab};
-    } else if (op == "Concat") {
-      const auto rank = static_cast<int64_t>(out_shape->size());
-      a.axis = node.attr_int("axis", 0);
-      if (a.axis < -rank || a.axis >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
-      if (a.axis < 0) a.axis += rank;
-      p.kind = PrimKind::Concat;
-      for (size_t i = 0; i < node.inputs.size(); ++i) {
-        typed_input(node, i, out->dtype);
-        p.inputs.push_back(node.input(i)->name);
-      }
-    } else if (op == "BatchNormalization") {
-      // Inference form: y = x * scale + shift per channel, two Binary
-      // primitives that the fusion pass folds into a Conv before it.
-      const core::Shape& x = data_input(node, 0);
-      if (x.size() < 2) fail(HETERO_INVALID_MODEL, "input rank below 2");
-      const core::Tensor *s = constant(node.input(1)), *b = constant(node.input(2)), *m = constant(node.input(3)),
-                         *v = constant(node.input(4));
-      if (!s || !b || !m || !v) fail(HETERO_NOT_SUPPORTED, "scale, B, mean and var must be constants");
-      const int64_t c = x[1];
-      for (const core::Tensor* t : {s, b, m, v})
-        if (t->dtype() != core::DType::F32 || static_cast<int64_t>(t->numel()) != c)
-          fail(HETERO_INVALID_MODEL, "parameters must be float32 of the channel count");
-      const float eps = node.attr_float("epsilon", 1e-5f);
-      core::Shape cs(x.size(), 1);
-      cs[1] = c;
-      core::Tensor scale = core::Tensor::allocate(core::DType::F32, cs), shift = core::Tensor::allocate(core::DType::F32, cs);
-      for (int64_t i = 0; i < c; ++i) {
-        const float k = s->data<float>()[i] / std::sqrt(v->data<float>()[i] + eps);
-        scale.data<float>()[i] = k;
-        shift.data<float>()[i] = b->data<float>()[i] - m->data<float>()[i] * k;
-      }
-      const std::string sname = out->name + "/bn_scale", bname = out->name + "/bn_shift", mid = out->name + "/bn_mul";
-      t_.constants[sname] = scale;
-      t_.constants[bname] = shift;
-      t_.shapes[sname] = cs;
-      t_.shapes[bname] = cs;
-      Primitive mul{node.name + "/scale", PrimKind::Binary, "Mul", {node.input(0)->name, sname}, mid, {}};
-      Primitive add{node.name + "/shift", PrimKind::Binary, "Add", {mid, bname}, out->name, {}};
-      t_.shapes[mid] = *out_shape;
-      t_.shapes[out->name] = *out_shape;
-      pending_.push_back(mul);
-      pending_.push_back(add);
-      return;
-    } else {
-      fail(HETERO_NOT_SUPPORTED, "no GPU kernel for " + op);
     }
-    if (out->dtype != core::DType::F32 && !takes_any_device_type(op))
-      fail(HETERO_NOT_SUPPORTED, std::string("output '") + out->name + "' is " + core::dtype_name(out->dtype) +
-                                     "; the GPU kernel of " + op + " produces float32 only");
+    return true;
+  }
+
+  // Clip: with bounds computed at run time, Max and Min primitives on
+  // broadcast tensors; with constant ones (or none), a unary op.
+  bool convert_clip(const core::Node& node, Conversion& cv) {
+    const core::Value* out = cv.out;
+    const core::Shape* out_shape = &cv.out_shape;
+    if (const_or_absent(node.input(1)) && const_or_absent(node.input(2))) return convert_unary(node, cv);
+    // Bounds computed at run time: Max and Min primitives on broadcast tensors.
+    data_input(node, 0);
+    std::string cur = node.input(0)->name;
+    const char* names[2] = {"Max", "Min"};
+    for (size_t i = 1; i <= 2; ++i) {
+      if (!node.input(i)) continue;
+      if (core::shape_numel(data_input(node, i)) != 1) fail(HETERO_INVALID_MODEL, "Clip bounds must be scalars");
+      Primitive q;
+      q.id = node.name + (i == 1 ? "/min" : "/max");
+      q.kind = PrimKind::Binary;
+      q.op = names[i - 1];
+      q.inputs = {cur, node.input(i)->name};
+      q.output = out->name + (i == 1 ? "/clip_min" : "/clip_max");
+      t_.shapes[q.output] = *out_shape;
+      cur = q.output;
+      pending_.push_back(q);
+    }
+    // The last one writes the node's output.
+    pending_.back().output = out->name;
     t_.shapes[out->name] = *out_shape;
-    pending_.push_back(std::move(p));
+    return false;
+  }
+
+  // Abs and Neg: of int32 and int64 as well as float32.
+  bool convert_abs_neg(const core::Node& node, Conversion& cv) {
+    const std::string& op = node.op_type;
+    const core::Value* out = cv.out;
+    Primitive& p = cv.p;
+    if (!node.input(0) || dtype_of(node.input(0)) == core::DType::F32) return convert_unary(node, cv);
+    typed_input(node, 0, out->dtype);
+    if (out->dtype != core::DType::I32 && out->dtype != core::DType::I64)
+      fail(HETERO_NOT_SUPPORTED, op + " of " + core::dtype_name(out->dtype));
+    p.kind = PrimKind::Unary;
+    p.inputs = {node.input(0)->name};
+    return true;
+  }
+
+  // Comparisons, logic, and arithmetic on int32 or int64: both operands of
+  // one type.
+  bool convert_typed_binary(const core::Node& node, Conversion& cv) {
+    const std::string& op = node.op_type;
+    const core::Value* out = cv.out;
+    Primitive& p = cv.p;
+    // Comparisons, logic and integer arithmetic: both operands of one type.
+    if (node.inputs.size() != 2) fail(HETERO_NOT_SUPPORTED, op + " with " + std::to_string(node.inputs.size()) + " inputs (2 supported)");
+    const core::DType t = kLogicOps.count(op) ? core::DType::Bool : dtype_of(node.input(0));
+    const core::Shape& x = typed_input(node, 0, t);
+    const core::Shape& y = typed_input(node, 1, t);
+    if (x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+    if (op == "Div" && t != core::DType::F32) {
+      // The CPU driver refuses a zero divisor (and x86 traps on one, which
+      // PoCL's kernels run on): only a constant divisor without zeros.
+      const core::Tensor* divisor = constant(node.input(1));
+      if (!divisor) fail(HETERO_NOT_SUPPORTED, "integer Div by a value computed at run time");
+      for (size_t i = 0; i < divisor->numel(); ++i)
+        if (divisor->as_int64(i) == 0) fail(HETERO_INVALID_MODEL, "integer Div by zero");
+    }
+    const bool to_bool = kCompareOps.count(op) || kLogicOps.count(op);
+    if (out->dtype != (to_bool ? core::DType::Bool : t))
+      fail(HETERO_INVALID_MODEL, std::string("output '") + out->name + "' is declared " + core::dtype_name(out->dtype));
+    p.kind = PrimKind::Binary;
+    if (op == "Sum") p.op = "Add";
+    p.inputs = {node.input(0)->name, node.input(1)->name};
+    return true;
+  }
+
+  // Max, Min and Sum of other than two inputs: a chain of binary primitives
+  // (one input: a view).
+  bool convert_variadic(const core::Node& node, Conversion& cv) {
+    const std::string& op = node.op_type;
+    const core::Value* out = cv.out;
+    const core::Shape* out_shape = &cv.out_shape;
+    if (node.inputs.empty()) fail(HETERO_INVALID_MODEL, op + " without inputs");
+    data_input(node, 0);
+    std::string cur = node.input(0)->name;
+    if (node.inputs.size() == 1) {
+      pending_.push_back({node.name, PrimKind::View, op, {cur}, out->name, {}});
+    }
+    for (size_t i = 1; i < node.inputs.size(); ++i) {
+      data_input(node, i);
+      const bool last = i + 1 == node.inputs.size();
+      Primitive q{node.name + "/" + std::to_string(i), PrimKind::Binary, op == "Sum" ? "Add" : op,
+                  {cur, node.input(i)->name}, last ? out->name : out->name + "/" + std::to_string(i), {}};
+      if (!last) {
+        // Partial results take the broadcast of what they combined.
+        core::Shape a = t_.shapes.at(cur), b = t_.shapes.at(node.input(i)->name);
+        core::Shape r(std::max(a.size(), b.size()), 1);
+        for (size_t k = 0; k < r.size(); ++k) {
+          const int64_t x = k < r.size() - a.size() ? 1 : a[k - (r.size() - a.size())];
+          const int64_t y = k < r.size() - b.size() ? 1 : b[k - (r.size() - b.size())];
+          r[k] = x == 1 ? y : x;
+        }
+        t_.shapes[q.output] = r;
+      }
+      cur = q.output;
+      pending_.push_back(q);
+    }
+    t_.shapes[out->name] = *out_shape;
+    return false;
+  }
+
+  // Add, Sub, Mul, Div, Pow, Max, Min, Sum: float32 with numpy broadcasting;
+  // the integer ones of int32 and int64 too.
+  bool convert_binary(const core::Node& node, Conversion& cv) {
+    const std::string& op = node.op_type;
+    Primitive& p = cv.p;
+    if ((op == "Max" || op == "Min" || op == "Sum") && node.inputs.size() != 2) return convert_variadic(node, cv);
+    if (cv.out->dtype != core::DType::F32 && kIntegerBinaryOps.count(op)) return convert_typed_binary(node, cv);
+    if (node.inputs.size() != 2) fail(HETERO_NOT_SUPPORTED, op + " with " + std::to_string(node.inputs.size()) + " inputs (2 supported)");
+    const core::Shape& x = data_input(node, 0);
+    const core::Shape& y = data_input(node, 1);
+    if (x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+    p.kind = PrimKind::Binary;
+    if (op == "Sum") p.op = "Add";
+    p.inputs = {node.input(0)->name, node.input(1)->name};
+    return true;
+  }
+
+  bool convert_where(const core::Node& node, Conversion& cv) {
+    const core::Value* out = cv.out;
+    Primitive& p = cv.p;
+    const core::Shape& c = typed_input(node, 0, core::DType::Bool);
+    const core::Shape& x = typed_input(node, 1, out->dtype);
+    const core::Shape& y = typed_input(node, 2, out->dtype);
+    if (c.size() > 6 || x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+    p.kind = PrimKind::Where;
+    p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2)->name};
+    return true;
+  }
+
+  bool convert_expand(const core::Node& node, Conversion& cv) {
+    const core::Value* out = cv.out;
+    const core::Shape* out_shape = &cv.out_shape;
+    Primitive& p = cv.p;
+    const core::Shape& x = typed_input(node, 0, out->dtype);
+    if (x.size() > out_shape->size()) fail(HETERO_INVALID_MODEL, "expands to a lower rank");
+    for (size_t d = 0; d < x.size(); ++d)
+      if (x[d] != 1 && x[d] != (*out_shape)[d + out_shape->size() - x.size()])
+        fail(HETERO_INVALID_MODEL, core::shape_to_string(x) + " does not broadcast to " + core::shape_to_string(*out_shape));
+    p.kind = PrimKind::Expand;
+    p.inputs = {node.input(0)->name};
+    return true;
+  }
+
+  bool convert_conv(const core::Node& node, Conversion& cv) {
+    const core::Shape* out_shape = &cv.out_shape;
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const core::Shape& x = data_input(node, 0);
+    const core::Shape& w = data_input(node, 1);
+    if (x.size() != 3 && x.size() != 4) fail(HETERO_NOT_SUPPORTED, "Conv of rank " + std::to_string(x.size()) + " (1-D and 2-D only)");
+    if (w.size() != x.size()) fail(HETERO_INVALID_MODEL, "weights rank differs from input rank");
+    const size_t sp = x.size() - 2;
+    p.kind = PrimKind::Conv;
+    p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2) ? node.input(2)->name : ""};
+    if (node.input(2)) data_input(node, 2);
+    a.group = node.attr_int("group", 1);
+    if (a.group < 1 || x[1] % a.group || w[0] % a.group || w[1] * a.group != x[1])
+      fail(HETERO_INVALID_MODEL, "group " + std::to_string(a.group) + " does not divide the channels");
+    a.kernel.assign(w.begin() + 2, w.end());
+    spatial_attrs(node, a, x, *out_shape, sp);
+    return true;
+  }
+
+  bool convert_conv_transpose(const core::Node& node, Conversion& cv) {
+    const core::Shape* out_shape = &cv.out_shape;
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const core::Shape& x = data_input(node, 0);
+    const core::Shape& w = data_input(node, 1);
+    if (x.size() != 3 && x.size() != 4)
+      fail(HETERO_NOT_SUPPORTED, "ConvTranspose of rank " + std::to_string(x.size()) + " (1-D and 2-D only)");
+    if (w.size() != x.size() || w[0] != x[1]) fail(HETERO_INVALID_MODEL, "weights do not match the input's channels");
+    p.kind = PrimKind::ConvTranspose;
+    p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2) ? node.input(2)->name : ""};
+    if (node.input(2)) data_input(node, 2);
+    a.group = node.attr_int("group", 1);
+    if (a.group < 1 || x[1] % a.group || w[1] * a.group != (*out_shape)[1])
+      fail(HETERO_INVALID_MODEL, "group " + std::to_string(a.group) + " does not divide the channels");
+    a.kernel.assign(w.begin() + 2, w.end());
+    transposed_attrs(node, a, x, *out_shape, x.size() - 2);
+    if (as_product_and_shuffle(p, x, w, *out_shape)) return false;
+    return true;
+  }
+
+  // Resize and Upsample.
+  bool convert_resize(const core::Node& node, Conversion& cv) {
+    const core::Shape* out_shape = &cv.out_shape;
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const core::Shape& x = data_input(node, 0);
+    if (x.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+    p.kind = PrimKind::Resize;
+    p.inputs = {node.input(0)->name};
+    resize_attrs(node, a, x, *out_shape);
+    return true;
+  }
+
+  // MatMul and Gemm (transB; C as an Add the fusion pass folds).
+  bool convert_matmul(const core::Node& node, Conversion& cv) {
+    const std::string& op = node.op_type;
+    const core::Value* out = cv.out;
+    const core::Shape* out_shape = &cv.out_shape;
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const core::Shape& x = data_input(node, 0);
+    const core::Shape& y = data_input(node, 1);
+    if (x.size() < 2 || y.size() < 2) fail(HETERO_NOT_SUPPORTED, "MatMul of 1-D operands");
+    if (x.size() > 6 || y.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+    p.kind = PrimKind::MatMul;
+    p.inputs = {node.input(0)->name, node.input(1)->name};
+    if (op == "Gemm") {
+      if (node.attr_int("transA", 0) != 0 || node.attr_float("alpha", 1) != 1.0f || node.attr_float("beta", 1) != 1.0f)
+        fail(HETERO_NOT_SUPPORTED, "Gemm with transA, alpha or beta other than the defaults");
+      a.perm = {node.attr_int("transB", 0)};  // [1]: B is given transposed
+      if (node.input(2)) {
+        data_input(node, 2);
+        // C becomes an Add the fusion pass folds into the product.
+        Primitive mm = p;
+        mm.output = out->name + "/gemm";
+        t_.shapes[mm.output] = *out_shape;
+        pending_.push_back(mm);
+        Primitive add;
+        add.id = node.name + "/bias";
+        add.kind = PrimKind::Binary;
+        add.op = "Add";
+        add.inputs = {mm.output, node.input(2)->name};
+        add.output = out->name;
+        pending_.push_back(add);
+        t_.shapes[out->name] = *out_shape;
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool.
+  bool convert_pool(const core::Node& node, Conversion& cv) {
+    const std::string& op = node.op_type;
+    const core::Shape* out_shape = &cv.out_shape;
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const core::Shape& x = data_input(node, 0);
+    if (x.size() != 3 && x.size() != 4) fail(HETERO_NOT_SUPPORTED, op + " of rank " + std::to_string(x.size()) + " (1-D and 2-D only)");
+    const size_t sp = x.size() - 2;
+    p.kind = PrimKind::Pool;
+    p.inputs = {node.input(0)->name};
+    if (op.rfind("Global", 0) == 0) {
+      a.kernel.assign(x.begin() + 2, x.end());
+      a.strides.assign(sp, 1);
+      a.pads.assign(2 * sp, 0);
+      a.dilations.assign(sp, 1);
+    } else {
+      a.kernel = node.attr_ints("kernel_shape");
+      if (a.kernel.size() != sp) fail(HETERO_INVALID_MODEL, "kernel_shape has the wrong rank");
+      if (op == "MaxPool" && node.attr_int("storage_order", 0) != 0) fail(HETERO_NOT_SUPPORTED, "storage_order 1");
+      a.count_include_pad = node.attr_int("count_include_pad", 0) != 0;
+      spatial_attrs(node, a, x, *out_shape, sp);
+    }
+    return true;
+  }
+
+  bool convert_softmax(const core::Node& node, Conversion& cv) {
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const core::Shape& x = data_input(node, 0);
+    const auto rank = static_cast<int64_t>(x.size());
+    a.axis = node.attr_int("axis", node.opset < 13 ? 1 : -1);
+    if (a.axis < -rank || a.axis >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
+    if (a.axis < 0) a.axis += rank;
+    a.softmax_flatten = node.opset < 13;
+    p.kind = PrimKind::Softmax;
+    p.inputs = {node.input(0)->name};
+    return true;
+  }
+
+  // ReduceMax, ReduceMin, ReduceSum, ReduceMean.
+  bool convert_reduce(const core::Node& node, Conversion& cv) {
+    const std::string& op = node.op_type;
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const core::Shape& x = data_input(node, 0);
+    const auto rank = static_cast<int64_t>(x.size());
+    if (rank > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+    std::vector<int64_t> axes = node.attr_ints("axes");
+    const bool axes_input = (op == "ReduceSum" && node.opset >= 13) || node.opset >= 18;
+    if (axes_input && node.input(1)) {
+      const core::Tensor* c = constant(node.input(1));
+      if (!c) fail(HETERO_NOT_SUPPORTED, "axes computed at run time");
+      axes = c->to_int64_vector();
+    }
+    if (axes.empty() && !(axes_input && node.attr_int("noop_with_empty_axes", 0)))
+      for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    for (int64_t& ax : axes) {
+      if (ax < -rank || ax >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
+      if (ax < 0) ax += rank;
+    }
+    std::sort(axes.begin(), axes.end());
+    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+    a.axes = axes;
+    p.kind = axes.empty() ? PrimKind::View : PrimKind::Reduce;
+    p.inputs = {node.input(0)->name};
+    return true;
+  }
+
+  bool convert_transpose(const core::Node& node, Conversion& cv) {
+    const core::Value* out = cv.out;
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const core::Shape& x = typed_input(node, 0, out->dtype);
+    const auto rank = static_cast<int64_t>(x.size());
+    if (rank > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+    a.perm = node.attr_ints("perm");
+    if (a.perm.empty())
+      for (int64_t d = rank - 1; d >= 0; --d) a.perm.push_back(d);
+    std::vector<int64_t> sorted = a.perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t d = 0; d < rank; ++d)
+      if (static_cast<int64_t>(sorted.size()) != rank || sorted[size_t(d)] != d) fail(HETERO_INVALID_MODEL, "perm is not a permutation");
+    p.kind = PrimKind::Transpose;
+    p.inputs = {node.input(0)->name};
+    return true;
+  }
+
+  bool convert_slice(const core::Node& node, Conversion& cv) {
+    const core::Shape* out_shape = &cv.out_shape;
+    Primitive& p = cv.p;
+    slice(node, p, *out_shape);
+    return true;
+  }
+
+  bool convert_pad(const core::Node& node, Conversion& cv) {
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const core::Shape& x = data_input(node, 0);
+    if (x.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
+    auto pads = pad_amounts(node, x.size(), [&](const core::Value* v) { return constant(v); });
+    if (!pads) fail(HETERO_NOT_SUPPORTED, "pads computed at run time");
+    a.pads = std::move(*pads);
+    a.pad_mode = node.attr_string("mode", "constant");
+    if (a.pad_mode != "constant" && a.pad_mode != "edge" && a.pad_mode != "reflect")
+      fail(HETERO_NOT_SUPPORTED, "Pad mode '" + a.pad_mode + "' (constant, edge and reflect are)");
+    if (node.opset < 11) {
+      a.alpha = node.attr_float("value", 0.0f);
+    } else if (node.input(2)) {
+      const core::Tensor* value = constant(node.input(2));
+      if (!value) fail(HETERO_NOT_SUPPORTED, "the constant value is computed at run time");
+      a.alpha = scalar(*value, "constant_value");
+    }
+    for (size_t d = 0; d < x.size(); ++d) {
+      const int64_t before = a.pads[d], after = a.pads[d + x.size()];
+      if (a.pad_mode != "constant" && (before < 0 || after < 0))
+        fail(HETERO_NOT_SUPPORTED, "negative pads with mode " + a.pad_mode);
+      if (a.pad_mode == "reflect" && (before >= x[d] || after >= x[d]))
+        fail(HETERO_INVALID_MODEL, "reflect pads of axis " + std::to_string(d) + " reach past its " +
+                                       std::to_string(x[d]) + " elements");
+      if (a.pad_mode == "edge" && x[d] == 0 && before + after > 0)
+        fail(HETERO_INVALID_MODEL, "edge pads of an empty axis");
+    }
+    p.kind = PrimKind::Pad;
+    p.inputs = {node.input(0)->name};
+    return true;
+  }
+
+  bool convert_gather(const core::Node& node, Conversion& cv) {
+    const core::Value* out = cv.out;
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const core::Shape& x = typed_input(node, 0, out->dtype);
+    const core::Tensor* idx = constant(node.input(1));
+    if (!idx) fail(HETERO_NOT_SUPPORTED, "Gather with indices computed at run time");
+    if (x.empty()) fail(HETERO_INVALID_MODEL, "Gather of a scalar");
+    const auto rank = static_cast<int64_t>(x.size());
+    a.axis = node.attr_int("axis", 0);
+    if (a.axis < -rank || a.axis >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
+    if (a.axis < 0) a.axis += rank;
+    // The indices, normalised and checked, as the float table the kernel
+    // reads (exact: an axis longer than 2^24 is refused).
+    const int64_t n = x[size_t(a.axis)];
+    if (n > (int64_t{1} << 24)) fail(HETERO_NOT_SUPPORTED, "Gather along an axis of more than 2^24 elements");
+    core::Tensor table = core::Tensor::allocate(core::DType::F32, {static_cast<int64_t>(std::max<size_t>(idx->numel(), 1))});
+    table.data<float>()[0] = 0;
+    for (size_t i = 0; i < idx->numel(); ++i) {
+      const int64_t k = idx->as_int64(i);
+      if (k < -n || k >= n) fail(HETERO_INVALID_MODEL, "index " + std::to_string(k) + " out of range for " + std::to_string(n));
+      table.data<float>()[i] = static_cast<float>(k < 0 ? k + n : k);
+    }
+    const std::string tab = out->name + "/gather_index";
+    t_.shapes[tab] = table.shape();
+    t_.constants[tab] = std::move(table);
+    p.kind = PrimKind::Gather;
+    p.inputs = {node.input(0)->name, tab};
+    return true;
+  }
+
+  bool convert_concat(const core::Node& node, Conversion& cv) {
+    const core::Value* out = cv.out;
+    const core::Shape* out_shape = &cv.out_shape;
+    Primitive& p = cv.p;
+    PrimAttrs& a = p.attrs;
+    const auto rank = static_cast<int64_t>(out_shape->size());
+    a.axis = node.attr_int("axis", 0);
+    if (a.axis < -rank || a.axis >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
+    if (a.axis < 0) a.axis += rank;
+    p.kind = PrimKind::Concat;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      typed_input(node, i, out->dtype);
+      p.inputs.push_back(node.input(i)->name);
+    }
+    return true;
+  }
+
+  bool convert_batch_norm(const core::Node& node, Conversion& cv) {
+    const core::Value* out = cv.out;
+    const core::Shape* out_shape = &cv.out_shape;
+    // Inference form: y = x * scale + shift per channel, two Binary
+    // primitives that the fusion pass folds into a Conv before it.
+    const core::Shape& x = data_input(node, 0);
+    if (x.size() < 2) fail(HETERO_INVALID_MODEL, "input rank below 2");
+    const core::Tensor *s = constant(node.input(1)), *b = constant(node.input(2)), *m = constant(node.input(3)),
+                       *v = constant(node.input(4));
+    if (!s || !b || !m || !v) fail(HETERO_NOT_SUPPORTED, "scale, B, mean and var must be constants");
+    const int64_t c = x[1];
+    for (const core::Tensor* t : {s, b, m, v})
+      if (t->dtype() != core::DType::F32 || static_cast<int64_t>(t->numel()) != c)
+        fail(HETERO_INVALID_MODEL, "parameters must be float32 of the channel count");
+    const float eps = node.attr_float("epsilon", 1e-5f);
+    core::Shape cs(x.size(), 1);
+    cs[1] = c;
+    core::Tensor scale = core::Tensor::allocate(core::DType::F32, cs), shift = core::Tensor::allocate(core::DType::F32, cs);
+    for (int64_t i = 0; i < c; ++i) {
+      const float k = s->data<float>()[i] / std::sqrt(v->data<float>()[i] + eps);
+      scale.data<float>()[i] = k;
+      shift.data<float>()[i] = b->data<float>()[i] - m->data<float>()[i] * k;
+    }
+    const std::string sname = out->name + "/bn_scale", bname = out->name + "/bn_shift", mid = out->name + "/bn_mul";
+    t_.constants[sname] = scale;
+    t_.constants[bname] = shift;
+    t_.shapes[sname] = cs;
+    t_.shapes[bname] = cs;
+    Primitive mul{node.name + "/scale", PrimKind::Binary, "Mul", {node.input(0)->name, sname}, mid, {}};
+    Primitive add{node.name + "/shift", PrimKind::Binary, "Add", {mid, bname}, out->name, {}};
+    t_.shapes[mid] = *out_shape;
+    t_.shapes[out->name] = *out_shape;
+    pending_.push_back(mul);
+    pending_.push_back(add);
+    return false;
+  }
+
+  // LSTM: every output of its own (see lstm()).
+  bool convert_lstm(const core::Node& node, Conversion&) {
+    lstm(node);
+    return false;
   }
 
   // QDQ models (QuantizeLinear -> DequantizeLinear around each quantised
@@ -901,6 +1022,128 @@ class Builder {
   std::set<std::string> host_values_;
   std::map<std::string, Failure> host_only_;
 };
+
+// Every ONNX op (default domain) the GPU drivers run, one line each: the
+// Builder member that converts a node of it, and whether its kernel takes
+// device types other than float32 (for the others a non-float32 output is
+// refused). Each op has exactly one line, so the order is for reading; a
+// converter that serves several cases (an integer Add, a Cast to the type it
+// has) tells them apart itself. QuantizeLinear, DequantizeLinear and If are
+// the topology walk's (add_node): they choose between primitives, constants
+// and branches. Shapes ONNX's inference left open follow from
+// shape_infer.h; what is known at compile time folds in const_fold.h first.
+struct OpLine {
+  const char* op_type;
+  Builder::Converter convert;
+  bool any_device_type;
+  bool one_output = true;  // false: the converter makes every output (LSTM)
+};
+
+constexpr bool kF32 = false, kAny = true;
+
+// clang-format off
+const OpLine kOpLines[] = {
+    // elementwise, one input
+    {"Relu", &Builder::convert_unary, kF32},        {"LeakyRelu", &Builder::convert_unary, kF32},
+    {"HardSigmoid", &Builder::convert_unary, kF32}, {"Sigmoid", &Builder::convert_unary, kF32},
+    {"Tanh", &Builder::convert_unary, kF32},        {"Exp", &Builder::convert_unary, kF32},
+    {"Log", &Builder::convert_unary, kF32},         {"Sqrt", &Builder::convert_unary, kF32},
+    {"Reciprocal", &Builder::convert_unary, kF32},  {"Floor", &Builder::convert_unary, kF32},
+    {"Ceil", &Builder::convert_unary, kF32},        {"Elu", &Builder::convert_unary, kF32},
+    {"Softplus", &Builder::convert_unary, kF32},    {"HardSwish", &Builder::convert_unary, kF32},
+    {"Erf", &Builder::convert_unary, kF32},         {"Sin", &Builder::convert_unary, kF32},
+    {"Cos", &Builder::convert_unary, kF32},
+    {"Abs", &Builder::convert_abs_neg, kAny},       {"Neg", &Builder::convert_abs_neg, kAny},
+    {"Clip", &Builder::convert_clip, kF32},
+    {"Cast", &Builder::convert_cast, kAny},         {"Not", &Builder::convert_not, kAny},
+    // elementwise, two or more inputs, numpy broadcasting
+    {"Add", &Builder::convert_binary, kAny},        {"Sub", &Builder::convert_binary, kAny},
+    {"Mul", &Builder::convert_binary, kAny},        {"Div", &Builder::convert_binary, kAny},
+    {"Max", &Builder::convert_binary, kAny},        {"Min", &Builder::convert_binary, kAny},
+    {"Sum", &Builder::convert_binary, kAny},        {"Pow", &Builder::convert_binary, kF32},
+    {"Equal", &Builder::convert_typed_binary, kAny},          {"Less", &Builder::convert_typed_binary, kAny},
+    {"Greater", &Builder::convert_typed_binary, kAny},        {"LessOrEqual", &Builder::convert_typed_binary, kAny},
+    {"GreaterOrEqual", &Builder::convert_typed_binary, kAny}, {"And", &Builder::convert_typed_binary, kAny},
+    {"Or", &Builder::convert_typed_binary, kAny},             {"Xor", &Builder::convert_typed_binary, kAny},
+    {"Where", &Builder::convert_where, kAny},       {"Expand", &Builder::convert_expand, kAny},
+    // the same bytes
+    {"Reshape", &Builder::convert_view, kAny},      {"Flatten", &Builder::convert_view, kAny},
+    {"Squeeze", &Builder::convert_view, kAny},      {"Unsqueeze", &Builder::convert_view, kAny},
+    {"Identity", &Builder::convert_view, kAny},     {"Dropout", &Builder::convert_view, kAny},
+    // copies
+    {"Transpose", &Builder::convert_transpose, kAny}, {"Slice", &Builder::convert_slice, kAny},
+    {"Concat", &Builder::convert_concat, kAny},       {"Gather", &Builder::convert_gather, kAny},
+    {"Pad", &Builder::convert_pad, kF32},
+    // windows and products
+    {"Conv", &Builder::convert_conv, kF32},         {"ConvTranspose", &Builder::convert_conv_transpose, kF32},
+    {"MatMul", &Builder::convert_matmul, kF32},     {"Gemm", &Builder::convert_matmul, kF32},
+    {"MaxPool", &Builder::convert_pool, kF32},      {"AveragePool", &Builder::convert_pool, kF32},
+    {"GlobalAveragePool", &Builder::convert_pool, kF32}, {"GlobalMaxPool", &Builder::convert_pool, kF32},
+    {"Resize", &Builder::convert_resize, kF32},     {"Upsample", &Builder::convert_resize, kF32},
+    // normalisation and reductions
+    {"Softmax", &Builder::convert_softmax, kF32},
+    {"BatchNormalization", &Builder::convert_batch_norm, kF32},
+    {"ReduceMax", &Builder::convert_reduce, kF32},  {"ReduceMin", &Builder::convert_reduce, kF32},
+    {"ReduceSum", &Builder::convert_reduce, kF32},  {"ReduceMean", &Builder::convert_reduce, kF32},
+    // recurrent
+    {"LSTM", &Builder::convert_lstm, kF32, false},
+};
+// clang-format on
+
+const OpLine* op_line(const std::string& op) {
+  static const std::map<std::string_view, const OpLine*> by_name = [] {
+    std::map<std::string_view, const OpLine*> m;
+    for (const OpLine& line : kOpLines) m.emplace(line.op_type, &line);
+    return m;
+  }();
+  auto it = by_name.find(op);
+  return it == by_name.end() ? nullptr : it->second;
+}
+
+void Builder::convert(const core::Node& node) {
+  if (!node.domain.empty() && node.domain != "ai.onnx")
+    fail(HETERO_NOT_SUPPORTED,
+         "no GPU kernel for " + node.domain + "." + node.op_type + " (no ops of domain '" + node.domain + "')");
+  const std::string& op = node.op_type;
+  const OpLine* line = op_line(op);
+  if (!line) fail(HETERO_NOT_SUPPORTED, "no GPU kernel for " + op);
+  Conversion c;
+  if (!line->one_output) {
+    (this->*line->convert)(node, c);
+    return;
+  }
+  size_t wanted_outputs = 0;
+  for (const core::Value* o : node.outputs) wanted_outputs += o && (!o->uses.empty() || is_graph_output(o));
+  if (node.outputs.empty() || !node.outputs[0])
+    fail(HETERO_NOT_SUPPORTED, "only the first output of " + op + " is supported");
+  if (wanted_outputs > 1 || (wanted_outputs == 1 && node.outputs[0]->uses.empty() && !is_graph_output(node.outputs[0])))
+    fail(HETERO_NOT_SUPPORTED, "only the first output of " + op + " is supported");
+  const core::Value* out = c.out = node.outputs[0];
+  if (!is_device_dtype(out->dtype))
+    fail(HETERO_NOT_SUPPORTED, std::string("output '") + out->name + "' is " + core::dtype_name(out->dtype) +
+                                   "; GPU tensors are float32, int32, int64 or bool");
+  if (out->dtype != core::DType::F32) t_.dtypes[out->name] = out->dtype;
+  auto out_shape = out->static_shape();
+  if (!out_shape)  // shape inference stopped at shape arithmetic folded since
+    out_shape = infer_output_shape(
+        node,
+        [&](const core::Value* v) -> const core::Shape* {
+          auto it = t_.shapes.find(v->name);
+          return it == t_.shapes.end() ? nullptr : &it->second;
+        },
+        [&](const core::Value* v) { return constant(v); });
+  if (!out_shape) fail(HETERO_NOT_SUPPORTED, "output '" + out->name + "' has no static shape");
+  c.out_shape = *out_shape;
+  c.p.id = node.name;
+  c.p.op = op;
+  c.p.output = out->name;
+  if (!(this->*line->convert)(node, c)) return;
+  if (out->dtype != core::DType::F32 && !line->any_device_type)
+    fail(HETERO_NOT_SUPPORTED, std::string("output '") + out->name + "' is " + core::dtype_name(out->dtype) +
+                                   "; the GPU kernel of " + op + " produces float32 only");
+  t_.shapes[out->name] = c.out_shape;
+  pending_.push_back(std::move(c.p));
+}
 
 }  // namespace
 
