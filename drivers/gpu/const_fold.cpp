@@ -4,7 +4,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "drivers/gpu/shape_infer.h"
+#include "drivers/gpu/topology.h"
 
 namespace hetero::gpu {
 

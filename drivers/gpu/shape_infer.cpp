@@ -1,7 +1,6 @@
 #include "drivers/gpu/shape_infer.h"
 
 #include <algorithm>
-#include <set>
 
 #include "core/error.h"
 
@@ -110,170 +109,199 @@ std::optional<std::vector<int64_t>> pad_amounts(const core::Node& node, size_t r
   return pads;
 }
 
-std::optional<core::Shape> infer_output_shape(const core::Node& node, const ShapeLookup& shape_of,
-                                              const TensorLookup& constant_of) {
-  const std::string& op = node.op_type;
-  const core::Shape* x = node.input(0) ? shape_of(node.input(0)) : nullptr;
-  if (!x) return std::nullopt;
-  static const std::set<std::string> same = {"Relu", "LeakyRelu", "HardSigmoid", "Sigmoid", "Tanh", "Exp", "Log",
-                                             "Abs", "Neg", "Sqrt", "Reciprocal", "Floor", "Ceil", "Elu",
-                                             "Softplus", "HardSwish", "Erf", "Sin", "Cos", "Clip", "Identity",
-                                             "Dropout", "Softmax", "BatchNormalization", "Cast"};
-  if (same.count(op)) return *x;
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" || op == "Max" || op == "Min" || op == "Sum") {
-    core::Shape out = *x;
-    for (size_t i = 1; i < node.inputs.size(); ++i) {
-      const core::Shape* y = node.input(i) ? shape_of(node.input(i)) : nullptr;
-      if (!y) return std::nullopt;
-      out = *broadcast(out, *y);
+namespace shape {
+
+// Elementwise ops of one input, and those that keep their input's shape.
+std::optional<core::Shape> same(const core::Node&, const core::Shape& x, const ShapeLookup&, const TensorLookup&) {
+  return x;
+}
+
+// Numpy broadcasting of every input.
+std::optional<core::Shape> broadcast_all(const core::Node& node, const core::Shape& x,
+                                         const ShapeLookup& shape_of, const TensorLookup&) {
+  core::Shape out = x;
+  for (size_t i = 1; i < node.inputs.size(); ++i) {
+    const core::Shape* y = node.input(i) ? shape_of(node.input(i)) : nullptr;
+    if (!y) return std::nullopt;
+    out = *broadcast(out, *y);
+  }
+  return out;
+}
+
+std::optional<core::Shape> matmul(const core::Node& node, const core::Shape& x,
+                                  const ShapeLookup& shape_of, const TensorLookup&) {
+  const core::Shape* y = node.input(1) ? shape_of(node.input(1)) : nullptr;
+  if (!y || x.size() < 2 || y->size() < 2) return std::nullopt;
+  core::Shape out = *broadcast(core::Shape(x.begin(), x.end() - 2), core::Shape(y->begin(), y->end() - 2));
+  out.push_back(x[x.size() - 2]);
+  out.push_back(y->back());
+  return out;
+}
+
+std::optional<core::Shape> reshape(const core::Node& node, const core::Shape& x,
+                                   const ShapeLookup&, const TensorLookup& constant_of) {
+  const core::Tensor* s = node.input(1) ? constant_of(node.input(1)) : nullptr;
+  if (!s) return std::nullopt;
+  std::vector<int64_t> dims = s->to_int64_vector();
+  const bool allowzero = node.attr_int("allowzero", 0) != 0;
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] == 0 && !allowzero) {
+      if (i >= x.size()) fail(HETERO_INVALID_MODEL, "Reshape copies a dimension the input lacks");
+      dims[i] = x[i];
     }
-    return out;
-  }
-  if (op == "MatMul") {
-    const core::Shape* y = node.input(1) ? shape_of(node.input(1)) : nullptr;
-    if (!y || x->size() < 2 || y->size() < 2) return std::nullopt;
-    core::Shape out = *broadcast(core::Shape(x->begin(), x->end() - 2), core::Shape(y->begin(), y->end() - 2));
-    out.push_back((*x)[x->size() - 2]);
-    out.push_back(y->back());
-    return out;
-  }
-  if (op == "Reshape") {
-    const core::Tensor* s = node.input(1) ? constant_of(node.input(1)) : nullptr;
-    if (!s) return std::nullopt;
-    std::vector<int64_t> dims = s->to_int64_vector();
-    const bool allowzero = node.attr_int("allowzero", 0) != 0;
-    int64_t known = 1;
-    int infer = -1;
-    for (size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] == 0 && !allowzero) {
-        if (i >= x->size()) fail(HETERO_INVALID_MODEL, "Reshape copies a dimension the input lacks");
-        dims[i] = (*x)[i];
-      }
-      if (dims[i] == -1) {
-        if (infer >= 0) fail(HETERO_INVALID_MODEL, "Reshape with two -1 dimensions");
-        infer = static_cast<int>(i);
-      } else if (dims[i] < 0) {
-        fail(HETERO_INVALID_MODEL, "Reshape to a negative dimension");
-      } else {
-        known *= dims[i];
-      }
+    if (dims[i] == -1) {
+      if (infer >= 0) fail(HETERO_INVALID_MODEL, "Reshape with two -1 dimensions");
+      infer = static_cast<int>(i);
+    } else if (dims[i] < 0) {
+      fail(HETERO_INVALID_MODEL, "Reshape to a negative dimension");
+    } else {
+      known *= dims[i];
     }
-    const auto total = static_cast<int64_t>(core::shape_numel(*x));
-    if (infer >= 0) {
-      if (known == 0 || total % known) fail(HETERO_INVALID_MODEL, "Reshape cannot infer its -1 dimension");
-      dims[size_t(infer)] = total / known;
-    }
-    if (static_cast<int64_t>(core::shape_numel(dims)) != total) fail(HETERO_INVALID_MODEL, "Reshape changes the element count");
-    return dims;
   }
-  if (op == "Flatten") {
-    const int64_t axis = node.attr_int("axis", 1);
-    const int64_t a = axis < 0 ? axis + static_cast<int64_t>(x->size()) : axis;
-    int64_t outer = 1, inner = 1;
-    for (size_t i = 0; i < x->size(); ++i) (static_cast<int64_t>(i) < a ? outer : inner) *= (*x)[i];
-    return core::Shape{outer, inner};
+  const auto total = static_cast<int64_t>(core::shape_numel(x));
+  if (infer >= 0) {
+    if (known == 0 || total % known) fail(HETERO_INVALID_MODEL, "Reshape cannot infer its -1 dimension");
+    dims[size_t(infer)] = total / known;
   }
-  if (op == "Transpose") {
-    std::vector<int64_t> perm = node.attr_ints("perm");
-    if (perm.empty())
-      for (size_t d = x->size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
-    if (perm.size() != x->size()) fail(HETERO_INVALID_MODEL, "perm has the wrong length");
+  if (static_cast<int64_t>(core::shape_numel(dims)) != total) fail(HETERO_INVALID_MODEL, "Reshape changes the element count");
+  return dims;
+}
+
+std::optional<core::Shape> flatten(const core::Node& node, const core::Shape& x,
+                                   const ShapeLookup&, const TensorLookup&) {
+  const int64_t axis = node.attr_int("axis", 1);
+  const int64_t a = axis < 0 ? axis + static_cast<int64_t>(x.size()) : axis;
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < x.size(); ++i) (static_cast<int64_t>(i) < a ? outer : inner) *= x[i];
+  return core::Shape{outer, inner};
+}
+
+std::optional<core::Shape> transpose(const core::Node& node, const core::Shape& x,
+                                     const ShapeLookup&, const TensorLookup&) {
+  std::vector<int64_t> perm = node.attr_ints("perm");
+  if (perm.empty())
+    for (size_t d = x.size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+  if (perm.size() != x.size()) fail(HETERO_INVALID_MODEL, "perm has the wrong length");
+  core::Shape out;
+  for (int64_t p : perm) out.push_back(x[size_t(axis_of(p, x.size()))]);
+  return out;
+}
+
+// Squeeze and Unsqueeze: axes as an attribute, or (opset 13) a constant input.
+std::optional<core::Shape> squeeze_or_unsqueeze(const core::Node& node, const core::Shape& x,
+                                                const ShapeLookup&, const TensorLookup& constant_of) {
+  std::vector<int64_t> axes = node.attr_ints("axes");
+  if (node.opset >= 13 && node.input(1)) {
+    const core::Tensor* t = constant_of(node.input(1));
+    if (!t) return std::nullopt;
+    axes = t->to_int64_vector();
+  }
+  if (node.op_type == "Squeeze") {
     core::Shape out;
-    for (int64_t p : perm) out.push_back((*x)[size_t(axis_of(p, x->size()))]);
+    for (size_t d = 0; d < x.size(); ++d) {
+      bool drop = axes.empty() ? x[d] == 1 : false;
+      for (int64_t a : axes) drop = drop || axis_of(a, x.size()) == static_cast<int64_t>(d);
+      if (!drop) out.push_back(x[d]);
+    }
     return out;
   }
-  if (op == "Unsqueeze" || op == "Squeeze") {
-    std::vector<int64_t> axes = node.attr_ints("axes");
-    if (node.opset >= 13 && node.input(1)) {
+  const size_t rank = x.size() + axes.size();
+  std::vector<bool> inserted(rank, false);
+  for (int64_t a : axes) inserted[size_t(axis_of(a, rank))] = true;
+  core::Shape out;
+  size_t k = 0;
+  for (size_t d = 0; d < rank; ++d) out.push_back(inserted[d] ? 1 : x[k++]);
+  return out;
+}
+
+std::optional<core::Shape> concat(const core::Node& node, const core::Shape& x,
+                                  const ShapeLookup& shape_of, const TensorLookup&) {
+  core::Shape out = x;
+  const auto axis = static_cast<size_t>(axis_of(node.attr_int("axis", 0), x.size()));
+  out[axis] = 0;
+  for (const core::Value* v : node.inputs) {
+    const core::Shape* s = v ? shape_of(v) : nullptr;
+    if (!s || s->size() != x.size()) return std::nullopt;
+    out[axis] += (*s)[axis];
+  }
+  return out;
+}
+
+std::optional<core::Shape> pad(const core::Node& node, const core::Shape& x,
+                               const ShapeLookup&, const TensorLookup& constant_of) {
+  auto pads = pad_amounts(node, x.size(), constant_of);
+  if (!pads) return std::nullopt;
+  core::Shape out = x;
+  for (size_t d = 0; d < out.size(); ++d) {
+    out[d] += (*pads)[d] + (*pads)[d + out.size()];
+    if (out[d] < 0) fail(HETERO_INVALID_MODEL, node.describe() + ": pads remove more than axis " + std::to_string(d) + " holds");
+  }
+  return out;
+}
+
+std::optional<core::Shape> gather(const core::Node& node, const core::Shape& x,
+                                  const ShapeLookup& shape_of, const TensorLookup&) {
+  // Data dims before the axis, the indices' dims, data dims after it.
+  const core::Shape* idx = node.input(1) ? shape_of(node.input(1)) : nullptr;
+  if (!idx || x.empty()) return std::nullopt;
+  const int64_t axis = axis_of(node.attr_int("axis", 0), x.size());
+  core::Shape out(x.begin(), x.begin() + axis);
+  out.insert(out.end(), idx->begin(), idx->end());
+  out.insert(out.end(), x.begin() + axis + 1, x.end());
+  return out;
+}
+
+std::optional<core::Shape> slice(const core::Node& node, const core::Shape& x,
+                                 const ShapeLookup&, const TensorLookup& constant_of) {
+  auto g = slice_geometry(node, x, constant_of);
+  return g ? std::optional<core::Shape>(g->out) : std::nullopt;
+}
+
+std::optional<core::Shape> conv(const core::Node& node, const core::Shape& x,
+                                const ShapeLookup& shape_of, const TensorLookup&) {
+  const core::Shape* w = node.input(1) ? shape_of(node.input(1)) : nullptr;
+  if (x.size() < 3 || !w || w->size() != x.size()) return std::nullopt;
+  return windowed(node, x, core::Shape(w->begin() + 2, w->end()), (*w)[0]);
+}
+
+// MaxPool and AveragePool.
+std::optional<core::Shape> pool(const core::Node& node, const core::Shape& x,
+                                const ShapeLookup&, const TensorLookup&) {
+  if (x.size() < 3) return std::nullopt;
+  return windowed(node, x, node.attr_ints("kernel_shape"), x[1]);
+}
+
+std::optional<core::Shape> global_pool(const core::Node&, const core::Shape& x,
+                                       const ShapeLookup&, const TensorLookup&) {
+  core::Shape out = x;
+  for (size_t d = 2; d < out.size(); ++d) out[d] = 1;
+  return out;
+}
+
+std::optional<core::Shape> reduce(const core::Node& node, const core::Shape& x,
+                                  const ShapeLookup&, const TensorLookup& constant_of) {
+  std::vector<int64_t> axes = node.attr_ints("axes");
+  if ((node.op_type == "ReduceSum" && node.opset >= 13) || node.opset >= 18) {
+    if (node.input(1)) {
       const core::Tensor* t = constant_of(node.input(1));
       if (!t) return std::nullopt;
       axes = t->to_int64_vector();
     }
-    if (op == "Squeeze") {
-      core::Shape out;
-      for (size_t d = 0; d < x->size(); ++d) {
-        bool drop = axes.empty() ? (*x)[d] == 1 : false;
-        for (int64_t a : axes) drop = drop || axis_of(a, x->size()) == static_cast<int64_t>(d);
-        if (!drop) out.push_back((*x)[d]);
-      }
-      return out;
-    }
-    const size_t rank = x->size() + axes.size();
-    std::vector<bool> inserted(rank, false);
-    for (int64_t a : axes) inserted[size_t(axis_of(a, rank))] = true;
-    core::Shape out;
-    size_t k = 0;
-    for (size_t d = 0; d < rank; ++d) out.push_back(inserted[d] ? 1 : (*x)[k++]);
-    return out;
+    if (axes.empty() && node.attr_int("noop_with_empty_axes", 0)) return x;
   }
-  if (op == "Concat") {
-    core::Shape out = *x;
-    const auto axis = static_cast<size_t>(axis_of(node.attr_int("axis", 0), x->size()));
-    out[axis] = 0;
-    for (const core::Value* v : node.inputs) {
-      const core::Shape* s = v ? shape_of(v) : nullptr;
-      if (!s || s->size() != x->size()) return std::nullopt;
-      out[axis] += (*s)[axis];
-    }
-    return out;
+  const bool keep = node.attr_int("keepdims", 1) != 0;
+  core::Shape out;
+  for (size_t d = 0; d < x.size(); ++d) {
+    bool reduced = axes.empty();
+    for (int64_t a : axes) reduced = reduced || axis_of(a, x.size()) == static_cast<int64_t>(d);
+    if (!reduced) out.push_back(x[d]);
+    else if (keep) out.push_back(1);
   }
-  if (op == "Pad") {
-    auto pads = pad_amounts(node, x->size(), constant_of);
-    if (!pads) return std::nullopt;
-    core::Shape out = *x;
-    for (size_t d = 0; d < out.size(); ++d) {
-      out[d] += (*pads)[d] + (*pads)[d + out.size()];
-      if (out[d] < 0) fail(HETERO_INVALID_MODEL, node.describe() + ": pads remove more than axis " + std::to_string(d) + " holds");
-    }
-    return out;
-  }
-  if (op == "Gather") {
-    // Data dims before the axis, the indices' dims, data dims after it.
-    const core::Shape* idx = node.input(1) ? shape_of(node.input(1)) : nullptr;
-    if (!idx || x->empty()) return std::nullopt;
-    const int64_t axis = axis_of(node.attr_int("axis", 0), x->size());
-    core::Shape out(x->begin(), x->begin() + axis);
-    out.insert(out.end(), idx->begin(), idx->end());
-    out.insert(out.end(), x->begin() + axis + 1, x->end());
-    return out;
-  }
-  if (op == "Slice") {
-    auto g = slice_geometry(node, *x, constant_of);
-    return g ? std::optional<core::Shape>(g->out) : std::nullopt;
-  }
-  if (op == "Conv" || op == "MaxPool" || op == "AveragePool") {
-    if (x->size() < 3) return std::nullopt;
-    if (op != "Conv") return windowed(node, *x, node.attr_ints("kernel_shape"), (*x)[1]);
-    const core::Shape* w = node.input(1) ? shape_of(node.input(1)) : nullptr;
-    if (!w || w->size() != x->size()) return std::nullopt;
-    return windowed(node, *x, core::Shape(w->begin() + 2, w->end()), (*w)[0]);
-  }
-  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
-    core::Shape out = *x;
-    for (size_t d = 2; d < out.size(); ++d) out[d] = 1;
-    return out;
-  }
-  if (op == "ReduceMax" || op == "ReduceMin" || op == "ReduceSum" || op == "ReduceMean") {
-    std::vector<int64_t> axes = node.attr_ints("axes");
-    if ((op == "ReduceSum" && node.opset >= 13) || node.opset >= 18) {
-      if (node.input(1)) {
-        const core::Tensor* t = constant_of(node.input(1));
-        if (!t) return std::nullopt;
-        axes = t->to_int64_vector();
-      }
-      if (axes.empty() && node.attr_int("noop_with_empty_axes", 0)) return *x;
-    }
-    const bool keep = node.attr_int("keepdims", 1) != 0;
-    core::Shape out;
-    for (size_t d = 0; d < x->size(); ++d) {
-      bool reduced = axes.empty();
-      for (int64_t a : axes) reduced = reduced || axis_of(a, x->size()) == static_cast<int64_t>(d);
-      if (!reduced) out.push_back((*x)[d]);
-      else if (keep) out.push_back(1);
-    }
-    return out;
-  }
-  return std::nullopt;
+  return out;
 }
+
+}  // namespace shape
 
 }  // namespace hetero::gpu

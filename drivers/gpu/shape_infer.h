@@ -1,7 +1,7 @@
 // Output shapes ONNX's shape inference could not give because they depend
 // on shape arithmetic (Shape → Slice → Concat → Reshape): once const_fold
-// has made that arithmetic a constant, the shapes follow. Covers the ops the
-// GPU kernels take.
+// has made that arithmetic a constant, the shapes follow. One rule per op
+// family; the op table in topology.cpp says which op follows which.
 #pragma once
 
 #include <functional>
@@ -33,9 +33,21 @@ std::optional<SliceGeometry> slice_geometry(const core::Node& node, const core::
 // INVALID_MODEL when they do not fit the rank.
 std::optional<std::vector<int64_t>> pad_amounts(const core::Node& node, size_t rank, const TensorLookup& constant_of);
 
-// The static shape of `node`'s first output, or nullopt when it cannot be
-// known; INVALID_MODEL when the input shapes contradict the op.
-std::optional<core::Shape> infer_output_shape(const core::Node& node, const ShapeLookup& shape_of,
-                                              const TensorLookup& constant_of);
+// A rule for the static shape of a node's first output given its first
+// input's shape `x`: nullopt when it cannot be known (an input's shape or a
+// parameter that is not constant); INVALID_MODEL when the shapes contradict
+// the op. The op table (topology.cpp, kOpLines) names each op's rule;
+// infer_output_shape() (topology.h) applies it.
+using ShapeRule = std::optional<core::Shape>(const core::Node& node, const core::Shape& x,
+                                             const ShapeLookup& shape_of, const TensorLookup& constant_of);
+
+namespace shape {
+// same: elementwise ops of one input, and others that keep their input's
+// shape; broadcast_all: numpy broadcasting of every input; pool: MaxPool and
+// AveragePool; squeeze_or_unsqueeze: axes an attribute or (opset 13) a
+// constant input.
+ShapeRule same, broadcast_all, matmul, reshape, flatten, transpose, squeeze_or_unsqueeze, concat, pad, gather, slice,
+    conv, pool, global_pool, reduce;
+}  // namespace shape
 
 }  // namespace hetero::gpu

@@ -1026,15 +1026,16 @@ class Builder {
 // Every ONNX op (default domain) the GPU drivers run, one line each: the
 // Builder member that converts a node of it, and whether its kernel takes
 // device types other than float32 (for the others a non-float32 output is
-// refused). Each op has exactly one line, so the order is for reading; a
+// refused), and the rule for its output's shape where ONNX's shape inference
+// stopped (shape_infer.h). Each op has exactly one line, so the order is for reading; a
 // converter that serves several cases (an integer Add, a Cast to the type it
 // has) tells them apart itself. QuantizeLinear, DequantizeLinear and If are
 // the topology walk's (add_node): they choose between primitives, constants
-// and branches. Shapes ONNX's inference left open follow from
-// shape_infer.h; what is known at compile time folds in const_fold.h first.
+// and branches. What is known at compile time folds in const_fold.h first.
 struct OpLine {
   const char* op_type;
   Builder::Converter convert;
+  ShapeRule* infer_shape;  // null: only what ONNX's shape inference gives
   bool any_device_type;
   bool one_output = true;  // false: the converter makes every output (LSTM)
 };
@@ -1044,49 +1045,80 @@ constexpr bool kF32 = false, kAny = true;
 // clang-format off
 const OpLine kOpLines[] = {
     // elementwise, one input
-    {"Relu", &Builder::convert_unary, kF32},        {"LeakyRelu", &Builder::convert_unary, kF32},
-    {"HardSigmoid", &Builder::convert_unary, kF32}, {"Sigmoid", &Builder::convert_unary, kF32},
-    {"Tanh", &Builder::convert_unary, kF32},        {"Exp", &Builder::convert_unary, kF32},
-    {"Log", &Builder::convert_unary, kF32},         {"Sqrt", &Builder::convert_unary, kF32},
-    {"Reciprocal", &Builder::convert_unary, kF32},  {"Floor", &Builder::convert_unary, kF32},
-    {"Ceil", &Builder::convert_unary, kF32},        {"Elu", &Builder::convert_unary, kF32},
-    {"Softplus", &Builder::convert_unary, kF32},    {"HardSwish", &Builder::convert_unary, kF32},
-    {"Erf", &Builder::convert_unary, kF32},         {"Sin", &Builder::convert_unary, kF32},
-    {"Cos", &Builder::convert_unary, kF32},
-    {"Abs", &Builder::convert_abs_neg, kAny},       {"Neg", &Builder::convert_abs_neg, kAny},
-    {"Clip", &Builder::convert_clip, kF32},
-    {"Cast", &Builder::convert_cast, kAny},         {"Not", &Builder::convert_not, kAny},
+    {"Relu", &Builder::convert_unary, shape::same, kF32},
+    {"LeakyRelu", &Builder::convert_unary, shape::same, kF32},
+    {"HardSigmoid", &Builder::convert_unary, shape::same, kF32},
+    {"Sigmoid", &Builder::convert_unary, shape::same, kF32},
+    {"Tanh", &Builder::convert_unary, shape::same, kF32},
+    {"Exp", &Builder::convert_unary, shape::same, kF32},
+    {"Log", &Builder::convert_unary, shape::same, kF32},
+    {"Sqrt", &Builder::convert_unary, shape::same, kF32},
+    {"Reciprocal", &Builder::convert_unary, shape::same, kF32},
+    {"Floor", &Builder::convert_unary, shape::same, kF32},
+    {"Ceil", &Builder::convert_unary, shape::same, kF32},
+    {"Elu", &Builder::convert_unary, shape::same, kF32},
+    {"Softplus", &Builder::convert_unary, shape::same, kF32},
+    {"HardSwish", &Builder::convert_unary, shape::same, kF32},
+    {"Erf", &Builder::convert_unary, shape::same, kF32},
+    {"Sin", &Builder::convert_unary, shape::same, kF32},
+    {"Cos", &Builder::convert_unary, shape::same, kF32},
+    {"Abs", &Builder::convert_abs_neg, shape::same, kAny},
+    {"Neg", &Builder::convert_abs_neg, shape::same, kAny},
+    {"Clip", &Builder::convert_clip, shape::same, kF32},
+    {"Cast", &Builder::convert_cast, shape::same, kAny},
+    {"Not", &Builder::convert_not, nullptr, kAny},
     // elementwise, two or more inputs, numpy broadcasting
-    {"Add", &Builder::convert_binary, kAny},        {"Sub", &Builder::convert_binary, kAny},
-    {"Mul", &Builder::convert_binary, kAny},        {"Div", &Builder::convert_binary, kAny},
-    {"Max", &Builder::convert_binary, kAny},        {"Min", &Builder::convert_binary, kAny},
-    {"Sum", &Builder::convert_binary, kAny},        {"Pow", &Builder::convert_binary, kF32},
-    {"Equal", &Builder::convert_typed_binary, kAny},          {"Less", &Builder::convert_typed_binary, kAny},
-    {"Greater", &Builder::convert_typed_binary, kAny},        {"LessOrEqual", &Builder::convert_typed_binary, kAny},
-    {"GreaterOrEqual", &Builder::convert_typed_binary, kAny}, {"And", &Builder::convert_typed_binary, kAny},
-    {"Or", &Builder::convert_typed_binary, kAny},             {"Xor", &Builder::convert_typed_binary, kAny},
-    {"Where", &Builder::convert_where, kAny},       {"Expand", &Builder::convert_expand, kAny},
+    {"Add", &Builder::convert_binary, shape::broadcast_all, kAny},
+    {"Sub", &Builder::convert_binary, shape::broadcast_all, kAny},
+    {"Mul", &Builder::convert_binary, shape::broadcast_all, kAny},
+    {"Div", &Builder::convert_binary, shape::broadcast_all, kAny},
+    {"Max", &Builder::convert_binary, shape::broadcast_all, kAny},
+    {"Min", &Builder::convert_binary, shape::broadcast_all, kAny},
+    {"Sum", &Builder::convert_binary, shape::broadcast_all, kAny},
+    {"Pow", &Builder::convert_binary, shape::broadcast_all, kF32},
+    {"Equal", &Builder::convert_typed_binary, nullptr, kAny},
+    {"Less", &Builder::convert_typed_binary, nullptr, kAny},
+    {"Greater", &Builder::convert_typed_binary, nullptr, kAny},
+    {"LessOrEqual", &Builder::convert_typed_binary, nullptr, kAny},
+    {"GreaterOrEqual", &Builder::convert_typed_binary, nullptr, kAny},
+    {"And", &Builder::convert_typed_binary, nullptr, kAny},
+    {"Or", &Builder::convert_typed_binary, nullptr, kAny},
+    {"Xor", &Builder::convert_typed_binary, nullptr, kAny},
+    {"Where", &Builder::convert_where, nullptr, kAny},
+    {"Expand", &Builder::convert_expand, nullptr, kAny},
     // the same bytes
-    {"Reshape", &Builder::convert_view, kAny},      {"Flatten", &Builder::convert_view, kAny},
-    {"Squeeze", &Builder::convert_view, kAny},      {"Unsqueeze", &Builder::convert_view, kAny},
-    {"Identity", &Builder::convert_view, kAny},     {"Dropout", &Builder::convert_view, kAny},
+    {"Reshape", &Builder::convert_view, shape::reshape, kAny},
+    {"Flatten", &Builder::convert_view, shape::flatten, kAny},
+    {"Squeeze", &Builder::convert_view, shape::squeeze_or_unsqueeze, kAny},
+    {"Unsqueeze", &Builder::convert_view, shape::squeeze_or_unsqueeze, kAny},
+    {"Identity", &Builder::convert_view, shape::same, kAny},
+    {"Dropout", &Builder::convert_view, shape::same, kAny},
     // copies
-    {"Transpose", &Builder::convert_transpose, kAny}, {"Slice", &Builder::convert_slice, kAny},
-    {"Concat", &Builder::convert_concat, kAny},       {"Gather", &Builder::convert_gather, kAny},
-    {"Pad", &Builder::convert_pad, kF32},
+    {"Transpose", &Builder::convert_transpose, shape::transpose, kAny},
+    {"Slice", &Builder::convert_slice, shape::slice, kAny},
+    {"Concat", &Builder::convert_concat, shape::concat, kAny},
+    {"Gather", &Builder::convert_gather, shape::gather, kAny},
+    {"Pad", &Builder::convert_pad, shape::pad, kF32},
     // windows and products
-    {"Conv", &Builder::convert_conv, kF32},         {"ConvTranspose", &Builder::convert_conv_transpose, kF32},
-    {"MatMul", &Builder::convert_matmul, kF32},     {"Gemm", &Builder::convert_matmul, kF32},
-    {"MaxPool", &Builder::convert_pool, kF32},      {"AveragePool", &Builder::convert_pool, kF32},
-    {"GlobalAveragePool", &Builder::convert_pool, kF32}, {"GlobalMaxPool", &Builder::convert_pool, kF32},
-    {"Resize", &Builder::convert_resize, kF32},     {"Upsample", &Builder::convert_resize, kF32},
+    {"Conv", &Builder::convert_conv, shape::conv, kF32},
+    {"ConvTranspose", &Builder::convert_conv_transpose, nullptr, kF32},
+    {"MatMul", &Builder::convert_matmul, shape::matmul, kF32},
+    {"Gemm", &Builder::convert_matmul, nullptr, kF32},
+    {"MaxPool", &Builder::convert_pool, shape::pool, kF32},
+    {"AveragePool", &Builder::convert_pool, shape::pool, kF32},
+    {"GlobalAveragePool", &Builder::convert_pool, shape::global_pool, kF32},
+    {"GlobalMaxPool", &Builder::convert_pool, shape::global_pool, kF32},
+    {"Resize", &Builder::convert_resize, nullptr, kF32},
+    {"Upsample", &Builder::convert_resize, nullptr, kF32},
     // normalisation and reductions
-    {"Softmax", &Builder::convert_softmax, kF32},
-    {"BatchNormalization", &Builder::convert_batch_norm, kF32},
-    {"ReduceMax", &Builder::convert_reduce, kF32},  {"ReduceMin", &Builder::convert_reduce, kF32},
-    {"ReduceSum", &Builder::convert_reduce, kF32},  {"ReduceMean", &Builder::convert_reduce, kF32},
+    {"Softmax", &Builder::convert_softmax, shape::same, kF32},
+    {"BatchNormalization", &Builder::convert_batch_norm, shape::same, kF32},
+    {"ReduceMax", &Builder::convert_reduce, shape::reduce, kF32},
+    {"ReduceMin", &Builder::convert_reduce, shape::reduce, kF32},
+    {"ReduceSum", &Builder::convert_reduce, shape::reduce, kF32},
+    {"ReduceMean", &Builder::convert_reduce, shape::reduce, kF32},
     // recurrent
-    {"LSTM", &Builder::convert_lstm, kF32, false},
+    {"LSTM", &Builder::convert_lstm, nullptr, kF32, false},
 };
 // clang-format on
 
@@ -1099,6 +1131,18 @@ const OpLine* op_line(const std::string& op) {
   auto it = by_name.find(op);
   return it == by_name.end() ? nullptr : it->second;
 }
+
+}  // namespace
+
+std::optional<core::Shape> infer_output_shape(const core::Node& node, const ShapeLookup& shape_of,
+                                              const TensorLookup& constant_of) {
+  const OpLine* line = op_line(node.op_type);
+  const core::Shape* x = node.input(0) ? shape_of(node.input(0)) : nullptr;
+  if (!line || !line->infer_shape || !x) return std::nullopt;
+  return line->infer_shape(node, *x, shape_of, constant_of);
+}
+
+namespace {
 
 void Builder::convert(const core::Node& node) {
   if (!node.domain.empty() && node.domain != "ai.onnx")

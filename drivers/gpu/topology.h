@@ -19,6 +19,7 @@
 #include "core/graph.h"
 #include "core/tensor.h"
 #include "drivers/gpu/host_conditions.h"
+#include "drivers/gpu/shape_infer.h"
 
 namespace hetero::gpu {
 
@@ -105,6 +106,12 @@ struct Topology {
 // constants (which carry their own).
 core::DType value_dtype(const std::map<std::string, core::DType>& dtypes,
                         const std::map<std::string, core::Tensor>& constants, const std::string& v);
+
+// The static shape of `node`'s first output by its op's rule
+// (shape_infer.h), or nullopt when it cannot be known or the GPU drivers do
+// not run the op; INVALID_MODEL when the input shapes contradict the op.
+std::optional<core::Shape> infer_output_shape(const core::Node& node, const ShapeLookup& shape_of,
+                                              const TensorLookup& constant_of);
 
 Topology build_topology(const core::Graph& graph, std::vector<std::string>* reasons = nullptr,
                         const ConditionChoices& choices = {});
