@@ -3,8 +3,6 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
-#include <string>
 
 #include "capi/backend.h"
 #include "core/tensor.h"

@@ -30,8 +30,6 @@ void check_inputs_set(const std::vector<driver::Port>& ports, const std::vector<
     if (inputs[i].empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + ports[i].name + "' is not set");
 }
 
-Failure cancelled() { return Failure(HETERO_CANCELLED, "the inference was cancelled"); }
-
 bool all_set(const std::vector<Tensor>& inputs) {
   for (const Tensor& t : inputs)
     if (t.empty()) return false;
@@ -127,7 +125,7 @@ class StepInferRequest final : public driver::InferRequest {
     if (state_.start())
       outputs = run_step(inputs, error);
     else
-      error = std::make_exception_ptr(cancelled());
+      error = std::make_exception_ptr(cancelled_failure());
     return finish(std::move(outputs), error);
   }
 
@@ -190,7 +188,9 @@ class StepInferRequest final : public driver::InferRequest {
 
 }  // namespace
 
-void fail_cancelled() { throw cancelled(); }
+Failure cancelled_failure() { return Failure(HETERO_CANCELLED, "the inference was cancelled"); }
+
+void fail_cancelled() { throw cancelled_failure(); }
 
 std::unique_ptr<driver::InferRequest> make_infer_request(std::unique_ptr<InferStep> step) {
   return std::make_unique<StepInferRequest>(std::move(step));

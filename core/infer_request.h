@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/driver.h"
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace hetero::core {
@@ -68,7 +69,8 @@ class InferStep {
 };
 
 // The failure of a cancelled inference: CANCELLED, with one message for every
-// driver.
+// driver (and heterod's remote requests).
+Failure cancelled_failure();
 [[noreturn]] void fail_cancelled();
 
 std::unique_ptr<driver::InferRequest> make_infer_request(std::unique_ptr<InferStep> step);

@@ -10,6 +10,7 @@
 #include "capi/backend.h"
 #include "capi/remote/remote_connection.h"
 #include "core/error.h"
+#include "core/infer_request.h"
 #include "core/request_state.h"
 #include "protocol/socket_io.h"
 #include "protocol/tensor_codec.h"
@@ -86,7 +87,7 @@ class RemoteInferRequest final : public InferRequestImpl {
         error = std::current_exception();
       }
     } else {
-      error = std::make_exception_ptr(Failure(HETERO_CANCELLED, "the inference was cancelled"));
+      error = std::make_exception_ptr(core::cancelled_failure());
     }
     if (std::exception_ptr failed = finish(reply ? &*reply : nullptr, error, nullptr)) std::rethrow_exception(failed);
   }
