@@ -1026,16 +1026,19 @@ class Builder {
 // Every ONNX op (default domain) the GPU drivers run, one line each: the
 // Builder member that converts a node of it, and whether its kernel takes
 // device types other than float32 (for the others a non-float32 output is
-// refused), and the rule for its output's shape where ONNX's shape inference
-// stopped (shape_infer.h). Each op has exactly one line, so the order is for reading; a
+// refused), the rule for its output's shape where ONNX's shape inference
+// stopped (shape_infer.h), and the rule for its value when its inputs are
+// constants (const_fold.h; a few ops, Shape and Constant among them, are
+// only ever folded and have no converter). Each op has exactly one line, so the order is for reading; a
 // converter that serves several cases (an integer Add, a Cast to the type it
 // has) tells them apart itself. QuantizeLinear, DequantizeLinear and If are
 // the topology walk's (add_node): they choose between primitives, constants
-// and branches. What is known at compile time folds in const_fold.h first.
+// and branches.
 struct OpLine {
   const char* op_type;
   Builder::Converter convert;
   ShapeRule* infer_shape;  // null: only what ONNX's shape inference gives
+  FoldRule* fold;          // null: never folded on the host
   bool any_device_type;
   bool one_output = true;  // false: the converter makes every output (LSTM)
 };
@@ -1045,80 +1048,85 @@ constexpr bool kF32 = false, kAny = true;
 // clang-format off
 const OpLine kOpLines[] = {
     // elementwise, one input
-    {"Relu", &Builder::convert_unary, shape::same, kF32},
-    {"LeakyRelu", &Builder::convert_unary, shape::same, kF32},
-    {"HardSigmoid", &Builder::convert_unary, shape::same, kF32},
-    {"Sigmoid", &Builder::convert_unary, shape::same, kF32},
-    {"Tanh", &Builder::convert_unary, shape::same, kF32},
-    {"Exp", &Builder::convert_unary, shape::same, kF32},
-    {"Log", &Builder::convert_unary, shape::same, kF32},
-    {"Sqrt", &Builder::convert_unary, shape::same, kF32},
-    {"Reciprocal", &Builder::convert_unary, shape::same, kF32},
-    {"Floor", &Builder::convert_unary, shape::same, kF32},
-    {"Ceil", &Builder::convert_unary, shape::same, kF32},
-    {"Elu", &Builder::convert_unary, shape::same, kF32},
-    {"Softplus", &Builder::convert_unary, shape::same, kF32},
-    {"HardSwish", &Builder::convert_unary, shape::same, kF32},
-    {"Erf", &Builder::convert_unary, shape::same, kF32},
-    {"Sin", &Builder::convert_unary, shape::same, kF32},
-    {"Cos", &Builder::convert_unary, shape::same, kF32},
-    {"Abs", &Builder::convert_abs_neg, shape::same, kAny},
-    {"Neg", &Builder::convert_abs_neg, shape::same, kAny},
-    {"Clip", &Builder::convert_clip, shape::same, kF32},
-    {"Cast", &Builder::convert_cast, shape::same, kAny},
-    {"Not", &Builder::convert_not, nullptr, kAny},
+    {"Relu", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"LeakyRelu", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"HardSigmoid", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Sigmoid", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Tanh", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Exp", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Log", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Sqrt", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Reciprocal", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Floor", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Ceil", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Elu", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Softplus", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"HardSwish", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Erf", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Sin", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Cos", &Builder::convert_unary, shape::same, nullptr, kF32},
+    {"Abs", &Builder::convert_abs_neg, shape::same, nullptr, kAny},
+    {"Neg", &Builder::convert_abs_neg, shape::same, nullptr, kAny},
+    {"Clip", &Builder::convert_clip, shape::same, nullptr, kF32},
+    {"Cast", &Builder::convert_cast, shape::same, fold::cast, kAny},
+    {"Not", &Builder::convert_not, nullptr, fold::logical_not, kAny},
     // elementwise, two or more inputs, numpy broadcasting
-    {"Add", &Builder::convert_binary, shape::broadcast_all, kAny},
-    {"Sub", &Builder::convert_binary, shape::broadcast_all, kAny},
-    {"Mul", &Builder::convert_binary, shape::broadcast_all, kAny},
-    {"Div", &Builder::convert_binary, shape::broadcast_all, kAny},
-    {"Max", &Builder::convert_binary, shape::broadcast_all, kAny},
-    {"Min", &Builder::convert_binary, shape::broadcast_all, kAny},
-    {"Sum", &Builder::convert_binary, shape::broadcast_all, kAny},
-    {"Pow", &Builder::convert_binary, shape::broadcast_all, kF32},
-    {"Equal", &Builder::convert_typed_binary, nullptr, kAny},
-    {"Less", &Builder::convert_typed_binary, nullptr, kAny},
-    {"Greater", &Builder::convert_typed_binary, nullptr, kAny},
-    {"LessOrEqual", &Builder::convert_typed_binary, nullptr, kAny},
-    {"GreaterOrEqual", &Builder::convert_typed_binary, nullptr, kAny},
-    {"And", &Builder::convert_typed_binary, nullptr, kAny},
-    {"Or", &Builder::convert_typed_binary, nullptr, kAny},
-    {"Xor", &Builder::convert_typed_binary, nullptr, kAny},
-    {"Where", &Builder::convert_where, nullptr, kAny},
-    {"Expand", &Builder::convert_expand, nullptr, kAny},
+    {"Add", &Builder::convert_binary, shape::broadcast_all, fold::integer_arithmetic, kAny},
+    {"Sub", &Builder::convert_binary, shape::broadcast_all, fold::integer_arithmetic, kAny},
+    {"Mul", &Builder::convert_binary, shape::broadcast_all, fold::integer_arithmetic, kAny},
+    {"Div", &Builder::convert_binary, shape::broadcast_all, fold::integer_arithmetic, kAny},
+    {"Max", &Builder::convert_binary, shape::broadcast_all, nullptr, kAny},
+    {"Min", &Builder::convert_binary, shape::broadcast_all, nullptr, kAny},
+    {"Sum", &Builder::convert_binary, shape::broadcast_all, nullptr, kAny},
+    {"Pow", &Builder::convert_binary, shape::broadcast_all, nullptr, kF32},
+    {"Equal", &Builder::convert_typed_binary, nullptr, fold::integer_arithmetic, kAny},
+    {"Less", &Builder::convert_typed_binary, nullptr, fold::integer_arithmetic, kAny},
+    {"Greater", &Builder::convert_typed_binary, nullptr, fold::integer_arithmetic, kAny},
+    {"LessOrEqual", &Builder::convert_typed_binary, nullptr, fold::integer_arithmetic, kAny},
+    {"GreaterOrEqual", &Builder::convert_typed_binary, nullptr, fold::integer_arithmetic, kAny},
+    {"And", &Builder::convert_typed_binary, nullptr, fold::integer_arithmetic, kAny},
+    {"Or", &Builder::convert_typed_binary, nullptr, fold::integer_arithmetic, kAny},
+    {"Xor", &Builder::convert_typed_binary, nullptr, nullptr, kAny},
+    {"Where", &Builder::convert_where, nullptr, nullptr, kAny},
+    {"Expand", &Builder::convert_expand, nullptr, nullptr, kAny},
     // the same bytes
-    {"Reshape", &Builder::convert_view, shape::reshape, kAny},
-    {"Flatten", &Builder::convert_view, shape::flatten, kAny},
-    {"Squeeze", &Builder::convert_view, shape::squeeze_or_unsqueeze, kAny},
-    {"Unsqueeze", &Builder::convert_view, shape::squeeze_or_unsqueeze, kAny},
-    {"Identity", &Builder::convert_view, shape::same, kAny},
-    {"Dropout", &Builder::convert_view, shape::same, kAny},
+    {"Reshape", &Builder::convert_view, shape::reshape, fold::reshaped, kAny},
+    {"Flatten", &Builder::convert_view, shape::flatten, fold::reshaped, kAny},
+    {"Squeeze", &Builder::convert_view, shape::squeeze_or_unsqueeze, fold::reshaped, kAny},
+    {"Unsqueeze", &Builder::convert_view, shape::squeeze_or_unsqueeze, fold::reshaped, kAny},
+    {"Identity", &Builder::convert_view, shape::same, fold::identity, kAny},
+    {"Dropout", &Builder::convert_view, shape::same, nullptr, kAny},
     // copies
-    {"Transpose", &Builder::convert_transpose, shape::transpose, kAny},
-    {"Slice", &Builder::convert_slice, shape::slice, kAny},
-    {"Concat", &Builder::convert_concat, shape::concat, kAny},
-    {"Gather", &Builder::convert_gather, shape::gather, kAny},
-    {"Pad", &Builder::convert_pad, shape::pad, kF32},
+    {"Transpose", &Builder::convert_transpose, shape::transpose, fold::transpose, kAny},
+    {"Slice", &Builder::convert_slice, shape::slice, fold::slice, kAny},
+    {"Concat", &Builder::convert_concat, shape::concat, fold::concat, kAny},
+    {"Gather", &Builder::convert_gather, shape::gather, fold::gather, kAny},
+    {"Pad", &Builder::convert_pad, shape::pad, nullptr, kF32},
     // windows and products
-    {"Conv", &Builder::convert_conv, shape::conv, kF32},
-    {"ConvTranspose", &Builder::convert_conv_transpose, nullptr, kF32},
-    {"MatMul", &Builder::convert_matmul, shape::matmul, kF32},
-    {"Gemm", &Builder::convert_matmul, nullptr, kF32},
-    {"MaxPool", &Builder::convert_pool, shape::pool, kF32},
-    {"AveragePool", &Builder::convert_pool, shape::pool, kF32},
-    {"GlobalAveragePool", &Builder::convert_pool, shape::global_pool, kF32},
-    {"GlobalMaxPool", &Builder::convert_pool, shape::global_pool, kF32},
-    {"Resize", &Builder::convert_resize, nullptr, kF32},
-    {"Upsample", &Builder::convert_resize, nullptr, kF32},
+    {"Conv", &Builder::convert_conv, shape::conv, nullptr, kF32},
+    {"ConvTranspose", &Builder::convert_conv_transpose, nullptr, nullptr, kF32},
+    {"MatMul", &Builder::convert_matmul, shape::matmul, nullptr, kF32},
+    {"Gemm", &Builder::convert_matmul, nullptr, nullptr, kF32},
+    {"MaxPool", &Builder::convert_pool, shape::pool, nullptr, kF32},
+    {"AveragePool", &Builder::convert_pool, shape::pool, nullptr, kF32},
+    {"GlobalAveragePool", &Builder::convert_pool, shape::global_pool, nullptr, kF32},
+    {"GlobalMaxPool", &Builder::convert_pool, shape::global_pool, nullptr, kF32},
+    {"Resize", &Builder::convert_resize, nullptr, nullptr, kF32},
+    {"Upsample", &Builder::convert_resize, nullptr, nullptr, kF32},
     // normalisation and reductions
-    {"Softmax", &Builder::convert_softmax, shape::same, kF32},
-    {"BatchNormalization", &Builder::convert_batch_norm, shape::same, kF32},
-    {"ReduceMax", &Builder::convert_reduce, shape::reduce, kF32},
-    {"ReduceMin", &Builder::convert_reduce, shape::reduce, kF32},
-    {"ReduceSum", &Builder::convert_reduce, shape::reduce, kF32},
-    {"ReduceMean", &Builder::convert_reduce, shape::reduce, kF32},
+    {"Softmax", &Builder::convert_softmax, shape::same, nullptr, kF32},
+    {"BatchNormalization", &Builder::convert_batch_norm, shape::same, nullptr, kF32},
+    {"ReduceMax", &Builder::convert_reduce, shape::reduce, nullptr, kF32},
+    {"ReduceMin", &Builder::convert_reduce, shape::reduce, nullptr, kF32},
+    {"ReduceSum", &Builder::convert_reduce, shape::reduce, nullptr, kF32},
+    {"ReduceMean", &Builder::convert_reduce, shape::reduce, nullptr, kF32},
     // recurrent
-    {"LSTM", &Builder::convert_lstm, nullptr, kF32, false},
+    {"LSTM", &Builder::convert_lstm, nullptr, nullptr, kF32, false},
+    // folded on the host, never run on the device
+    {"Constant", nullptr, nullptr, fold::constant, kF32},
+    {"Shape", nullptr, nullptr, fold::shape_or_size, kF32},
+    {"Size", nullptr, nullptr, fold::shape_or_size, kF32},
+    {"ConstantOfShape", nullptr, nullptr, fold::constant_of_shape, kF32},
 };
 // clang-format on
 
@@ -1142,6 +1150,18 @@ std::optional<core::Shape> infer_output_shape(const core::Node& node, const Shap
   return line->infer_shape(node, *x, shape_of, constant_of);
 }
 
+std::optional<core::Tensor> fold_node(const core::Node& node, const ConstantLookup& constant_of,
+                                      const StaticShapeLookup& shape_of) {
+  const OpLine* line = node.domain.empty() ? op_line(node.op_type) : nullptr;
+  if (!line || !line->fold || node.outputs.size() != 1 || !node.outputs[0]) return std::nullopt;
+  return line->fold(node, FoldContext{constant_of, shape_of});
+}
+
+bool is_foldable_op(const std::string& op_type) {
+  const OpLine* line = op_line(op_type);
+  return line && line->fold;
+}
+
 namespace {
 
 void Builder::convert(const core::Node& node) {
@@ -1150,7 +1170,7 @@ void Builder::convert(const core::Node& node) {
          "no GPU kernel for " + node.domain + "." + node.op_type + " (no ops of domain '" + node.domain + "')");
   const std::string& op = node.op_type;
   const OpLine* line = op_line(op);
-  if (!line) fail(HETERO_NOT_SUPPORTED, "no GPU kernel for " + op);
+  if (!line || !line->convert) fail(HETERO_NOT_SUPPORTED, "no GPU kernel for " + op);
   Conversion c;
   if (!line->one_output) {
     (this->*line->convert)(node, c);
