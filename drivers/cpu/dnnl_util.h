@@ -42,6 +42,16 @@ inline dnnl::memory view_memory(const dnnl::memory::desc& md, const dnnl::engine
 enum class Scratch { Pad, Src, Dst, Weights, Extra, Count };
 void* scratch_buffer(Scratch slot, size_t bytes);
 
+// The attributes every primitive of the driver starts from: its scratchpad
+// is the caller's (scratchpad_memory(), at run), so that oneDNN allocates
+// none per primitive; with `post_ops` when given.
+inline dnnl::primitive_attr scratchpad_attr(const dnnl::post_ops* post_ops = nullptr) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (post_ops) attr.set_post_ops(*post_ops);
+  return attr;
+}
+
 // A primitive's user-managed scratchpad of `bytes` in the Scratch::Pad buffer.
 inline dnnl::memory scratchpad_memory(size_t bytes, const dnnl::engine& engine) {
   return view_memory(dnnl::memory::desc({static_cast<int64_t>(bytes)}, dnnl_dt::u8, dnnl_tag::a), engine,

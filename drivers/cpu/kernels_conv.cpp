@@ -67,9 +67,7 @@ ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
   const dnnl::memory::desc bias_md = r.input(2) ? plain_desc(DnnlDims{w_shape[0]}) : dnnl::memory::desc();
 
   auto make_pd = [&](const dnnl::post_ops* po) {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (po) attr.set_post_ops(*po);
+    const dnnl::primitive_attr attr = scratchpad_attr(po);
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                       src_md, w_any, bias_md, dst_md, geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
     return dnnl::convolution_forward::primitive_desc(d, attr, engine);

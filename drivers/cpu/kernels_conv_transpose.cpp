@@ -135,9 +135,7 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
   const dnnl::memory::desc w_any(user_w.dims(), dnnl_dt::f32, dnnl_tag::any);
   const dnnl::memory::desc bias_md = r.input(2) ? plain_desc(DnnlDims{dst_dims[1]}) : dnnl::memory::desc();
   auto make_pd = [&](const dnnl::post_ops* po) {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (po) attr.set_post_ops(*po);
+    const dnnl::primitive_attr attr = scratchpad_attr(po);
     dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                         src_md, w_any, bias_md, dst_md, strides, dilates, pad_l, pad_r);
     return dnnl::deconvolution_forward::primitive_desc(d, attr, engine);

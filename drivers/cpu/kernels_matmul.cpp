@@ -151,10 +151,8 @@ ProductKernel::Entry ProductKernel::make_entry(KernelRun& r, const core::Shape& 
   // Constant weights may take whatever layout the primitive likes best.
   const dnnl::memory::desc b_md = weights_.empty() ? user_b : dnnl::memory::desc(e.shapes.b, dnnl_dt::f32, dnnl_tag::any);
   auto make_pd = [&](const dnnl::post_ops* po) {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::primitive_attr attr = scratchpad_attr(po);
     if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
-    if (po) attr.set_post_ops(*po);
     return dnnl::matmul::primitive_desc(dnnl::matmul::desc(e.a_desc, b_md, e.y_desc), attr, engine);
   };
   const auto [pd, manual_post_ops] = make_with_post_ops(post_, e.shapes.y, false, r, make_pd);
@@ -181,8 +179,7 @@ ProductKernel::Entry ProductKernel::make_block(KernelRun& r, const Entry& e, int
   const int64_t m = e.shapes.m, k = e.shapes.k, n = e.shapes.n;
   block.a_desc = dnnl::memory::desc({rows, k}, dnnl_dt::f32, trans_a_ ? DnnlDims{1, m} : DnnlDims{k, 1});
   block.y_desc = dnnl::memory::desc({rows, n}, dnnl_dt::f32, DnnlDims{n, 1});
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::primitive_attr attr = scratchpad_attr();
   if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(block.a_desc, b_md, block.y_desc), attr,
                                         r.stream().get_engine());

@@ -68,8 +68,7 @@ void QProduct::store(double acc, size_t m, void* out, size_t index) const {
 }
 
 dnnl::primitive_attr QProduct::dnnl_attr(size_t channels, int channel_mask) const {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::primitive_attr attr = scratchpad_attr();
   if (output != Output::Int32) {
     std::vector<float> scales;
     if (w.per_tensor()) {

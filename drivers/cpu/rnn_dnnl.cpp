@@ -175,8 +175,7 @@ DnnlRnnImpl::Entry DnnlRnnImpl::make_entry(const Args& a, bool with_src_iter, bo
   const auto direction = D == 2         ? dnnl::rnn_direction::bidirectional_concat
                          : spec_.reverse ? dnnl::rnn_direction::unidirectional_right2left
                                          : dnnl::rnn_direction::unidirectional_left2right;
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::primitive_attr attr = scratchpad_attr();
   auto finish = [&](const auto& pd) {
     e.weights_layer = pd.weights_layer_desc();
     e.weights_iter = pd.weights_iter_desc();
