@@ -49,32 +49,24 @@ ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
   const size_t spatial = src_dims.size() - 2;
 
   const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, attrs_.group, false);
-  dnnl::memory::desc src_md = activation_desc(src_dims, channels_last_);
-  dnnl::memory::desc dst_md = activation_desc(dst_dims, channels_last_);
-  if (!channels_last_) {
-    // Plain NCHW: a 1x1 stride-1 convolution is a matrix product oneDNN runs
-    // well on plain memory; anything else runs much faster on the layout
-    // oneDNN picks, even after reordering in and out.
-    bool pointwise = attrs_.group == 1;
-    for (size_t i = 0; i < spatial; ++i)
-      pointwise = pointwise && w_shape[2 + i] == 1 && geo.strides[i] == 1 && geo.pad_l[i] == 0 && geo.pad_r[i] == 0;
-    if (!pointwise) {
-      src_md = dnnl::memory::desc(src_dims, dnnl_dt::f32, dnnl_tag::any);
-      dst_md = dnnl::memory::desc(dst_dims, dnnl_dt::f32, dnnl_tag::any);
-    }
-  }
-  const dnnl::memory::desc w_any(user_w.dims(), dnnl_dt::f32, dnnl_tag::any);
-  const dnnl::memory::desc bias_md = r.input(2) ? plain_desc(DnnlDims{w_shape[0]}) : dnnl::memory::desc();
+  // Plain NCHW: a 1x1 stride-1 convolution is a matrix product oneDNN runs
+  // well on plain memory; anything else runs on the layout oneDNN picks.
+  bool pointwise = attrs_.group == 1;
+  for (size_t i = 0; i < spatial; ++i)
+    pointwise = pointwise && w_shape[2 + i] == 1 && geo.strides[i] == 1 && geo.pad_l[i] == 0 && geo.pad_r[i] == 0;
+  const WindowDescs md =
+      window_descs(src_dims, dst_dims, user_w, channels_last_, !channels_last_ && !pointwise, r.input(2) ? w_shape[0] : 0);
 
   auto make_pd = [&](const dnnl::post_ops* po) {
     const dnnl::primitive_attr attr = scratchpad_attr(po);
     dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                      src_md, w_any, bias_md, dst_md, geo.strides, geo.dilates, geo.pad_l, geo.pad_r);
+                                      md.src, md.weights, md.bias, md.dst, geo.strides, geo.dilates, geo.pad_l,
+                                      geo.pad_r);
     return dnnl::convolution_forward::primitive_desc(d, attr, engine);
   };
   const auto [pd, manual_post_ops] = make_with_post_ops(post_, dst_dims, channels_last_, r, make_pd);
   Entry e;
-  e.set<dnnl::convolution_forward>(pd, src_dims, dst_dims, channels_last_, user_w, !weights_.empty(), bias_md,
+  e.set<dnnl::convolution_forward>(pd, src_dims, dst_dims, channels_last_, user_w, !weights_.empty(), md.bias,
                                    manual_post_ops);
   return e;
 }

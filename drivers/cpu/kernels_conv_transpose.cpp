@@ -126,22 +126,16 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
     return e;
   }
   const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, a.group, true);
-  dnnl::memory::desc src_md = activation_desc(src_dims, channels_last_);
-  dnnl::memory::desc dst_md = activation_desc(dst_dims, channels_last_);
-  if (!channels_last_) {
-    src_md = dnnl::memory::desc(src_dims, dnnl_dt::f32, dnnl_tag::any);
-    dst_md = dnnl::memory::desc(dst_dims, dnnl_dt::f32, dnnl_tag::any);
-  }
-  const dnnl::memory::desc w_any(user_w.dims(), dnnl_dt::f32, dnnl_tag::any);
-  const dnnl::memory::desc bias_md = r.input(2) ? plain_desc(DnnlDims{dst_dims[1]}) : dnnl::memory::desc();
+  const WindowDescs md =
+      window_descs(src_dims, dst_dims, user_w, channels_last_, !channels_last_, r.input(2) ? dst_dims[1] : 0);
   auto make_pd = [&](const dnnl::post_ops* po) {
     const dnnl::primitive_attr attr = scratchpad_attr(po);
     dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
-                                        src_md, w_any, bias_md, dst_md, strides, dilates, pad_l, pad_r);
+                                        md.src, md.weights, md.bias, md.dst, strides, dilates, pad_l, pad_r);
     return dnnl::deconvolution_forward::primitive_desc(d, attr, engine);
   };
   const auto [pd, manual_post_ops] = make_with_post_ops(post_, dst_dims, channels_last_, r, make_pd);
-  e.deconv.set<dnnl::deconvolution_forward>(pd, src_dims, dst_dims, channels_last_, user_w, !weights_.empty(), bias_md,
+  e.deconv.set<dnnl::deconvolution_forward>(pd, src_dims, dst_dims, channels_last_, user_w, !weights_.empty(), md.bias,
                                             manual_post_ops);
   return e;
 }

@@ -54,4 +54,14 @@ void run_window_primitive(KernelRun& r, const core::Node& node, const WindowPrim
   if (e.manual_post_ops) post.apply(y.data<float>(), y.shape(), r);
 }
 
+WindowDescs window_descs(const DnnlDims& src_dims, const DnnlDims& dst_dims, const dnnl::memory::desc& user_w,
+                         bool channels_last, bool any_layout, int64_t bias_channels) {
+  WindowDescs d;
+  d.src = any_layout ? dnnl::memory::desc(src_dims, dnnl_dt::f32, dnnl_tag::any) : activation_desc(src_dims, channels_last);
+  d.dst = any_layout ? dnnl::memory::desc(dst_dims, dnnl_dt::f32, dnnl_tag::any) : activation_desc(dst_dims, channels_last);
+  d.weights = dnnl::memory::desc(user_w.dims(), dnnl_dt::f32, dnnl_tag::any);
+  if (bias_channels) d.bias = plain_desc(DnnlDims{bias_channels});
+  return d;
+}
+
 }  // namespace hetero::cpu

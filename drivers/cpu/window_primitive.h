@@ -51,6 +51,17 @@ struct WindowPrimitive {
   }
 };
 
+// The memory descriptors a window primitive is described with: activations
+// of `src_dims` and `dst_dims` in the kernel's layout, or in the one oneDNN
+// picks when `any_layout` (it runs much faster there, even after reordering
+// in and out); weights in the one it picks, read through `user_w`; a bias of
+// `bias_channels` (0: none).
+struct WindowDescs {
+  dnnl::memory::desc src, dst, weights, bias;
+};
+WindowDescs window_descs(const DnnlDims& src_dims, const DnnlDims& dst_dims, const dnnl::memory::desc& user_w,
+                         bool channels_last, bool any_layout, int64_t bias_channels);
+
 // What both kernels take from their node when they are built: float X, W and
 // B; the post-ops fused after them (inputs 3 on); and constant weights, of
 // rank 3 or more and whose first dim (`first_dim`: output channels for Conv,
