@@ -73,15 +73,10 @@ ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
 
 void ConvKernel::run(KernelRun& r) {
   use_threads(r.threads());
-  const core::Tensor* x = r.input(0);
-  const core::Tensor* w = r.input(1);
-  if (!x || !w) fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input X or W is missing");
-  if (x->dtype() != core::DType::F32 || w->dtype() != core::DType::F32)
-    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": X and W must be float32");
-  if (x->rank() < 3 || x->rank() != w->rank())
-    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input rank " + std::to_string(x->rank()) +
-                                      " does not match weights " + core::shape_to_string(w->shape()));
-  const DnnlDims src_dims = logical_dims(x->shape(), channels_last_);
+  const WindowOperands in = window_operands(node_, r, channels_last_);
+  const core::Tensor* x = &in.x;
+  const core::Tensor* w = &in.w;
+  const DnnlDims& src_dims = in.src_dims;
   if (w->dim(0) % attrs_.group != 0 || src_dims[1] != w->dim(1) * attrs_.group)
     fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input channels " + std::to_string(src_dims[1]) +
                                       " do not match weights " + core::shape_to_string(w->shape()) +

@@ -64,4 +64,16 @@ WindowDescs window_descs(const DnnlDims& src_dims, const DnnlDims& dst_dims, con
   return d;
 }
 
+WindowOperands window_operands(const core::Node& node, KernelRun& r, bool channels_last) {
+  const core::Tensor* x = r.input(0);
+  const core::Tensor* w = r.input(1);
+  if (!x || !w) fail(HETERO_INVALID_ARGUMENT, node.describe() + ": input X or W is missing");
+  if (x->dtype() != core::DType::F32 || w->dtype() != core::DType::F32)
+    fail(HETERO_INVALID_ARGUMENT, node.describe() + ": X and W must be float32");
+  if (x->rank() < 3 || x->rank() != w->rank())
+    fail(HETERO_INVALID_ARGUMENT, node.describe() + ": input rank " + std::to_string(x->rank()) +
+                                      " does not match weights " + core::shape_to_string(w->shape()));
+  return {*x, *w, logical_dims(x->shape(), channels_last)};
+}
+
 }  // namespace hetero::cpu

@@ -71,6 +71,16 @@ WindowDescs window_descs(const DnnlDims& src_dims, const DnnlDims& dst_dims, con
 void build_window_kernel(const KernelBuild& b, const char* first_dim, WindowAttrs& attrs, PostOpChain& post,
                          ReorderedConstant& weights);
 
+// A window kernel's X and W at run time, checked (present, float32, ranks
+// that match), and X's logical dims in the kernel's layout. The channel and
+// bias checks, which differ between the two, are the kernel's.
+struct WindowOperands {
+  const core::Tensor& x;
+  const core::Tensor& w;
+  DnnlDims src_dims;
+};
+WindowOperands window_operands(const core::Node& node, KernelRun& r, bool channels_last);
+
 // What a window primitive made for `x` depends on besides the node: its key
 // in the kernel's ShapeCache.
 std::vector<int64_t> window_primitive_key(const core::Tensor& x, const core::Tensor& w, bool constant_weights,
