@@ -45,24 +45,11 @@ struct QueryNode {
   std::string reason;
 };
 
-struct DeviceEntry {
-  std::string name;       // device string
-  std::string full_name;  // FULL_DEVICE_NAME
-};
-
-struct DriverEntry {
-  std::string name, version, path;
-  std::string no_device_reason;  // why it lists no device; empty when it has some
-};
-
-struct DriverFailureEntry {
-  std::string path, reason;
-};
-
-// A model a daemon serves (hetero_core_list_models).
-struct ServedModelEntry {
-  std::string name, device, state, error;
-};
+// What a core lists (hetero_core_list_*), as the public C++ header has it.
+using DeviceEntry = hetero::Device;
+using DriverEntry = hetero::DriverInfo;
+using DriverFailureEntry = hetero::DriverFailure;
+using ServedModelEntry = hetero::ServedModel;  // a model a daemon serves
 
 // Counters and latencies of one served model (hetero_core_get_stats).
 struct ModelStatsEntry {
