@@ -130,9 +130,9 @@ void Server::list_devices_for(Connection& connection, uint64_t id) {
     *response.mutable_list_devices() = *devices_;
     return reply(connection, response);
   }
-  const bool listing = !device_waiters_.empty();  // someone asked first: the releaser lists
+  const bool asked_before = !device_waiters_.empty();  // the releaser is listing already
   device_waiters_.push_back({connection.shared_from_this(), id});
-  if (listing) return;
+  if (asked_before) return;
   // Listing starts every driver's runtime: PoCL's takes half a second here,
   // which the loop thread would take from every client. The releaser thread
   // lists; the loop answers everyone who asked meanwhile.

@@ -142,7 +142,7 @@ class Builder {
   bool convert_view(const core::Node& node, Conversion& cv) {
     const std::string& op = node.op_type;
     const core::Value* out = cv.out;
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     Primitive& p = cv.p;
     if (node.op_type == "Dropout" && node.input(2)) {
       // Inference only: training mode must be a constant false.
@@ -156,15 +156,15 @@ class Builder {
     };
     const auto constant_of = [&](const core::Value* v) { return constant(v); };
     const core::Shape& in = typed_input(node, 0, out->dtype);
-    if (core::shape_numel(in) != core::shape_numel(*out_shape))
+    if (core::shape_numel(in) != core::shape_numel(out_shape))
       fail(HETERO_INVALID_MODEL, "changes the element count");
     // A view takes the shape its output is declared with, so that shape
     // must be the one the CPU driver computes at run time from the shape
     // input; a model may declare another with the same element count.
     if (op == "Reshape" && out->static_shape())  // else out_shape was inferred the same way
-      if (const auto target = infer_output_shape(node, shape_of, constant_of); target && *target != *out_shape)
+      if (const auto target = infer_output_shape(node, shape_of, constant_of); target && *target != out_shape)
         fail(HETERO_INVALID_MODEL, "its shape input makes " + core::shape_to_string(*target) + ", but its output '" +
-                                       out->name + "' is declared " + core::shape_to_string(*out_shape));
+                                       out->name + "' is declared " + core::shape_to_string(out_shape));
     p.kind = PrimKind::View;
     p.inputs = {node.input(0)->name};
     return true;
@@ -218,7 +218,7 @@ class Builder {
   // broadcast tensors; with constant ones (or none), a unary op.
   bool convert_clip(const core::Node& node, Conversion& cv) {
     const core::Value* out = cv.out;
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     if (const_or_absent(node.input(1)) && const_or_absent(node.input(2))) return convert_unary(node, cv);
     // Bounds computed at run time: Max and Min primitives on broadcast tensors.
     data_input(node, 0);
@@ -233,13 +233,13 @@ class Builder {
       q.op = names[i - 1];
       q.inputs = {cur, node.input(i)->name};
       q.output = out->name + (i == 1 ? "/clip_min" : "/clip_max");
-      t_.shapes[q.output] = *out_shape;
+      t_.shapes[q.output] = out_shape;
       cur = q.output;
       pending_.push_back(q);
     }
     // The last one writes the node's output.
     pending_.back().output = out->name;
-    t_.shapes[out->name] = *out_shape;
+    t_.shapes[out->name] = out_shape;
     return false;
   }
 
@@ -291,7 +291,7 @@ class Builder {
   bool convert_variadic(const core::Node& node, Conversion& cv) {
     const std::string& op = node.op_type;
     const core::Value* out = cv.out;
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     if (node.inputs.empty()) fail(HETERO_INVALID_MODEL, op + " without inputs");
     data_input(node, 0);
     std::string cur = node.input(0)->name;
@@ -317,7 +317,7 @@ class Builder {
       cur = q.output;
       pending_.push_back(q);
     }
-    t_.shapes[out->name] = *out_shape;
+    t_.shapes[out->name] = out_shape;
     return false;
   }
 
@@ -352,20 +352,20 @@ class Builder {
 
   bool convert_expand(const core::Node& node, Conversion& cv) {
     const core::Value* out = cv.out;
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     Primitive& p = cv.p;
     const core::Shape& x = typed_input(node, 0, out->dtype);
-    if (x.size() > out_shape->size()) fail(HETERO_INVALID_MODEL, "expands to a lower rank");
+    if (x.size() > out_shape.size()) fail(HETERO_INVALID_MODEL, "expands to a lower rank");
     for (size_t d = 0; d < x.size(); ++d)
-      if (x[d] != 1 && x[d] != (*out_shape)[d + out_shape->size() - x.size()])
-        fail(HETERO_INVALID_MODEL, core::shape_to_string(x) + " does not broadcast to " + core::shape_to_string(*out_shape));
+      if (x[d] != 1 && x[d] != (out_shape)[d + out_shape.size() - x.size()])
+        fail(HETERO_INVALID_MODEL, core::shape_to_string(x) + " does not broadcast to " + core::shape_to_string(out_shape));
     p.kind = PrimKind::Expand;
     p.inputs = {node.input(0)->name};
     return true;
   }
 
   bool convert_conv(const core::Node& node, Conversion& cv) {
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     Primitive& p = cv.p;
     PrimAttrs& a = p.attrs;
     const core::Shape& x = data_input(node, 0);
@@ -380,12 +380,12 @@ class Builder {
     if (a.group < 1 || x[1] % a.group || w[0] % a.group || w[1] * a.group != x[1])
       fail(HETERO_INVALID_MODEL, "group " + std::to_string(a.group) + " does not divide the channels");
     a.kernel.assign(w.begin() + 2, w.end());
-    spatial_attrs(node, a, x, *out_shape, sp);
+    spatial_attrs(node, a, x, out_shape, sp);
     return true;
   }
 
   bool convert_conv_transpose(const core::Node& node, Conversion& cv) {
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     Primitive& p = cv.p;
     PrimAttrs& a = p.attrs;
     const core::Shape& x = data_input(node, 0);
@@ -397,24 +397,24 @@ class Builder {
     p.inputs = {node.input(0)->name, node.input(1)->name, node.input(2) ? node.input(2)->name : ""};
     if (node.input(2)) data_input(node, 2);
     a.group = node.attr_int("group", 1);
-    if (a.group < 1 || x[1] % a.group || w[1] * a.group != (*out_shape)[1])
+    if (a.group < 1 || x[1] % a.group || w[1] * a.group != (out_shape)[1])
       fail(HETERO_INVALID_MODEL, "group " + std::to_string(a.group) + " does not divide the channels");
     a.kernel.assign(w.begin() + 2, w.end());
-    transposed_attrs(node, a, x, *out_shape, x.size() - 2);
-    if (as_product_and_shuffle(p, x, w, *out_shape)) return false;
+    transposed_attrs(node, a, x, out_shape, x.size() - 2);
+    if (as_product_and_shuffle(p, x, w, out_shape)) return false;
     return true;
   }
 
   // Resize and Upsample.
   bool convert_resize(const core::Node& node, Conversion& cv) {
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     Primitive& p = cv.p;
     PrimAttrs& a = p.attrs;
     const core::Shape& x = data_input(node, 0);
     if (x.size() > 6) fail(HETERO_NOT_SUPPORTED, "rank above 6");
     p.kind = PrimKind::Resize;
     p.inputs = {node.input(0)->name};
-    resize_attrs(node, a, x, *out_shape);
+    resize_attrs(node, a, x, out_shape);
     return true;
   }
 
@@ -422,7 +422,7 @@ class Builder {
   bool convert_matmul(const core::Node& node, Conversion& cv) {
     const std::string& op = node.op_type;
     const core::Value* out = cv.out;
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     Primitive& p = cv.p;
     PrimAttrs& a = p.attrs;
     const core::Shape& x = data_input(node, 0);
@@ -440,7 +440,7 @@ class Builder {
         // C becomes an Add the fusion pass folds into the product.
         Primitive mm = p;
         mm.output = out->name + "/gemm";
-        t_.shapes[mm.output] = *out_shape;
+        t_.shapes[mm.output] = out_shape;
         pending_.push_back(mm);
         Primitive add;
         add.id = node.name + "/bias";
@@ -449,7 +449,7 @@ class Builder {
         add.inputs = {mm.output, node.input(2)->name};
         add.output = out->name;
         pending_.push_back(add);
-        t_.shapes[out->name] = *out_shape;
+        t_.shapes[out->name] = out_shape;
         return false;
       }
     }
@@ -459,7 +459,7 @@ class Builder {
   // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool.
   bool convert_pool(const core::Node& node, Conversion& cv) {
     const std::string& op = node.op_type;
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     Primitive& p = cv.p;
     PrimAttrs& a = p.attrs;
     const core::Shape& x = data_input(node, 0);
@@ -477,7 +477,7 @@ class Builder {
       if (a.kernel.size() != sp) fail(HETERO_INVALID_MODEL, "kernel_shape has the wrong rank");
       if (op == "MaxPool" && node.attr_int("storage_order", 0) != 0) fail(HETERO_NOT_SUPPORTED, "storage_order 1");
       a.count_include_pad = node.attr_int("count_include_pad", 0) != 0;
-      spatial_attrs(node, a, x, *out_shape, sp);
+      spatial_attrs(node, a, x, out_shape, sp);
     }
     return true;
   }
@@ -545,9 +545,9 @@ class Builder {
   }
 
   bool convert_slice(const core::Node& node, Conversion& cv) {
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     Primitive& p = cv.p;
-    slice(node, p, *out_shape);
+    slice(node, p, out_shape);
     return true;
   }
 
@@ -617,10 +617,10 @@ class Builder {
 
   bool convert_concat(const core::Node& node, Conversion& cv) {
     const core::Value* out = cv.out;
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     Primitive& p = cv.p;
     PrimAttrs& a = p.attrs;
-    const auto rank = static_cast<int64_t>(out_shape->size());
+    const auto rank = static_cast<int64_t>(out_shape.size());
     a.axis = node.attr_int("axis", 0);
     if (a.axis < -rank || a.axis >= rank) fail(HETERO_INVALID_MODEL, "axis out of range");
     if (a.axis < 0) a.axis += rank;
@@ -634,7 +634,7 @@ class Builder {
 
   bool convert_batch_norm(const core::Node& node, Conversion& cv) {
     const core::Value* out = cv.out;
-    const core::Shape* out_shape = &cv.out_shape;
+    const core::Shape& out_shape = cv.out_shape;
     // Inference form: y = x * scale + shift per channel, two Binary
     // primitives that the fusion pass folds into a Conv before it.
     const core::Shape& x = data_input(node, 0);
@@ -662,8 +662,8 @@ class Builder {
     t_.shapes[bname] = cs;
     Primitive mul{node.name + "/scale", PrimKind::Binary, "Mul", {node.input(0)->name, sname}, mid, {}};
     Primitive add{node.name + "/shift", PrimKind::Binary, "Add", {mid, bname}, out->name, {}};
-    t_.shapes[mid] = *out_shape;
-    t_.shapes[out->name] = *out_shape;
+    t_.shapes[mid] = out_shape;
+    t_.shapes[out->name] = out_shape;
     pending_.push_back(mul);
     pending_.push_back(add);
     return false;
