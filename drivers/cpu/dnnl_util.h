@@ -31,6 +31,13 @@ dnnl::memory::desc plain_desc(const DnnlDims& dims, dnnl_dt dt = dnnl_dt::f32);
 // ndhwc); rank 2 is plain.
 dnnl::memory::desc channels_last_desc(const DnnlDims& ncx_dims, dnnl_dt dt = dnnl_dt::f32);
 
+// Whether oneDNN chose its reference implementation for the primitive
+// description `pd`: correct, and many times slower than its JIT kernels.
+template <typename PrimitiveDesc>
+bool is_reference(const PrimitiveDesc& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
 // A dnnl::memory over existing memory; no copy, nothing owned.
 inline dnnl::memory view_memory(const dnnl::memory::desc& md, const dnnl::engine& engine, const void* data) {
   return dnnl::memory(md, engine, const_cast<void*>(data));

@@ -7,8 +7,16 @@
 // pass): reordering them around every convolution costs more than the
 // convolution itself for the depthwise and 1x1 convolutions mobile networks
 // are made of.
+//
+// A long convolution runs in blocks of output rows (of its first spatial
+// dim), with a checkpoint between two (drivers/cpu/checkpoint_blocks.h):
+// each block is a convolution of its own over the input rows it reads, with
+// the padding that falls inside them. Only where no post-op reads another
+// tensor, which would need cutting too.
 #include <algorithm>
+#include <array>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/kernel_factories.h"
@@ -19,14 +27,62 @@ namespace hetero::cpu {
 
 namespace {
 
+// The convolution that makes output rows [first, first + count) of the
+// first spatial dim: the input rows it reads, from `src_first` on, and the
+// padding that falls inside them.
+struct RowBlock {
+  int64_t first = 0, count = 0;
+  int64_t src_first = 0;
+  DnnlDims src_dims;
+  ConvGeometry geo;
+};
+
+RowBlock row_block(const ConvGeometry& whole, const DnnlDims& src_dims, int64_t kernel_rows, int64_t first,
+                   int64_t count) {
+  const int64_t extent = (kernel_rows - 1) * (whole.dilates[0] + 1) + 1;
+  const int64_t begin = first * whole.strides[0] - whole.pad_l[0];
+  const int64_t end = (first + count - 1) * whole.strides[0] - whole.pad_l[0] + extent;
+  RowBlock b{first, count, std::max<int64_t>(begin, 0), src_dims, whole};
+  b.src_dims[2] = std::min(end, src_dims[2]) - b.src_first;
+  b.geo.dst_dims[2] = count;
+  b.geo.pad_l[0] = b.src_first - begin;
+  b.geo.pad_r[0] = end - (b.src_first + b.src_dims[2]);
+  return b;
+}
+
+// The elements between two rows of an activation of logical dims N, C,
+// spatial... in the kernel's layout.
+int64_t row_stride(const DnnlDims& dims, bool channels_last) {
+  return activation_desc(dims, channels_last).data.format_desc.blocking.strides[2];
+}
+
 class ConvKernel final : public Kernel {
  public:
   explicit ConvKernel(const KernelBuild& b);
   void run(KernelRun& r) override;
 
  private:
-  using Entry = WindowPrimitive;
+  // A block's primitive serves every block of the same shape: rows read,
+  // rows made, padding at the top and at the bottom.
+  using BlockShape = std::array<int64_t, 4>;
+  static BlockShape shape_of(const RowBlock& b) {
+    return {b.src_dims[2], b.count, b.geo.pad_l[0], b.geo.pad_r[0]};
+  }
+  // Per input shape: the whole convolution's primitive, or how it runs in
+  // blocks, with the primitives of the few shapes its blocks have.
+  struct Entry {
+    WindowPrimitive whole;  // its prim is empty when the convolution runs in blocks
+    ConvGeometry geo;
+    int64_t block_rows = 0;
+    std::vector<std::pair<BlockShape, WindowPrimitive>> blocks;
+  };
   Entry make_entry(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape) const;
+  // The output rows per block; 0 when the convolution runs whole.
+  int64_t block_rows(const ConvGeometry& geo, const core::Shape& w_shape) const;
+  // The primitive for the whole convolution of `geo`, or for `block`'s rows of it.
+  WindowPrimitive make_primitive(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape,
+                                 const ConvGeometry& geo, const RowBlock* block) const;
+  void run_blocks(KernelRun& r, const Entry& e, const WindowInputs& in, core::Tensor& y);
 
   const core::Node& node_;
   WindowAttrs attrs_;
@@ -41,12 +97,62 @@ ConvKernel::ConvKernel(const KernelBuild& b)
   build_window_kernel(b, "output channels", attrs_, post_, weights_);
 }
 
-ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
-                                         const core::Shape& w_shape) const {
+ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape) const {
+  Entry e;
+  e.geo = conv_geometry(node_, attrs_, src_dims, w_shape);
+  if (const int64_t rows = block_rows(e.geo, w_shape)) {
+    // Blocks only where oneDNN has a fast kernel for every one of their
+    // shapes; its reference kernel is a hundred times slower than the
+    // whole convolution would be.
+    bool fast = true;
+    const int64_t out_rows = e.geo.dst_dims[2];
+    for (int64_t first = 0; fast && first < out_rows; first += rows) {
+      const RowBlock block = row_block(e.geo, src_dims, w_shape[2], first, std::min(rows, out_rows - first));
+      const BlockShape shape = shape_of(block);
+      if (std::any_of(e.blocks.begin(), e.blocks.end(), [&](const auto& b) { return b.first == shape; })) continue;
+      e.blocks.emplace_back(shape, make_primitive(r, src_dims, w_shape, e.geo, &block));
+      fast = !e.blocks.back().second.reference;
+    }
+    if (fast) {
+      e.block_rows = rows;
+      e.whole.dst_dims = e.geo.dst_dims;
+      e.whole.out_shape = memory_shape(e.geo.dst_dims, channels_last_);
+      return e;
+    }
+    e.blocks.clear();
+  }
+  e.whole = make_primitive(r, src_dims, w_shape, e.geo, nullptr);
+  return e;
+}
+
+int64_t ConvKernel::block_rows(const ConvGeometry& geo, const core::Shape& w_shape) const {
+  for (const PostOp& op : post_.ops())
+    if (op.binary()) return 0;
+  // A first or last row that would read padding only has no block of its own.
+  const int64_t extent = (w_shape[2] - 1) * (geo.dilates[0] + 1) + 1;
+  if (geo.pad_l[0] >= extent || geo.pad_r[0] >= extent) return 0;
+  // Multiply-adds per output row: each of its elements meets C / group
+  // input channels over the kernel window.
+  double macs_per_row = double(geo.dst_dims[0]) * double(geo.dst_dims[1]) * double(w_shape[1]);
+  for (size_t i = 2; i < w_shape.size(); ++i) macs_per_row *= double(w_shape[i]);
+  for (size_t i = 3; i < geo.dst_dims.size(); ++i) macs_per_row *= double(geo.dst_dims[i]);
+  return checkpoint_block_units(geo.dst_dims[2], macs_per_row, kCheckpointMacs);
+}
+
+WindowPrimitive ConvKernel::make_primitive(KernelRun& r, const DnnlDims& whole_src_dims, const core::Shape& w_shape,
+                                           const ConvGeometry& whole, const RowBlock* block) const {
   const dnnl::engine engine = r.stream().get_engine();
-  const ConvGeometry geo = conv_geometry(node_, attrs_, src_dims, w_shape);
+  const ConvGeometry& geo = block ? block->geo : whole;
+  const DnnlDims& src_dims = block ? block->src_dims : whole_src_dims;
   const DnnlDims& dst_dims = geo.dst_dims;
   const size_t spatial = src_dims.size() - 2;
+  // A block reads and writes its rows inside the whole tensors, from its
+  // first row on (run_blocks passes the pointers).
+  const DnnlDims no_offset(src_dims.size(), 0);
+  const dnnl::memory::desc user_src =
+      activation_desc(whole_src_dims, channels_last_).submemory_desc(src_dims, no_offset);
+  const dnnl::memory::desc user_dst =
+      activation_desc(whole.dst_dims, channels_last_).submemory_desc(dst_dims, no_offset);
 
   const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, attrs_.group, false);
   // Plain NCHW: a 1x1 stride-1 convolution is a matrix product oneDNN runs
@@ -65,10 +171,27 @@ ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
     return dnnl::convolution_forward::primitive_desc(d, attr, engine);
   };
   const auto [pd, manual_post_ops] = make_with_post_ops(post_, dst_dims, channels_last_, r, make_pd);
-  Entry e;
-  e.set<dnnl::convolution_forward>(pd, src_dims, dst_dims, channels_last_, user_w, !weights_.empty(), md.bias,
-                                   manual_post_ops);
-  return e;
+  WindowPrimitive p;
+  p.set<dnnl::convolution_forward>(pd, user_src, user_dst, dst_dims, channels_last_, user_w, !weights_.empty(),
+                                   md.bias, manual_post_ops);
+  return p;
+}
+
+void ConvKernel::run_blocks(KernelRun& r, const Entry& e, const WindowInputs& in, core::Tensor& y) {
+  const int64_t out_rows = e.geo.dst_dims[2];
+  const int64_t src_stride = row_stride(in.src_dims, channels_last_);
+  const int64_t dst_stride = row_stride(e.geo.dst_dims, channels_last_);
+  bool manual_post_ops = false;
+  for (int64_t first = 0; first < out_rows; first += e.block_rows) {
+    const RowBlock block = row_block(e.geo, in.src_dims, in.w.dim(2), first, std::min(e.block_rows, out_rows - first));
+    const BlockShape shape = shape_of(block);
+    const auto b = std::find_if(e.blocks.begin(), e.blocks.end(), [&](const auto& b) { return b.first == shape; });
+    execute_window_primitive(r, node_, b->second, in, post_, in.x.data<float>() + block.src_first * src_stride,
+                             y.data<float>() + first * dst_stride);
+    manual_post_ops = manual_post_ops || b->second.manual_post_ops;
+    if (first + block.count < out_rows) r.checkpoint();
+  }
+  if (manual_post_ops) post_.apply(y.data<float>(), y.shape(), r);
 }
 
 void ConvKernel::run(KernelRun& r) {
@@ -88,12 +211,12 @@ void ConvKernel::run(KernelRun& r) {
   const std::vector<int64_t> key = window_primitive_key(*x, *w, !weights_.empty(), bias, post_, r);
   auto e = with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return make_entry(r, src_dims, w->shape()); }); });
 
-  core::Tensor& y = r.output(0, core::DType::F32, e->out_shape);
+  core::Tensor& y = r.output(0, core::DType::F32, e->whole.out_shape);
   if (y.numel() == 0) return;
-  run_window_primitive(r, node_, *e,
-                       {*x, *w, bias, src_dims, channels_last_, onnx_weights_desc(w->shape(), attrs_.group, false),
-                        weights_},
-                       post_, y);
+  const WindowInputs inputs{*x,  *w, bias, src_dims, channels_last_, onnx_weights_desc(w->shape(), attrs_.group, false),
+                            weights_};
+  if (e->block_rows) return run_blocks(r, *e, inputs, y);
+  run_window_primitive(r, node_, e->whole, inputs, post_, y);
 }
 
 }  // namespace

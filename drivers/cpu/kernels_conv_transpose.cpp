@@ -135,8 +135,9 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
     return dnnl::deconvolution_forward::primitive_desc(d, attr, engine);
   };
   const auto [pd, manual_post_ops] = make_with_post_ops(post_, dst_dims, channels_last_, r, make_pd);
-  e.deconv.set<dnnl::deconvolution_forward>(pd, src_dims, dst_dims, channels_last_, user_w, !weights_.empty(), md.bias,
-                                            manual_post_ops);
+  e.deconv.set<dnnl::deconvolution_forward>(pd, activation_desc(src_dims, channels_last_),
+                                            activation_desc(dst_dims, channels_last_), dst_dims, channels_last_,
+                                            user_w, !weights_.empty(), md.bias, manual_post_ops);
   return e;
 }
 

@@ -2,7 +2,10 @@
 // pass puts where channels-last activations meet ops that want NC+spatial.
 // ToChannelsLast turns [N, C, spatial...] into [N, spatial..., C];
 // ToChannelsFirst undoes it. Both are oneDNN reorders, or free views when
-// C or the spatial size is 1 (the bytes are then in the same order).
+// C or the spatial size is 1 (the bytes are then in the same order). A large
+// one runs in blocks of rows of its first spatial dim, with a checkpoint
+// between two (drivers/cpu/checkpoint_blocks.h).
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/kernel_factories.h"
@@ -52,18 +55,35 @@ class LayoutKernel final : public Kernel {
       return;
     }
     const dnnl_dt dt = dnnl_type(node_, x->dtype());
-    std::vector<int64_t> key;
-    append_key(key, x->shape());
-    key.push_back(static_cast<int64_t>(x->dtype()));
-    key.push_back(r.threads());
-    const dnnl::engine engine = r.stream().get_engine();
     const dnnl::memory::desc from = typed_desc(logical, dt, !to_last_), to = typed_desc(logical, dt, to_last_);
-    auto change = with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return LayoutChange(from, to, engine); }); });
     core::Tensor& y = r.output(0, x->dtype(), out_shape);
-    with_dnnl_errors(node_, [&] {
-      change->apply(view_memory(from, engine, x->raw()), view_memory(to, engine, y.raw()), r.stream());
-      r.stream().wait();
-    });
+    // Rows of the first spatial dim: whole, or a block of them at a time.
+    const int64_t rows = logical[2];
+    const int64_t block = checkpoint_block_units(rows, double(x->nbytes()) / double(rows), kCheckpointBytes);
+    const int64_t step = block ? block : rows;
+    const size_t element = core::dtype_size(x->dtype());
+    const int64_t from_row = from.data.format_desc.blocking.strides[2], to_row = to.data.format_desc.blocking.strides[2];
+    for (int64_t first = 0; first < rows; first += step) {
+      const int64_t count = std::min(step, rows - first);
+      std::vector<int64_t> key;
+      append_key(key, x->shape());
+      key.insert(key.end(), {static_cast<int64_t>(x->dtype()), r.threads(), count});
+      DnnlDims part = logical;
+      part[2] = count;
+      // A block's rows inside the whole tensors, from its first row on.
+      const DnnlDims no_offset(part.size(), 0);
+      const dnnl::memory::desc from_part = block ? from.submemory_desc(part, no_offset) : from;
+      const dnnl::memory::desc to_part = block ? to.submemory_desc(part, no_offset) : to;
+      const dnnl::engine engine = r.stream().get_engine();
+      auto change = with_dnnl_errors(
+          node_, [&] { return cache_.get(key, [&] { return LayoutChange(from_part, to_part, engine); }); });
+      with_dnnl_errors(node_, [&] {
+        change->apply(view_memory(from_part, engine, x->data<uint8_t>() + first * from_row * element),
+                      view_memory(to_part, engine, y.data<uint8_t>() + first * to_row * element), r.stream());
+        r.stream().wait();
+      });
+      if (first + count < rows) r.checkpoint();
+    }
   }
 
  private:

@@ -4,6 +4,7 @@
 // "+ beta * C" as a binary post-op.
 #include <algorithm>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/matmul_util.h"
 #include "drivers/cpu/kernel_factories.h"
@@ -60,38 +61,39 @@ dnnl::memory::desc matrix_desc(const DnnlDims& dims, bool transposed, dnnl_dt dt
 
 namespace {
 
-// A product of more multiply-adds than twice this runs in blocks of rows,
-// with a checkpoint between two (KernelRun::checkpoint): a cancel or a
-// deadline is seen, and work of higher priority runs, after about one block
-// instead of after the whole node (a client's 148-byte upload of one huge
-// MatMul held its stream for 27 s). Not smaller: oneDNN's gemm packs B
-// again for every call, which at 256 rows of a 4096x4096x4096 product made
-// it twice as slow (0.94 s whole, 1.9 s in 16 blocks); 2^34 multiply-adds
-// cost nothing measurable and are a quarter of that product, 0.25-0.3 s on
-// two AVX2 cores.
-constexpr double kBlockMacs = double(1ull << 34);
-
 class ProductKernel final : public Kernel {
  public:
   ProductKernel(const KernelBuild& b, bool gemm);
   void run(KernelRun& r) override;
 
  private:
+  // The primitive for some of A's rows at a time, reading them inside A.
+  struct Block {
+    dnnl::matmul prim;
+    dnnl::memory::desc a_desc, y_desc;
+    size_t scratchpad = 0;
+    bool reference = false;  // oneDNN's reference kernel (is_reference)
+  };
   struct Entry {
     dnnl::matmul prim;
     dnnl::memory::desc a_desc, b_desc, b_user_desc, y_desc;
     ProductShapes shapes;
     bool manual_post_ops = false;
     size_t scratchpad = 0;
+    bool reference = false;
+    // A long product's rows per block (0: it runs whole), and the blocks'
+    // primitives: block_rows rows, then the last block's fewer, if any.
+    int64_t block_rows = 0;
+    std::vector<Block> blocks;
   };
   Entry make_entry(KernelRun& r, const core::Shape& a_shape, const core::Shape& b_shape) const;
   // The rows of a plain 2-D product per block; 0 when it runs whole (small,
   // batched, or with post-ops, whose inputs would need cutting too).
   int64_t block_rows(const Entry& e) const;
-  // The primitive for `rows` of A's rows at a time, B in layout `b_md`.
-  Entry make_block(KernelRun& r, const Entry& e, int64_t rows, const dnnl::memory::desc& b_md) const;
-  void run_blocks(KernelRun& r, const Entry& e, int64_t rows, const core::Tensor& a, const core::Tensor& b,
-                  core::Tensor& y, int threads);
+  // The primitive for `rows` of A's rows at a time, B in the layout the whole
+  // product reads it in.
+  Block make_block(KernelRun& r, const Entry& e, int64_t rows) const;
+  void run_blocks(KernelRun& r, const Entry& e, const core::Tensor& a, const core::Tensor& b, core::Tensor& y);
 
   const core::Node& node_;
   bool gemm_;
@@ -160,66 +162,70 @@ ProductKernel::Entry ProductKernel::make_entry(KernelRun& r, const core::Shape& 
   e.prim = dnnl::matmul(pd);
   e.b_desc = pd.weights_desc();
   e.scratchpad = pd.scratchpad_desc().get_size();
+  e.reference = is_reference(pd);
+  if (const int64_t rows = block_rows(e)) {
+    // Blocks only where oneDNN runs them as fast as the whole: for some
+    // strides (A transposed, B in a blocked layout) it has only its
+    // reference kernel for a block's rows, a hundred times slower.
+    bool fast = true;
+    for (const int64_t count : {rows, e.shapes.m % rows}) {
+      if (count == 0) continue;
+      Block b = make_block(r, e, count);
+      fast = fast && (!b.reference || e.reference);
+      e.blocks.push_back(std::move(b));
+    }
+    if (fast) e.block_rows = rows;
+    else e.blocks.clear();
+  }
   return e;
 }
 
 int64_t ProductKernel::block_rows(const Entry& e) const {
   const ProductShapes& p = e.shapes;
   if (p.a.size() != 2 || !post_.empty() || e.manual_post_ops) return 0;
-  const double macs = double(p.m) * double(p.n) * double(p.k);
-  if (macs <= 2 * kBlockMacs) return 0;
-  return std::max<int64_t>(1, static_cast<int64_t>(kBlockMacs / (double(p.n) * double(p.k))));
+  return checkpoint_block_units(p.m, double(p.n) * double(p.k), kCheckpointMacs);
 }
 
-ProductKernel::Entry ProductKernel::make_block(KernelRun& r, const Entry& e, int64_t rows,
-                                               const dnnl::memory::desc& b_md) const {
-  Entry block = e;
+ProductKernel::Block ProductKernel::make_block(KernelRun& r, const Entry& e, int64_t rows) const {
   // A's rows keep their strides in the whole A: [m, k] stored row-major, or
-  // transposed ([k, m] stored).
+  // transposed ([k, m] stored). Every block takes B as the whole product
+  // does: a constant B in its reordered layout, a run-time one as it is.
   const int64_t m = e.shapes.m, k = e.shapes.k, n = e.shapes.n;
+  Block block;
   block.a_desc = dnnl::memory::desc({rows, k}, dnnl_dt::f32, trans_a_ ? DnnlDims{1, m} : DnnlDims{k, 1});
   block.y_desc = dnnl::memory::desc({rows, n}, dnnl_dt::f32, DnnlDims{n, 1});
   dnnl::primitive_attr attr = scratchpad_attr();
   if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
+  const dnnl::memory::desc& b_md = weights_.empty() ? e.b_user_desc : e.b_desc;
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(block.a_desc, b_md, block.y_desc), attr,
                                         r.stream().get_engine());
   block.prim = dnnl::matmul(pd);
-  block.b_desc = pd.weights_desc();
   block.scratchpad = pd.scratchpad_desc().get_size();
+  block.reference = is_reference(pd);
   return block;
 }
 
-void ProductKernel::run_blocks(KernelRun& r, const Entry& e, int64_t rows, const core::Tensor& a,
-                               const core::Tensor& b, core::Tensor& y, int threads) {
+void ProductKernel::run_blocks(KernelRun& r, const Entry& e, const core::Tensor& a, const core::Tensor& b,
+                               core::Tensor& y) {
   const int64_t m = e.shapes.m, k = e.shapes.k, n = e.shapes.n;
   const int64_t a_row_stride = trans_a_ ? 1 : k;
   dnnl::stream& s = r.stream();
   const dnnl::engine engine = s.get_engine();
-  // Every block takes B as the whole product does: a constant B in its
-  // reordered layout, a run-time one as it is.
-  std::vector<int64_t> base = {-1, m, k, n, threads};  // -1: not a whole-node entry
-  append_key(base, a.shape());
-  append_key(base, b.shape());
-  const dnnl::memory::desc& b_layout = weights_.empty() ? e.b_user_desc : e.b_desc;
   const dnnl::memory b_memory = with_dnnl_errors(node_, [&] {
-    return weights_.empty() ? view_memory(b_layout, engine, b.raw()) : weights_.get(e.b_desc, e.b_user_desc, engine, s);
+    return weights_.empty() ? view_memory(e.b_user_desc, engine, b.raw()) : weights_.get(e.b_desc, e.b_user_desc, engine, s);
   });
-  for (int64_t first = 0; first < m; first += rows) {
-    const int64_t count = std::min(rows, m - first);
-    std::vector<int64_t> key = base;
-    key.push_back(count);
-    const auto block =
-        with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return make_block(r, e, count, b_layout); }); });
+  for (int64_t first = 0; first < m; first += e.block_rows) {
+    const Block& block = e.blocks[first + e.block_rows <= m ? 0 : 1];
     with_dnnl_errors(node_, [&] {
       std::unordered_map<int, dnnl::memory> args;
-      args[DNNL_ARG_SRC] = view_memory(block->a_desc, engine, a.data<float>() + first * a_row_stride);
+      args[DNNL_ARG_SRC] = view_memory(block.a_desc, engine, a.data<float>() + first * a_row_stride);
       args[DNNL_ARG_WEIGHTS] = b_memory;
-      args[DNNL_ARG_DST] = view_memory(block->y_desc, engine, y.data<float>() + first * n);
-      if (block->scratchpad) args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(block->scratchpad, engine);
-      block->prim.execute(s, args);
+      args[DNNL_ARG_DST] = view_memory(block.y_desc, engine, y.data<float>() + first * n);
+      if (block.scratchpad) args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(block.scratchpad, engine);
+      block.prim.execute(s, args);
       s.wait();
     });
-    if (first + count < m) r.checkpoint();
+    if (first + e.block_rows < m) r.checkpoint();
   }
 }
 
@@ -251,7 +257,7 @@ void ProductKernel::run(KernelRun& r) {
     post_.apply(y.data<float>(), y.shape(), r);
     return;
   }
-  if (const int64_t rows = block_rows(*e)) return run_blocks(r, *e, rows, *a, *b, y, team.threads());
+  if (e->block_rows) return run_blocks(r, *e, *a, *b, y);
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
     const dnnl::engine engine = s.get_engine();

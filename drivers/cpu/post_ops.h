@@ -96,7 +96,7 @@ auto make_with_post_ops(const PostOpChain& chain, const DnnlDims& dst_dims, bool
     if (const auto po = chain.to_dnnl(dst_dims, channels_last, run)) {
       try {
         auto pd = make_pd(&*po);
-        if (std::string(pd.impl_info_str()).rfind("ref", 0) != 0) return {std::move(pd), false};
+        if (!is_reference(pd)) return {std::move(pd), false};
       } catch (const dnnl::error&) {
         // A combination oneDNN refuses: the chain runs as a loop.
       }

@@ -20,7 +20,8 @@
 // models from queueing behind big ones and wins throughput.
 //
 // Why priorities at node granularity. A oneDNN convolution cannot be
-// interrupted, but an inference can let other work in between two nodes:
+// interrupted, but an inference can let other work in between two nodes
+// (and between two blocks of a long node, drivers/cpu/checkpoint_blocks.h):
 // the plan calls yield() there (drivers/cpu/plan.h, RunControl), and any job
 // waiting with a higher priority than the running one runs then, on the same
 // thread and OpenMP team, before the inference goes on. A realtime request so

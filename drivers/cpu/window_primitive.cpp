@@ -30,17 +30,22 @@ std::vector<int64_t> window_primitive_key(const core::Tensor& x, const core::Ten
 
 void run_window_primitive(KernelRun& r, const core::Node& node, const WindowPrimitive& e, const WindowInputs& in,
                           const PostOpChain& post, core::Tensor& y) {
+  execute_window_primitive(r, node, e, in, post, in.x.data<float>(), y.data<float>());
+  if (e.manual_post_ops) post.apply(y.data<float>(), y.shape(), r);
+}
+
+void execute_window_primitive(KernelRun& r, const core::Node& node, const WindowPrimitive& e,
+                              const WindowInputs& in, const PostOpChain& post, const float* x, float* y) {
   with_dnnl_errors(node, [&] {
     dnnl::stream& s = r.stream();
     const dnnl::engine engine = s.get_engine();
     std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC] =
-        e.src_in.apply(view_memory(activation_desc(in.src_dims, in.channels_last), engine, in.x.raw()), Scratch::Src, s);
+    args[DNNL_ARG_SRC] = e.src_in.apply(view_memory(e.src_user, engine, const_cast<float*>(x)), Scratch::Src, s);
     args[DNNL_ARG_WEIGHTS] = !in.weights.empty()
                                  ? in.weights.get(e.weights_desc, in.user_w, engine, s)
                                  : e.weights_in.apply(view_memory(in.user_w, engine, in.w.raw()), Scratch::Weights, s);
     if (in.bias) args[DNNL_ARG_BIAS] = view_memory(e.bias_desc, engine, in.bias->raw());
-    const dnnl::memory user_y = view_memory(activation_desc(e.dst_dims, in.channels_last), engine, y.raw());
+    const dnnl::memory user_y = view_memory(e.dst_user, engine, y);
     const dnnl::memory dst =
         e.dst_out.needed() ? view_memory(e.dst_desc, engine, scratch_buffer(Scratch::Dst, e.dst_desc.get_size()))
                            : user_y;
@@ -51,7 +56,6 @@ void run_window_primitive(KernelRun& r, const core::Node& node, const WindowPrim
     if (e.dst_out.needed()) e.dst_out.apply(dst, user_y, s);
     s.wait();
   });
-  if (e.manual_post_ops) post.apply(y.data<float>(), y.shape(), r);
 }
 
 WindowDescs window_descs(const DnnlDims& src_dims, const DnnlDims& dst_dims, const dnnl::memory::desc& user_w,

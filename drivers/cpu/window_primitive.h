@@ -22,32 +22,39 @@ namespace hetero::cpu {
 struct WindowPrimitive {
   dnnl::primitive prim;
   LayoutChange src_in, dst_out, weights_in;  // user layout → primitive layout (dst: back)
+  dnnl::memory::desc src_user, dst_user;     // how X and Y are read and written
   dnnl::memory::desc weights_desc, bias_desc, dst_desc;
   DnnlDims dst_dims;      // logical N, M, spatial...
   core::Shape out_shape;  // in memory order
   bool manual_post_ops = false;
   size_t scratchpad = 0;
+  bool reference = false;  // oneDNN's reference kernel (is_reference)
 
   // What the description `pd` of a `Primitive` (dnnl::convolution_forward,
-  // dnnl::deconvolution_forward) chose, for activations of `src_dims` and
-  // `dst_dims` in the kernel's layout and ONNX weights read through
-  // `user_w` (reordered on every run unless `constant_weights`).
+  // dnnl::deconvolution_forward) chose, for an output of logical dims `dst`
+  // and ONNX weights read through `user_w` (reordered on every run unless
+  // `constant_weights`). X and Y are read and written through `user_src`
+  // and `user_dst` in the kernel's layout: the whole tensors, or a part of
+  // them (a block of output rows, kernels_conv.cpp).
   template <typename Primitive>
-  void set(const typename Primitive::primitive_desc& pd, const DnnlDims& src_dims, const DnnlDims& dst,
-           bool channels_last, const dnnl::memory::desc& user_w, bool constant_weights,
-           const dnnl::memory::desc& bias, bool manual) {
+  void set(const typename Primitive::primitive_desc& pd, const dnnl::memory::desc& user_src,
+           const dnnl::memory::desc& user_dst, const DnnlDims& dst, bool channels_last,
+           const dnnl::memory::desc& user_w, bool constant_weights, const dnnl::memory::desc& bias, bool manual) {
     const dnnl::engine engine = pd.get_engine();
     prim = Primitive(pd);
     dst_dims = dst;
     out_shape = memory_shape(dst, channels_last);
-    src_in = LayoutChange(activation_desc(src_dims, channels_last), pd.src_desc(), engine);
+    src_user = user_src;
+    dst_user = user_dst;
+    src_in = LayoutChange(user_src, pd.src_desc(), engine);
     dst_desc = pd.dst_desc();
-    dst_out = LayoutChange(pd.dst_desc(), activation_desc(dst, channels_last), engine);
+    dst_out = LayoutChange(pd.dst_desc(), user_dst, engine);
     weights_desc = pd.weights_desc();
     if (!constant_weights) weights_in = LayoutChange(user_w, pd.weights_desc(), engine);
     bias_desc = bias;
     manual_post_ops = manual;
     scratchpad = pd.scratchpad_desc().get_size();
+    reference = is_reference(pd);
   }
 };
 
@@ -101,5 +108,9 @@ struct WindowInputs {
 // post-ops, or followed by the chain where they could not be fused.
 void run_window_primitive(KernelRun& r, const core::Node& node, const WindowPrimitive& e, const WindowInputs& in,
                           const PostOpChain& post, core::Tensor& y);
+// The primitive alone, with the post-ops it fused, reading X through
+// e.src_user from `x` on and writing Y through e.dst_user from `y` on.
+void execute_window_primitive(KernelRun& r, const core::Node& node, const WindowPrimitive& e,
+                              const WindowInputs& in, const PostOpChain& post, const float* x, float* y);
 
 }  // namespace hetero::cpu

@@ -14,7 +14,9 @@
 //               model of a few hundred bytes whose one inference would take
 //               a gigabyte;
 //   long_node.onnx  one 4096x4096 MatMul (137 GFLOP) between two nodes that
-//               take no time: a node that runs for seconds.
+//               take no time: a node that runs for seconds;
+//   long_conv.onnx  the same with one 3x3 Conv of 256 channels over
+//               384x384 (174 GFLOP).
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -93,6 +95,18 @@ long_node (float[1] x) => (float[1, 1] y) {
 }
 )ONNX";
 
+const char* const kLongConv = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+long_conv (float[1] x) => (float[1, 1, 1, 1] y) {
+  x_shape = Constant<value = int64[4] {1, 256, 384, 384}>()
+  w_shape = Constant<value = int64[4] {256, 256, 3, 3}>()
+  a = Expand(x, x_shape)
+  w = Expand(x, w_shape)
+  c = Conv<pads = [1, 1, 1, 1]>(a, w)
+  y = ReduceSum<keepdims = 1>(c)
+}
+)ONNX";
+
 bool write_model(const std::string& path, const char* text, bool with_weight) {
   std::optional<onnx::ModelProto> parsed = hetero::test::parse_model_text("make_daemon_models", path, text);
   if (!parsed) return false;
@@ -129,6 +143,7 @@ int main(int argc, char** argv) {
                   write_model(dir + "/bomb.onnx", hetero::test::doubling_functions(40).c_str(), false) &&
                   write_model(dir + "/expand.onnx", kExpand, false) &&
                   write_model(dir + "/long_node.onnx", kLongNode, false) &&
+                  write_model(dir + "/long_conv.onnx", kLongConv, false) &&
                   write_model(dir + "/activations.onnx", kActivations, false);
   return ok ? 0 : 1;
 }

@@ -446,11 +446,38 @@ TEST_F(Daemon, CancelAndDeadlinesStopRunningInferences) {
   expect_spin_served(socket_);
 }
 
-// A deadline that passes inside one long node (a 4096x4096 MatMul, which
-// sees a cancel only when it ends) is answered TIMEOUT at the deadline, not
-// when the node ends; the model serves on.
-TEST_F(Daemon, ADeadlineInsideOneLongNodeIsAnsweredAtIt) {
-  start({.extra_models = "  - name: long\n    path: " + fixture_path("long_node.onnx") + "\n    parallel: 1\n"});
+// One node that runs for a second or more, whose kernel checks between
+// blocks of its work (drivers/cpu/checkpoint_blocks.h): a MatMul and a Conv.
+struct LongNodeModel {
+  const char* kernel;
+  const char* file;
+  double sum;  // its one output for x = 1: every product term counted once
+};
+
+class LongNode : public Daemon, public ::testing::WithParamInterface<LongNodeModel> {
+ protected:
+  void start_long(const std::string& priority) {
+    start({.extra_models = "  - name: long\n    path: " + fixture_path(GetParam().file) + "\n    parallel: 1\n" +
+                           (priority.empty() ? "" : "    priority: " + priority + "\n")});
+  }
+};
+
+// The Conv's sum: 256 x 256 channels, and per spatial dim 3 taps at each of
+// 384 positions but for the two that meet the padding.
+INSTANTIATE_TEST_SUITE_P(Kernels, LongNode,
+                         ::testing::Values(LongNodeModel{"MatMul", "long_node.onnx", 4096.0 * 4096.0 * 4096.0},
+                                           LongNodeModel{"Conv", "long_conv.onnx",
+                                                         256.0 * 256.0 * (3 * 384 - 2) * (3 * 384 - 2)}),
+                         [](const ::testing::TestParamInfo<LongNodeModel>& info) { return info.param.kernel; });
+
+long long as_ms(std::chrono::steady_clock::duration d) {
+  return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+// A deadline that passes inside the long node is answered TIMEOUT at the
+// deadline, not when the node ends; the model serves on.
+TEST_P(LongNode, ADeadlineInsideItIsAnsweredAtIt) {
+  start_long("");
   RawClient client(socket_);
   ASSERT_TRUE(client.hello());
   auto timed = [&](uint64_t id, uint32_t timeout_ms) {
@@ -462,28 +489,31 @@ TEST_F(Daemon, ADeadlineInsideOneLongNodeIsAnsweredAtIt) {
     auto reply = client.receive(std::chrono::seconds(120));
     return std::make_pair(reply ? *reply : wire::Response{}, std::chrono::steady_clock::now() - t0);
   };
-  // How long the node takes on this machine.
+  // How long the node takes on this machine, and whether its blocks add
+  // up to the whole: a row lost or counted twice is 1/4096 or more of it.
   const auto [whole, node] = timed(1, 0);
   ASSERT_EQ(whole.status(), HETERO_OK) << whole.message();
-  if (node < std::chrono::milliseconds(500)) GTEST_SKIP() << "the MatMul takes under 500 ms here";
+  ASSERT_EQ(whole.infer().outputs_size(), 1);
+  float sum = 0;
+  ASSERT_EQ(whole.infer().outputs(0).inline_data().size(), sizeof sum);
+  std::memcpy(&sum, whole.infer().outputs(0).inline_data().data(), sizeof sum);
+  EXPECT_NEAR(sum, GetParam().sum, GetParam().sum * 1e-4);
+  if (node < std::chrono::milliseconds(500)) GTEST_SKIP() << "the node takes under 500 ms here";
   const auto deadline = std::chrono::duration_cast<std::chrono::milliseconds>(node / 5);
   const auto [late, answered_after] = timed(2, static_cast<uint32_t>(deadline.count()));
   EXPECT_EQ(late.status(), HETERO_TIMEOUT) << late.message();
-  std::printf("[long node] %lld ms node; a %lld ms deadline answered after %lld ms\n",
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(node).count()),
-              static_cast<long long>(deadline.count()),
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(answered_after).count()));
+  std::printf("[long node %s] %lld ms node; a %lld ms deadline answered after %lld ms\n", GetParam().kernel, as_ms(node),
+              static_cast<long long>(deadline.count()), as_ms(answered_after));
   EXPECT_LT(answered_after, node / 2) << "answered when the node ended, not at the deadline";
   // The slot frees once the node ends; the next request runs.
   EXPECT_EQ(timed(3, 0).first.status(), HETERO_OK);
 }
 
-// A long node of a background model lets a normal one in between its
-// blocks (the MatMul kernel's checkpoints): the normal model's request waits
-// for about one block, not for the whole node.
-TEST_F(Daemon, ALongNodeAtBackgroundLetsANormalModelIn) {
-  start({.extra_models = "  - name: long\n    path: " + fixture_path("long_node.onnx") +
-                         "\n    parallel: 1\n    priority: background\n"});
+// The long node of a background model lets a normal one in between its
+// blocks: the normal model's request waits for about one block, not for the
+// whole node.
+TEST_P(LongNode, AtBackgroundItLetsANormalModelIn) {
+  start_long("background");
   RawClient background(socket_), normal(socket_);
   ASSERT_TRUE(background.hello());
   ASSERT_TRUE(normal.hello());
@@ -495,7 +525,7 @@ TEST_F(Daemon, ALongNodeAtBackgroundLetsANormalModelIn) {
     return std::chrono::steady_clock::now() - t0;
   };
   const auto node = run_long();
-  if (node < std::chrono::milliseconds(500)) GTEST_SKIP() << "the MatMul takes under 500 ms here";
+  if (node < std::chrono::milliseconds(500)) GTEST_SKIP() << "the node takes under 500 ms here";
   std::thread long_one([&] { run_long(); });
   std::this_thread::sleep_for(node / 10);  // into the node
   const auto t0 = std::chrono::steady_clock::now();
@@ -505,9 +535,8 @@ TEST_F(Daemon, ALongNodeAtBackgroundLetsANormalModelIn) {
   long_one.join();
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->status(), HETERO_OK) << reply->message();
-  std::printf("[long node] %lld ms node at background; a normal request meanwhile answered after %lld ms\n",
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(node).count()),
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()));
+  std::printf("[long node %s] %lld ms node at background; a normal request meanwhile answered after %lld ms\n",
+              GetParam().kernel, as_ms(node), as_ms(waited));
   EXPECT_LT(waited, node * 3 / 4) << "the normal model waited for the whole node";
 }
 

@@ -233,6 +233,51 @@ TEST(CpuDnnlConv, FusedPostOpsAndChannelsLast) {
   }
 }
 
+// A convolution of more than 2^33 multiply-adds runs in blocks of output
+// rows (drivers/cpu/checkpoint_blocks.h), each a convolution of its own over
+// the input rows it reads: here 300 output rows in blocks of 97, with stride
+// 2, dilation 2 and padding in the first and last blocks. Checked at the
+// rows on both sides of each block's edges, against sums in double.
+TEST(CpuDnnlConv, LongConvolutionsInBlocksOfRows) {
+  std::mt19937 rng(29);
+  const int64_t C = 128, M = 128, H = 600, W = 300, OH = 300, OW = 300;
+  const core::Tensor x = random_f32({1, C, H, W}, rng), w = random_f32({M, C, 3, 3}, rng), b = random_f32({M}, rng);
+  auto want = [&](int64_t m, int64_t oh, int64_t ow) {
+    double sum = b.data<float>()[m];
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t kh = 0; kh < 3; ++kh)
+        for (int64_t kw = 0; kw < 3; ++kw) {
+          const int64_t ih = oh * 2 - 2 + kh * 2, iw = ow - 1 + kw;
+          if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+          sum += double(x.data<float>()[(c * H + ih) * W + iw]) * w.data<float>()[((m * C + c) * 3 + kh) * 3 + kw];
+        }
+    return std::max(sum, 0.0);  // the fused Relu
+  };
+  const core::Tensor x_last = to_channels_last(x);
+  for (bool channels_last : {false, true}) {
+    for (bool constant_weights : {true, false}) {
+      KernelNode nb("FusedConv", 1, 3, 1, kCpuDomain);
+      nb.attr_ints("strides", {2, 1}).attr_ints("dilations", {2, 1}).attr_ints("pads", {2, 1, 2, 1});
+      nb.attr_strings(kPostOpsAttr, {"relu"}).attr_floats(kPostAlphaAttr, {0}).attr_floats(kPostBetaAttr, {0});
+      if (channels_last) nb.attr_int(kChannelsLastAttr, 1);
+      if (constant_weights) nb.constant(1, w);
+      nb.constant(2, b);
+      const core::Tensor y = nb.run_once({channels_last ? x_last : x, w, b}, 1, kThreads)[0];
+      ASSERT_EQ(y.shape(), channels_last ? (core::Shape{1, OH, OW, M}) : (core::Shape{1, M, OH, OW}));
+      for (int64_t oh : {int64_t{0}, int64_t{1}, int64_t{96}, int64_t{97}, int64_t{193}, int64_t{194}, int64_t{291},
+                         OH - 1})
+        for (int64_t ow : {int64_t{0}, int64_t{150}, OW - 1})
+          for (int64_t m : {int64_t{0}, M - 1}) {
+            const float got = y.data<float>()[channels_last ? (oh * OW + ow) * M + m : (m * OH + oh) * OW + ow];
+            const double expected = want(m, oh, ow);
+            EXPECT_NEAR(got, expected, 1e-3 * std::max(1.0, std::abs(expected)))
+                << "channels_last " << channels_last << " constant weights " << constant_weights << " row " << oh
+                << " column " << ow << " channel " << m;
+          }
+    }
+  }
+}
+
 TEST(CpuDnnlConv, BroadcastOperandFallsBackToLoop) {
   // An operand that varies along W only is no broadcast oneDNN offers.
   std::mt19937 rng(5);
