@@ -13,7 +13,7 @@ namespace hetero::daemon {
 
 ServedModel::ServedModel(const ModelSpec& spec, CompiledModel compiled, Threads threads)
     : spec_(spec), compiled_(std::move(compiled)), post_(std::move(threads.loop)),
-      releaser_(std::move(threads.releaser)) {
+      releaser_(std::move(threads.releaser)), keep_deadline_(std::move(threads.keep_deadline)) {
   size_t count = 0;
   check(hetero_compiled_model_get_input_count(compiled_.get(), &count), "inputs");
   for (size_t k = 0; k < count; ++k) {
@@ -170,10 +170,12 @@ void ServedModel::fail(InferJob& job, hetero_status status, const std::string& m
 
 void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_ptr<InferJob> job) {
   ServedModel& m = *self;
+  const Clock::time_point deadline = job->deadline;
   // Jobs queued for want of the client's memory go first.
   if (Slot* slot = m.queue_.empty() ? m.take_slot() : nullptr) {
     slot->keep_alive = self;
     m.start(*slot, std::move(job));
+    if (m.keep_deadline_) m.keep_deadline_(deadline);
     return;
   }
   // A client may send its next request as soon as a reply sent from a
@@ -194,6 +196,7 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
     return;
   }
   m.queue_.push_back(std::move(job));
+  if (m.keep_deadline_) m.keep_deadline_(deadline);
 }
 
 hetero_status ServedModel::place_inputs(InferJob& job, std::string& why) const {
@@ -260,6 +263,14 @@ void ServedModel::expire() {
                      "model '" + spec_.name + "': the inference ran longer than its max_inference_ms (" +
                          std::to_string(spec_.max_inference_ms) + " ms)");
   }
+}
+
+Clock::time_point ServedModel::next_deadline() const {
+  Clock::time_point soonest = Clock::time_point::max();
+  for (const auto& job : queue_) soonest = std::min(soonest, job->deadline);
+  for (const auto& slot : slots_)
+    if (slot->job && slot->cancelled_as == HETERO_OK) soonest = std::min(soonest, slot->job->deadline);
+  return soonest;
 }
 
 void ServedModel::cancel_running(Slot& slot, hetero_status as, std::string message) {

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -113,6 +114,10 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
     // nodes, during which the loop thread (where a model is usually let go
     // of) would answer nobody.
     std::shared_ptr<core::WorkerThread> releaser;
+    // Loop thread: the loop is to expire jobs at this time (Server arms a
+    // timer for it), so that a deadline is kept to the millisecond, not to
+    // the next sweep.
+    std::function<void(Clock::time_point)> keep_deadline;
   };
 
   // Imports (a blob) or compiles (an ONNX file, through the core's cache) the
@@ -159,6 +164,9 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   // max_inference_ms (they answer TIMEOUT at their next node boundary), and
   // has requests idle for a second give back their memory.
   void expire();
+  // Loop thread: the soonest deadline of its queued and running jobs not yet
+  // answered; Clock::time_point::max() when there is none.
+  Clock::time_point next_deadline() const;
   // Loop thread: cancels the running jobs of clients that have gone, so that
   // their slots free at the next node boundary instead of after a whole
   // inference (their queued jobs are dropped when they come up).
@@ -252,6 +260,7 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   CompiledModel compiled_;  // include/hetero/hetero.hpp's handle
   std::shared_ptr<LoopPost> post_;
   std::shared_ptr<core::WorkerThread> releaser_;
+  std::function<void(Clock::time_point)> keep_deadline_;
   std::vector<std::string> input_names_, output_names_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<Slot*> free_slots_;

@@ -193,6 +193,8 @@ void Server::start_loop_handles() {
   const uint64_t sweep_ms = std::clamp<uint64_t>(config_.limits.request_timeout_ms / 4, 10, 100);
   uv_check(uv_timer_start(&sweep_timer_, [](uv_timer_t* h) { server_of(h)->sweep(); }, sweep_ms, sweep_ms),
            "uv_timer_start (timeouts)");
+  uv_check(uv_timer_init(&loop_, &deadline_timer_), "uv_timer_init (deadlines)");
+  deadline_timer_.data = this;
   uv_check(uv_timer_init(&loop_, &accept_timer_), "uv_timer_init (accept back-off)");
   accept_timer_.data = this;
   uv_check(uv_timer_init(&loop_, &grace_timer_), "uv_timer_init (shutdown grace period)");
@@ -207,6 +209,26 @@ void Server::sweep() {
   for (const auto& model : registry_->serving()) model->expire();
   const Clock::time_point now = Clock::now();
   for (const auto& connection : open_connections()) connection->check_timeouts(now, config_.limits);
+}
+
+void Server::keep_deadline(Clock::time_point when) {
+  if (!deadline_timer_.data || when >= deadline_due_) return;  // before the loop's handles, or already kept
+  deadline_due_ = when;
+  // To the millisecond after it: expire() answers deadlines already passed.
+  const auto wait = std::chrono::ceil<std::chrono::milliseconds>(when - Clock::now()).count() + 1;
+  uv_ok(uv_timer_start(&deadline_timer_, [](uv_timer_t* h) { server_of(h)->on_deadline(); },
+                       static_cast<uint64_t>(std::max<int64_t>(wait, 0)), 0),
+        "uv_timer_start (deadlines)");
+}
+
+void Server::on_deadline() {
+  deadline_due_ = Clock::time_point::max();
+  Clock::time_point next = Clock::time_point::max();
+  for (const auto& model : registry_->serving()) {
+    model->expire();
+    next = std::min(next, model->next_deadline());
+  }
+  if (next != Clock::time_point::max()) keep_deadline(next);
 }
 
 size_t Server::connections_of(uid_t uid) const {
@@ -490,7 +512,7 @@ int Server::run() {
     // runtimes it never uses (PoCL alone maps 54 MiB of LLVM and Clang). A
     // model's load starts only its own device's runtime.
     core_ = create_core(config_);
-    registry_ = std::make_unique<ModelRegistry>(config_, core_.get(), ServedModel::Threads{post_, releaser_},
+    registry_ = std::make_unique<ModelRegistry>(config_, core_.get(), ServedModel::Threads{post_, releaser_, [this](Clock::time_point when) { keep_deadline(when); }},
                                                 [this] { trim_heap(); }, [this] { connection_progress(); });
     registry_->load_configured_models();
     // What compiling and importing them freed goes back now, not over the

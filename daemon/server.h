@@ -95,6 +95,10 @@ class Server {
   void back_off_accepting(int error);
   // Every sweep interval: request deadlines and connection timeouts.
   void sweep();
+  // The deadline timer: fires at the soonest deadline of a job, where the
+  // sweep alone would keep it to within its interval (up to 100 ms late).
+  void keep_deadline(Clock::time_point when);
+  void on_deadline();
   void begin_shutdown(const char* why);
   void start_reload(const Waiter* waiter);
   void finish_reload(Config next, ReloadCounts counts);
@@ -122,7 +126,8 @@ class Server {
   std::unique_ptr<Listener> listener_;
   uv_poll_t listen_poll_{};
   uv_signal_t sighup_{}, sigterm_{}, sigint_{};
-  uv_timer_t watchdog_timer_{}, sweep_timer_{}, grace_timer_{}, accept_timer_{};
+  uv_timer_t watchdog_timer_{}, sweep_timer_{}, grace_timer_{}, accept_timer_{}, deadline_timer_{};
+  Clock::time_point deadline_due_ = Clock::time_point::max();  // when deadline_timer_ fires
   uint64_t accept_delay_ms_ = 0;  // while accept() fails for want of descriptors or memory
   uint64_t accept_failures_ = 0;  // since the last warning
   std::chrono::steady_clock::time_point last_accept_warning_{};
