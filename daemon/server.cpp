@@ -512,8 +512,9 @@ int Server::run() {
     // runtimes it never uses (PoCL alone maps 54 MiB of LLVM and Clang). A
     // model's load starts only its own device's runtime.
     core_ = create_core(config_);
-    registry_ = std::make_unique<ModelRegistry>(config_, core_.get(), ServedModel::Threads{post_, releaser_, [this](Clock::time_point when) { keep_deadline(when); }},
-                                                [this] { trim_heap(); }, [this] { connection_progress(); });
+    const ServedModel::Threads threads{post_, releaser_, [this](Clock::time_point when) { keep_deadline(when); }};
+    registry_ = std::make_unique<ModelRegistry>(config_, core_.get(), threads, [this] { trim_heap(); },
+                                                [this] { connection_progress(); });
     registry_->load_configured_models();
     // What compiling and importing them freed goes back now, not over the
     // allocator's next seconds while the first clients arrive.

@@ -63,6 +63,7 @@ class LayoutKernel final : public Kernel {
     const int64_t step = block ? block : rows;
     const size_t element = core::dtype_size(x->dtype());
     const int64_t from_row = from.data.format_desc.blocking.strides[2], to_row = to.data.format_desc.blocking.strides[2];
+    const dnnl::engine engine = r.stream().get_engine();
     for (int64_t first = 0; first < rows; first += step) {
       const int64_t count = std::min(step, rows - first);
       std::vector<int64_t> key;
@@ -74,7 +75,6 @@ class LayoutKernel final : public Kernel {
       const DnnlDims no_offset(part.size(), 0);
       const dnnl::memory::desc from_part = block ? from.submemory_desc(part, no_offset) : from;
       const dnnl::memory::desc to_part = block ? to.submemory_desc(part, no_offset) : to;
-      const dnnl::engine engine = r.stream().get_engine();
       auto change = with_dnnl_errors(
           node_, [&] { return cache_.get(key, [&] { return LayoutChange(from_part, to_part, engine); }); });
       with_dnnl_errors(node_, [&] {

@@ -40,7 +40,7 @@ void execute_window_primitive(KernelRun& r, const core::Node& node, const Window
     dnnl::stream& s = r.stream();
     const dnnl::engine engine = s.get_engine();
     std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC] = e.src_in.apply(view_memory(e.src_user, engine, const_cast<float*>(x)), Scratch::Src, s);
+    args[DNNL_ARG_SRC] = e.src_in.apply(view_memory(e.src_user, engine, x), Scratch::Src, s);
     args[DNNL_ARG_WEIGHTS] = !in.weights.empty()
                                  ? in.weights.get(e.weights_desc, in.user_w, engine, s)
                                  : e.weights_in.apply(view_memory(in.user_w, engine, in.w.raw()), Scratch::Weights, s);
