@@ -1,5 +1,6 @@
 #include "daemon/connection.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -28,6 +29,9 @@ constexpr size_t kReadChunk = 64 * 1024;
 constexpr int kReadsPerWake = 8;
 // A connection closing with this much buffered returns it to the system.
 constexpr size_t kTrimAfterBytes = 1u << 20;
+// The first prefix of a frame measured for growth (prefix_checked_): empty
+// repeated entries pass the limit of 65536 messages within 128 KiB.
+constexpr size_t kFirstPrefixCheck = 256 * 1024;
 
 }  // namespace
 
@@ -171,6 +175,7 @@ void Connection::on_readable() {
       if (!frame) break;
       // Memory running out while handling one client's request costs that
       // client its connection, not the daemon its life.
+      prefix_checked_ = 0;
       try {
         server_.handle_frame(*this, std::move(*frame));
       } catch (const std::bad_alloc&) {
@@ -178,6 +183,12 @@ void Connection::on_readable() {
       } catch (const std::exception& e) {
         send_fatal(0, HETERO_INTERNAL, std::string("handling this client's request: ") + e.what());
       }
+    }
+    if (closing_ || closed_) break;
+    const std::span<const uint8_t> partial = decoder_.partial_payload();
+    if (partial.size() >= std::max(kFirstPrefixCheck, 2 * prefix_checked_)) {
+      prefix_checked_ = partial.size();
+      if (server_.refuse_if_it_grows(*this, partial, decoder_.announced_bytes() - wire::kFrameHeaderSize)) break;
     }
     if (!charge_frame()) break;
     if (static_cast<size_t>(n) < sizeof buffer) break;  // drained

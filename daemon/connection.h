@@ -120,6 +120,12 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   Clock::time_point accepted_ = Clock::now();
   Clock::time_point last_active_ = accepted_;  // a frame received or a reply sent
   Clock::time_point frame_started_{};          // of the frame partly received, if any
+  // The bytes of the frame partly received that Server::refuse_if_it_grows
+  // has measured: a frame crafted to grow is refused once it has, not once
+  // all of it (16 MiB) has been read. Measured again each time what has
+  // arrived doubles, from kFirstPrefixCheck on, so that measuring costs at
+  // most twice the frame.
+  size_t prefix_checked_ = 0;
   bool reading_ = true;
   bool closing_ = false;   // close once out_ is sent...
   Clock::time_point closing_since_{};  // ...or after limits.frame_timeout_ms

@@ -23,19 +23,22 @@ void Server::reply_error(Connection& connection, uint64_t id, hetero_status stat
   connection.send(error_frame(id, status, message));
 }
 
+bool Server::refuse_if_it_grows(Connection& connection, std::span<const uint8_t> payload, size_t payload_length) {
+  const wire::DecodedSize limit = wire::request_parse_limit(payload_length);
+  wire::DecodedSize size;
+  if (!wire::estimate_decoded_size(payload, *wire_schema::Request::descriptor(), limit, size) || !size.over_limit)
+    return false;
+  connection.send_fatal(0, HETERO_OUT_OF_MEMORY,
+                        "a frame of " + std::to_string(payload_length) + " bytes would take more than " +
+                            std::to_string(limit.bytes) + " bytes or " + std::to_string(limit.messages) +
+                            " messages once parsed (at most twice its size plus 1 MiB)");
+  return true;
+}
+
 void Server::handle_frame(Connection& connection, wire::Frame frame) {
   // Measured before it is parsed: a frame crafted to grow (empty repeated
   // entries) is refused before it takes the memory (protocol/decoded_size.h).
-  const wire::DecodedSize limit = wire::request_parse_limit(frame.payload.size());
-  wire::DecodedSize size;
-  if (wire::estimate_decoded_size(frame.payload, *wire_schema::Request::descriptor(), limit, size) &&
-      size.over_limit) {
-    connection.send_fatal(0, HETERO_OUT_OF_MEMORY,
-                          "a frame of " + std::to_string(frame.payload.size()) + " bytes would take more than " +
-                              std::to_string(limit.bytes) + " bytes or " + std::to_string(limit.messages) +
-                              " messages once parsed (at most twice its size plus 1 MiB)");
-    return;
-  }
+  if (refuse_if_it_grows(connection, frame.payload, frame.payload.size())) return;
   auto request = std::make_unique<wire::Request>();
   if (!request->ParseFromArray(frame.payload.data(), static_cast<int>(frame.payload.size()))) {
     connection.send_fatal(0, HETERO_PROTOCOL_ERROR, "a frame of " + std::to_string(frame.payload.size()) +

@@ -41,6 +41,10 @@ class Server {
 
   // From connections (loop thread).
   void handle_frame(Connection& connection, wire::Frame frame);
+  // Measures `payload`, all or the first bytes of a frame's payload of
+  // `payload_length`, against what a request may parse into; one past it
+  // (a frame crafted to grow) ends the connection with OUT_OF_MEMORY: true.
+  bool refuse_if_it_grows(Connection& connection, std::span<const uint8_t> payload, size_t payload_length);
   void connection_closed(Connection& connection);
   // A reply went out or a connection went idle: a shutdown may be complete.
   void connection_progress();

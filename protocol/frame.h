@@ -68,6 +68,11 @@ class FrameDecoder {
 
   // Bytes of a frame received so far but not yet complete (0 between frames).
   size_t partial_bytes() const noexcept { return header_fill_ + payload_fill_; }
+  // The payload received so far of the frame not yet complete (empty between
+  // frames and within a header): a receiver may refuse what it holds already.
+  std::span<const uint8_t> partial_payload() const noexcept {
+    return in_payload_ ? std::span<const uint8_t>(current_.payload) : std::span<const uint8_t>();
+  }
   // The whole size (header and payload) of the frame being received, once
   // its header is in; 0 between frames and within a header.
   size_t announced_bytes() const noexcept { return in_payload_ ? kFrameHeaderSize + payload_length_ : 0; }
