@@ -37,9 +37,14 @@ struct RowBlock {
   ConvGeometry geo;
 };
 
+// The input rows one output row reads: the kernel's rows with their dilation.
+int64_t kernel_extent(const ConvGeometry& geo, int64_t kernel_rows) {
+  return (kernel_rows - 1) * (geo.dilates[0] + 1) + 1;
+}
+
 RowBlock row_block(const ConvGeometry& whole, const DnnlDims& src_dims, int64_t kernel_rows, int64_t first,
                    int64_t count) {
-  const int64_t extent = (kernel_rows - 1) * (whole.dilates[0] + 1) + 1;
+  const int64_t extent = kernel_extent(whole, kernel_rows);
   const int64_t begin = first * whole.strides[0] - whole.pad_l[0];
   const int64_t end = (first + count - 1) * whole.strides[0] - whole.pad_l[0] + extent;
   RowBlock b{first, count, std::max<int64_t>(begin, 0), src_dims, whole};
@@ -102,18 +107,20 @@ ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
   e.geo = conv_geometry(node_, attrs_, src_dims, w_shape);
   if (const int64_t rows = block_rows(e.geo, w_shape)) {
     // Blocks only where oneDNN has a fast kernel for every one of their
-    // shapes; its reference kernel is a hundred times slower than the
-    // whole convolution would be.
-    bool fast = true;
+    // shapes (its reference kernel is a hundred times slower than the whole
+    // convolution would be), and where all of them fuse the post-ops or
+    // none does: run_blocks applies an unfused chain once, to the whole.
+    bool usable = true;
     const int64_t out_rows = e.geo.dst_dims[2];
-    for (int64_t first = 0; fast && first < out_rows; first += rows) {
+    for (int64_t first = 0; usable && first < out_rows; first += rows) {
       const RowBlock block = row_block(e.geo, src_dims, w_shape[2], first, std::min(rows, out_rows - first));
       const BlockShape shape = shape_of(block);
       if (std::any_of(e.blocks.begin(), e.blocks.end(), [&](const auto& b) { return b.first == shape; })) continue;
       e.blocks.emplace_back(shape, make_primitive(r, src_dims, w_shape, e.geo, &block));
-      fast = !e.blocks.back().second.reference;
+      const WindowPrimitive& made = e.blocks.back().second;
+      usable = !made.reference && made.manual_post_ops == e.blocks.front().second.manual_post_ops;
     }
-    if (fast) {
+    if (usable) {
       e.block_rows = rows;
       e.whole.dst_dims = e.geo.dst_dims;
       e.whole.out_shape = memory_shape(e.geo.dst_dims, channels_last_);
@@ -129,7 +136,7 @@ int64_t ConvKernel::block_rows(const ConvGeometry& geo, const core::Shape& w_sha
   for (const PostOp& op : post_.ops())
     if (op.binary()) return 0;
   // A first or last row that would read padding only has no block of its own.
-  const int64_t extent = (w_shape[2] - 1) * (geo.dilates[0] + 1) + 1;
+  const int64_t extent = kernel_extent(geo, w_shape[2]);
   if (geo.pad_l[0] >= extent || geo.pad_r[0] >= extent) return 0;
   // Multiply-adds per output row: each of its elements meets C / group
   // input channels over the kernel window.
@@ -181,17 +188,15 @@ void ConvKernel::run_blocks(KernelRun& r, const Entry& e, const WindowInputs& in
   const int64_t out_rows = e.geo.dst_dims[2];
   const int64_t src_stride = row_stride(in.src_dims, channels_last_);
   const int64_t dst_stride = row_stride(e.geo.dst_dims, channels_last_);
-  bool manual_post_ops = false;
   for (int64_t first = 0; first < out_rows; first += e.block_rows) {
     const RowBlock block = row_block(e.geo, in.src_dims, in.w.dim(2), first, std::min(e.block_rows, out_rows - first));
     const BlockShape shape = shape_of(block);
     const auto b = std::find_if(e.blocks.begin(), e.blocks.end(), [&](const auto& b) { return b.first == shape; });
     execute_window_primitive(r, node_, b->second, in, post_, in.x.data<float>() + block.src_first * src_stride,
                              y.data<float>() + first * dst_stride);
-    manual_post_ops = manual_post_ops || b->second.manual_post_ops;
     if (first + block.count < out_rows) r.checkpoint();
   }
-  if (manual_post_ops) post_.apply(y.data<float>(), y.shape(), r);
+  if (e.blocks.front().second.manual_post_ops) post_.apply(y.data<float>(), y.shape(), r);
 }
 
 void ConvKernel::run(KernelRun& r) {
