@@ -30,8 +30,7 @@ models:
   - {{name: typed, path: {KSERVE_MODELS / "typed.onnx"}}}
   - {{name: dtypes, path: {MODELS / "dtypes.onnx"}}}
   - {{name: passthrough, path: {MODELS / "passthrough.onnx"}}}
-  - {{name: slow, path: {DAEMON_MODELS / "slow.onnx"}, parallel: 1, queue: 1}}
-  - {{name: spin, path: {DAEMON_MODELS / "spin.onnx"}, parallel: 1}}
+  - {{name: spin, path: {DAEMON_MODELS / "spin.onnx"}, parallel: 1, queue: 1}}
 """
 
 # numpy dtype -> v2 datatype
@@ -179,7 +178,7 @@ def test_model_config_is_tritons(daemon: Daemon, stub: Any, v2: Stubs) -> None:
     pb = v2.pb
     response_class = triton_model_config_class()
     served = [m.name for m in stub.RepositoryIndex(pb.RepositoryIndexRequest(ready=True)).models]
-    assert {"demo", "typed", "dtypes", "passthrough", "slow", "spin"} <= set(served)
+    assert {"demo", "typed", "dtypes", "passthrough", "spin"} <= set(served)
     with daemon.channel() as channel:
         raw = channel.unary_unary("/inference.GRPCInferenceService/ModelConfig",
                                   request_serializer=lambda b: b, response_deserializer=lambda b: b)
@@ -380,29 +379,35 @@ def test_sixteen_concurrent_streams(daemon: Daemon, stub: Any, v2: Stubs, native
 
 
 def test_busy_and_deadlines(stub: Any, v2: Stubs, native: Any) -> None:
-    # slow: one infer request and a queue of one; 16 at once overflow it (they
-    # must arrive faster than one inference runs: 8 did not always, once the
-    # daemon's own timing changed).
-    x = np.zeros((1, 256, 256), np.float32)
-    slow = request(v2.pb, "slow", {"x": ("FP32", x)})
-    with ThreadPoolExecutor(16) as pool:
-        futures = [pool.submit(stub.ModelInfer.future(slow).exception) for _ in range(16)]
-        errors = [f.result() for f in futures]
-    busy = [e for e in errors if e is not None]
-    assert any(e is None for e in errors)
-    assert busy and all(e.code() == grpc.StatusCode.UNAVAILABLE and "is busy" in e.details() for e in busy)
+    # spin: one infer request and a queue of one. A long Loop holds the
+    # request, a second call waits in the queue, and a third finds no room.
+    # Each step waits for the daemon's own count of it, since gRPC does not
+    # keep separate calls in order and a timed burst depends on the machine.
+    def spin(m: int, **parameters: Any) -> Any:
+        inputs = {"m": ("INT64", np.array(m, np.int64)), "x": ("FP32", np.zeros((1, 4), np.float32))}
+        return stub.ModelInfer.future(request(v2.pb, "spin", inputs, parameters=parameters))
+
+    def wait_for(field: str) -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if next(m[field] for m in json.loads(native.stats("json"))["models"] if m["name"] == "spin") >= 1:
+                return
+            time.sleep(0.001)
+        raise AssertionError(f"spin never had {field} >= 1")
+
+    ahead = spin(200_000)
+    wait_for("in_flight")
+    queued = spin(1)
+    wait_for("queue_depth")
+    e = spin(1).exception()
+    assert e is not None and e.code() == grpc.StatusCode.UNAVAILABLE and "is busy" in e.details(), e
+    ahead.result()
+    queued.result()
     # The v2 "timeout" parameter (us): a request that waits in the queue past it
     # (behind a long Loop) is answered DEADLINE_EXCEEDED without running.
-    m = np.array(200_000, np.int64)
-    ahead = stub.ModelInfer.future(request(v2.pb, "spin", {"m": ("INT64", m), "x": ("FP32", np.zeros((1, 4), np.float32))}))
-    # gRPC does not keep separate calls in order: wait until that one runs.
-    def running() -> int:
-        return next(m["in_flight"] for m in json.loads(native.stats("json"))["models"] if m["name"] == "spin")
-    deadline = time.monotonic() + 10
-    while running() < 1 and time.monotonic() < deadline:
-        time.sleep(0.001)
-    hurried = stub.ModelInfer.future(request(v2.pb, "spin", {"m": ("INT64", np.array(1, np.int64)), "x": ("FP32", np.zeros((1, 4), np.float32))},
-                                             parameters={"timeout": v2.pb.InferParameter(int64_param=1)}))
+    ahead = spin(200_000)
+    wait_for("in_flight")
+    hurried = spin(1, timeout=v2.pb.InferParameter(int64_param=1))
     ahead.result()
     e = hurried.exception()
     assert e is not None and e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and "deadline" in e.details()
@@ -458,7 +463,7 @@ def test_statistics(stub: Any, v2: Stubs, native: Any) -> None:
     stats = {m["name"]: m for m in json.loads(native.stats("json"))["models"]}
     assert stats["demo"]["requests"] == s1.success.count + s1.fail.count
     every = stub.ModelStatistics(pb.ModelStatisticsRequest())
-    assert {m.name for m in every.model_stats} >= {"demo", "typed", "dtypes", "passthrough", "slow", "spin"}
+    assert {m.name for m in every.model_stats} >= {"demo", "typed", "dtypes", "passthrough", "spin"}
     e = error_of(stub.ModelStatistics, pb.ModelStatisticsRequest(name="nope"))
     assert e.code() == grpc.StatusCode.NOT_FOUND
 
