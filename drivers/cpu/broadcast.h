@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/tensor.h"
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dtype_dispatch.h"
 
 namespace hetero::cpu {
@@ -119,13 +120,17 @@ inline Broadcast plan_broadcast(const std::vector<const core::Shape*>& shapes, c
 // Calls fn(out_offset, in_offsets, len) over the whole broadcast, in segments
 // of at most one row each: element j of a segment is output out_offset + j
 // and input k's element in_offsets[k] + j * inner_stride[k]. Segments run in
-// parallel on big tensors; `fn` must not throw.
+// parallel on big tensors, in blocks with a checkpoint of `r` between two
+// (drivers/cpu/checkpoint_blocks.h); `fn` must not throw.
 template <size_t N, typename Fn>
-void for_each_segment(const Broadcast& b, Fn&& fn) {
+void for_each_segment(KernelRun& r, const Broadcast& b, Fn&& fn) {
   if (b.numel == 0) return;
   const bool parallel = b.numel > kParallelThreshold;
-  const size_t threads = parallel ? static_cast<size_t>(omp_get_max_threads()) : 1;
+  const size_t threads = parallel ? static_cast<size_t>(r.threads()) : 1;
   const size_t nd = b.dims.size();
+  // Bytes one output element moves: N inputs and the output, taken as 4
+  // bytes each.
+  const double work_per_element = 4.0 * (N + 1);
 
   // Offsets of row `row` in every input, by decomposing the row index.
   auto row_offsets = [&](size_t row, std::array<size_t, N>& off, std::vector<size_t>& idx) {
@@ -138,46 +143,50 @@ void for_each_segment(const Broadcast& b, Fn&& fn) {
   };
 
   if (parallel && b.rows < threads * 4) {
-    // Few long rows (same-shape inputs are one row): split rows into pieces.
-    const size_t pieces = (threads * 4 + b.rows - 1) / b.rows;
+    // Few long rows (same-shape inputs are one row): split rows into pieces,
+    // at least four per thread and none over half a checkpoint block.
+    const auto by_block = static_cast<size_t>(double(b.inner) * work_per_element / (kCheckpointWork / 2)) + 1;
+    const size_t pieces = std::max((threads * 4 + b.rows - 1) / b.rows, by_block);
     const size_t piece_len = (b.inner + pieces - 1) / pieces;
-    const int64_t tasks = static_cast<int64_t>(b.rows * pieces);
-#pragma omp parallel for schedule(static)
-    for (int64_t t = 0; t < tasks; ++t) {
+    parallel_blocks(r, static_cast<int64_t>(b.rows * pieces), double(piece_len) * work_per_element, true, [&](int64_t t) {
       const size_t row = static_cast<size_t>(t) / pieces;
       const size_t begin = static_cast<size_t>(t) % pieces * piece_len;
-      if (begin >= b.inner) continue;
+      if (begin >= b.inner) return;
       const size_t len = std::min(piece_len, b.inner - begin);
       std::array<size_t, N> off;
       std::vector<size_t> idx(nd);
       row_offsets(row, off, idx);
       for (size_t k = 0; k < N; ++k) off[k] += begin * b.inner_stride[k];
       fn(row * b.inner + begin, off, len);
-    }
+    });
     return;
   }
 
-  // Many rows: contiguous blocks of rows, walked with an odometer.
-  const size_t chunks = parallel ? std::min(b.rows, threads * 4) : 1;
-  const size_t per_chunk = (b.rows + chunks - 1) / chunks;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
-    const size_t first = static_cast<size_t>(c) * per_chunk;
-    const size_t last = std::min(b.rows, first + per_chunk);
-    if (first >= last) continue;
-    std::array<size_t, N> off;
-    std::vector<size_t> idx(nd);
-    row_offsets(first, off, idx);
-    for (size_t row = first; row < last; ++row) {
-      fn(row * b.inner, off, b.inner);
-      for (size_t d = nd; d-- > 0;) {  // advance the odometer
-        for (size_t k = 0; k < N; ++k) off[k] += b.strides[k][d];
-        if (++idx[d] < b.dims[d]) break;
-        for (size_t k = 0; k < N; ++k) off[k] -= b.strides[k][d] * b.dims[d];
-        idx[d] = 0;
+  // Many rows: in each checkpoint block, contiguous chunks of rows walked
+  // with an odometer.
+  for_checkpoint_blocks(r, static_cast<int64_t>(b.rows), double(b.inner) * work_per_element, [&](int64_t begin, int64_t end) {
+    const auto rows = static_cast<size_t>(end - begin);
+    const size_t chunks = parallel ? std::min(rows, threads * 4) : 1;
+    const size_t per_chunk = (rows + chunks - 1) / chunks;
+#pragma omp parallel for num_threads(static_cast<int>(threads)) schedule(static) if (parallel)
+    for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
+      const size_t first = static_cast<size_t>(begin) + static_cast<size_t>(c) * per_chunk;
+      const size_t last = std::min(static_cast<size_t>(end), first + per_chunk);
+      if (first >= last) continue;
+      std::array<size_t, N> off;
+      std::vector<size_t> idx(nd);
+      row_offsets(first, off, idx);
+      for (size_t row = first; row < last; ++row) {
+        fn(row * b.inner, off, b.inner);
+        for (size_t d = nd; d-- > 0;) {  // advance the odometer
+          for (size_t k = 0; k < N; ++k) off[k] += b.strides[k][d];
+          if (++idx[d] < b.dims[d]) break;
+          for (size_t k = 0; k < N; ++k) off[k] -= b.strides[k][d] * b.dims[d];
+          idx[d] = 0;
+        }
       }
     }
-  }
+  });
 }
 
 // `axis` in [-rank, rank) mapped to [0, rank); INVALID_ARGUMENT otherwise.

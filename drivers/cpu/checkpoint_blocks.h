@@ -5,11 +5,16 @@
 // holding one huge MatMul or Conv otherwise held its stream for seconds.
 // The kernels that split their work this way: MatMul and Gemm (blocks of A's
 // rows), Conv (blocks of output rows) and the layout changes the layout pass
-// puts before and after convolutions (blocks of rows).
+// puts before and after convolutions (blocks of rows), all on oneDNN; and
+// the driver's own parallel loops (parallel_blocks below), whose work
+// grows with what a model asks: broadcasts, reductions, copies, Einsum.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+
+#include "drivers/cpu/kernel.h"
 
 namespace hetero::cpu {
 
@@ -34,6 +39,50 @@ inline constexpr double kCheckpointBytes = double(1ull << 23);
 inline int64_t checkpoint_block_units(int64_t units, double work_per_unit, double block_work) {
   if (double(units) * work_per_unit <= 2 * block_work) return 0;
   return std::max<int64_t>(1, static_cast<int64_t>(block_work / work_per_unit));
+}
+
+// About how much work one block of the driver's own loops holds, counted in
+// bytes moved or scalar operations, whichever the loop is bound by: 16 Mi of
+// either is 2-40 ms on two cores (a vectorised multiply-add loop at the
+// fast end, a copy into fresh memory at the slow one). One block costs one
+// wake-up of the OpenMP team, a few microseconds.
+inline constexpr double kCheckpointWork = double(1ull << 24);
+
+// Runs body(begin, end) over the units [0, units): in one piece when they
+// hold at most two blocks of kCheckpointWork, else in blocks of units with
+// r.checkpoint() between two. `body` runs its own parallel loop over
+// [begin, end) (for loops that keep scratch per thread).
+template <typename Body>
+void for_checkpoint_blocks(KernelRun& r, int64_t units, double work_per_unit, Body&& body) {
+  const int64_t block = checkpoint_block_units(units, work_per_unit, kCheckpointWork);
+  const int64_t step = block > 0 ? block : units;
+  for (int64_t begin = 0; begin < units; begin += step) {
+    if (begin > 0) r.checkpoint();
+    body(begin, std::min(units, begin + step));
+  }
+}
+
+// The driver's parallel loop: body(i) for every i in [0, units) on the
+// kernel's threads (on this one alone unless `parallel`), in blocks as
+// above. `body` must not throw: it runs inside an OpenMP loop.
+template <typename Body>
+void parallel_blocks(KernelRun& r, int64_t units, double work_per_unit, bool parallel, Body&& body) {
+  const int threads = r.threads();
+  for_checkpoint_blocks(r, units, work_per_unit, [&](int64_t begin, int64_t end) {
+#pragma omp parallel for num_threads(threads) if (parallel && threads > 1) schedule(static)
+    for (int64_t i = begin; i < end; ++i) body(i);
+  });
+}
+
+// std::memcpy in pieces of half a block (a copy moves each byte twice),
+// with a checkpoint between two: for serial copies whose size a model
+// decides (Expand's and Tile's repeats).
+inline void copy_in_checkpoint_blocks(KernelRun& r, void* dst, const void* src, size_t bytes) {
+  constexpr auto kPiece = static_cast<size_t>(kCheckpointWork / 2);
+  for (size_t done = 0; done < bytes; done += kPiece) {
+    if (done > 0) r.checkpoint();
+    std::memcpy(static_cast<char*>(dst) + done, static_cast<const char*>(src) + done, std::min(kPiece, bytes - done));
+  }
 }
 
 }  // namespace hetero::cpu

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
@@ -37,7 +38,7 @@ bool castable(DType dtype) {
 
 // Converts `x` into `y` (same element count). float16/bfloat16 go through
 // float32 on either side, as ONNX Runtime does.
-void cast_into(const KernelRun& r, const Tensor& x, Tensor& y) {
+void cast_into(KernelRun& r, const Tensor& x, Tensor& y) {
   if (x.dtype() == y.dtype()) {
     if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
     return;
@@ -59,8 +60,10 @@ void cast_into(const KernelRun& r, const Tensor& x, Tensor& y) {
       using D = typename decltype(dst_tag)::type;
       const S* s = x.data<S>();
       D* d = y.data<D>();
+      for_checkpoint_blocks(r, n, sizeof(S) + sizeof(D), [&](int64_t begin, int64_t end) {
 #pragma omp parallel for schedule(static) if (n > int64_t(kParallelThreshold))
-      for (int64_t i = 0; i < n; ++i) d[i] = convert<D>(s[i]);
+        for (int64_t i = begin; i < end; ++i) d[i] = convert<D>(s[i]);
+      });
     });
   });
 }

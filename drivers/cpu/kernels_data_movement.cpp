@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
@@ -68,14 +69,13 @@ std::unique_ptr<Kernel> make_concat(const KernelBuild& b) {
       chunks[i] = static_cast<size_t>(ins[i]->dim(axis)) * inner;
       at += chunks[i];
     }
-    const bool parallel = r.threads() > 1 && y.nbytes() >= kParallelBytes && outer > 1;
-#pragma omp parallel for num_threads(r.threads()) if (parallel) schedule(static)
-    for (int64_t o = 0; o < outer; ++o) {
+    const bool parallel = y.nbytes() >= kParallelBytes && outer > 1;
+    parallel_blocks(r, outer, 2.0 * double(out_row), parallel, [&](int64_t o) {
       for (size_t i = 0; i < ins.size(); ++i)
         if (chunks[i])
           std::memcpy(dst + static_cast<size_t>(o) * out_row + offsets[i],
                       static_cast<const char*>(ins[i]->raw()) + static_cast<size_t>(o) * chunks[i], chunks[i]);
-    }
+    });
   });
 }
 
@@ -160,7 +160,7 @@ std::unique_ptr<Kernel> make_depth_to_space(const KernelBuild& b) {
     const std::vector<int64_t> perm =
         dcr ? std::vector<int64_t>{0, 3, 4, 1, 5, 2} : std::vector<int64_t>{0, 1, 4, 2, 5, 3};
     Tensor& y = r.output(0, x.dtype(), {n, oc, h * bs, w * bs});
-    permute_copy(x.raw(), y.raw(), view, perm, core::dtype_size(x.dtype()), r.threads());
+    permute_copy(r, x.raw(), y.raw(), view, perm, core::dtype_size(x.dtype()));
   });
 }
 
@@ -175,8 +175,8 @@ std::unique_ptr<Kernel> make_space_to_depth(const KernelBuild& b) {
                               " are not multiples of the blocksize");
     // [N, C, H', b, W', b] -> [N, b, b, C, H', W'].
     Tensor& y = r.output(0, x.dtype(), {n, c * bs * bs, h / bs, w / bs});
-    permute_copy(x.raw(), y.raw(), {n, c, h / bs, bs, w / bs, bs}, {0, 3, 5, 1, 2, 4},
-                 core::dtype_size(x.dtype()), r.threads());
+    permute_copy(r, x.raw(), y.raw(), {n, c, h / bs, bs, w / bs, bs}, {0, 3, 5, 1, 2, 4},
+                 core::dtype_size(x.dtype()));
   });
 }
 

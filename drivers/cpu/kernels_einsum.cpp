@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
@@ -150,7 +151,7 @@ Bound bind_shapes(const Node& node, const Equation& e, const std::vector<const T
 
 // The direct loop: every combination of output labels then summed labels.
 template <typename T>
-void einsum_loop(const Bound& bd, const std::vector<const Tensor*>& ins, Tensor& y) {
+void einsum_loop(KernelRun& r, const Bound& bd, const std::vector<const Tensor*>& ins, Tensor& y) {
   std::vector<int> labels = bd.out_labels;
   for (auto& [l, n] : bd.size)
     if (std::find(labels.begin(), labels.end(), l) == labels.end()) labels.push_back(l);
@@ -182,7 +183,11 @@ void einsum_loop(const Bound& bd, const std::vector<const Tensor*>& ins, Tensor&
     }
   };
   T* out = y.data<T>();
+  // One serial loop, checked every block of outputs; a product term costs
+  // about as much as 4 bytes moved per operand.
+  const int64_t block = checkpoint_block_units(out_count, 4.0 * double(sum_count) * double(nin), kCheckpointWork);
   for (int64_t o = 0; o < out_count; ++o) {
+    if (block > 0 && o > 0 && o % block == 0) r.checkpoint();
     Acc acc = 0;
     for (int64_t s = 0; s < sum_count; ++s) {
       Acc p = 1;
@@ -196,7 +201,7 @@ void einsum_loop(const Bound& bd, const std::vector<const Tensor*>& ins, Tensor&
 }
 
 // Permutes t's labels into `order` (every label of t, each once).
-Tensor permuted(const Tensor& t, const std::vector<int>& labels, const std::vector<int>& order, int threads) {
+Tensor permuted(KernelRun& r, const Tensor& t, const std::vector<int>& labels, const std::vector<int>& order) {
   std::vector<int64_t> perm;
   Shape shape;
   for (int l : order) {
@@ -206,13 +211,13 @@ Tensor permuted(const Tensor& t, const std::vector<int>& labels, const std::vect
   }
   if (permutation_keeps_layout(t.shape(), perm)) return t.reshaped(shape);
   Tensor out = Tensor::allocate(t.dtype(), shape, false);
-  permute_copy(t.raw(), out.raw(), t.shape(), perm, core::dtype_size(t.dtype()), threads);
+  permute_copy(r, t.raw(), out.raw(), t.shape(), perm, core::dtype_size(t.dtype()));
   return out;
 }
 
 // Two float32 operands as a batched matrix product; false when the labels do
 // not fit that form (the caller then uses the direct loop).
-bool einsum_matmul(const Bound& bd, const Tensor& a, const Tensor& b, Tensor& y, int threads) {
+bool einsum_matmul(KernelRun& r, const Bound& bd, const Tensor& a, const Tensor& b, Tensor& y) {
   const auto& la = bd.in_labels[0];
   const auto& lb = bd.in_labels[1];
   auto has = [](const std::vector<int>& v, int l) { return std::find(v.begin(), v.end(), l) != v.end(); };
@@ -252,7 +257,7 @@ bool einsum_matmul(const Bound& bd, const Tensor& a, const Tensor& b, Tensor& y,
   b_order.insert(b_order.end(), n.begin(), n.end());
   c_labels.insert(c_labels.end(), m.begin(), m.end());
   c_labels.insert(c_labels.end(), n.begin(), n.end());
-  const Tensor pa = permuted(a, la, a_order, threads), pb = permuted(b, lb, b_order, threads);
+  const Tensor pa = permuted(r, a, la, a_order), pb = permuted(r, b, lb, b_order);
   Shape c_shape;
   for (int l : c_labels) c_shape.push_back(bd.size.at(l));
   const bool direct = c_labels == bd.out_labels;
@@ -260,9 +265,8 @@ bool einsum_matmul(const Bound& bd, const Tensor& a, const Tensor& b, Tensor& y,
   const float* A = pa.data<float>();
   const float* B = pb.data<float>();
   float* C = c.data<float>();
-  const bool parallel = threads > 1 && nb * nm * nn * nk >= (1 << 16);
-#pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
-  for (int64_t row = 0; row < nb * nm; ++row) {
+  const bool parallel = nb * nm * nn * nk >= (1 << 16);
+  parallel_blocks(r, nb * nm, double(nk) * double(nn), parallel, [&](int64_t row) {
     const int64_t bi = row / nm;
     float* cr = C + row * nn;
     std::fill(cr, cr + nn, 0.0f);
@@ -273,9 +277,9 @@ bool einsum_matmul(const Bound& bd, const Tensor& a, const Tensor& b, Tensor& y,
       const float* br = bm + kk * nn;
       for (int64_t j = 0; j < nn; ++j) cr[j] += av * br[j];
     }
-  }
+  });
   if (!direct) {
-    const Tensor out = permuted(c, c_labels, bd.out_labels, threads);
+    const Tensor out = permuted(r, c, c_labels, bd.out_labels);
     std::memcpy(y.raw(), out.raw(), y.nbytes());
   }
   return true;
@@ -295,10 +299,10 @@ std::unique_ptr<Kernel> make_einsum(const KernelBuild& b) {
     for (int l : bd.out_labels) out.push_back(bd.size.at(l));
     Tensor& y = r.output(0, ins[0]->dtype(), out);
     if (y.numel() == 0) return;
-    if (ins.size() == 2 && y.dtype() == DType::F32 && einsum_matmul(bd, *ins[0], *ins[1], y, r.threads())) return;
+    if (ins.size() == 2 && y.dtype() == DType::F32 && einsum_matmul(r, bd, *ins[0], *ins[1], y)) return;
     if (y.dtype() == DType::Bool) fail(HETERO_NOT_SUPPORTED, r.node().describe() + ": bool operands are not supported");
     dispatch_or_fail(AllTypes{}, y.dtype(), r.node(),
-                     [&](auto tag) { einsum_loop<typename decltype(tag)::type>(bd, ins, y); });
+                     [&](auto tag) { einsum_loop<typename decltype(tag)::type>(r, bd, ins, y); });
   });
 }
 

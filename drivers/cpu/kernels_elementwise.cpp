@@ -80,9 +80,9 @@ T int_pow(T a, int64_t e) {
 // and b. The four inner-stride cases are separate loops so each vectorises.
 // `out` may be `a` itself (variadic ops accumulate in place).
 template <size_t N, typename A, typename B, typename O, typename Op>
-void apply_binary(const Broadcast& bc, size_t ia, size_t ib, const A* a, const B* b, O* out, Op op) {
+void apply_binary(KernelRun& r, const Broadcast& bc, size_t ia, size_t ib, const A* a, const B* b, O* out, Op op) {
   const bool sa = bc.inner_stride[ia] != 0, sb = bc.inner_stride[ib] != 0;
-  for_each_segment<N>(bc, [&](size_t o, const std::array<size_t, N>& off, size_t len) {
+  for_each_segment<N>(r, bc, [&](size_t o, const std::array<size_t, N>& off, size_t len) {
     const A* pa = a + off[ia];
     const B* pb = b + off[ib];
     O* po = out + o;
@@ -199,10 +199,10 @@ std::unique_ptr<Kernel> binary_kernel(const KernelBuild& build, Op op, BinarySpe
         using O = decltype(op(0.0f, 0.0f));
         if constexpr (std::is_same_v<O, bool>) {
           Tensor& out = r.output(0, DType::Bool, bc.out_shape);
-          apply_binary<2>(bc, 0, 1, ptr<float>(fa), ptr<float>(fb), out.data<bool>(), op);
+          apply_binary<2>(r, bc, 0, 1, ptr<float>(fa), ptr<float>(fb), out.data<bool>(), op);
         } else {
           Tensor tmp = Tensor::allocate(DType::F32, bc.out_shape, false);
-          apply_binary<2>(bc, 0, 1, ptr<float>(fa), ptr<float>(fb), tmp.data<float>(), op);
+          apply_binary<2>(r, bc, 0, 1, ptr<float>(fa), ptr<float>(fb), tmp.data<float>(), op);
           narrow_from_float32(tmp, r.output(0, dtype, bc.out_shape));
         }
         return;
@@ -213,7 +213,7 @@ std::unique_ptr<Kernel> binary_kernel(const KernelBuild& build, Op op, BinarySpe
       using O = decltype(op(T(), T()));
       if (spec.nonzero_divisor) check_divisor<T>(r, *b);
       Tensor& out = r.output(0, core::DTypeOf<O>::value, bc.out_shape);
-      apply_binary<2>(bc, 0, 1, ptr<T>(*a), ptr<T>(*b), out.data<O>(), op);
+      apply_binary<2>(r, bc, 0, 1, ptr<T>(*a), ptr<T>(*b), out.data<O>(), op);
     });
   });
 }
@@ -236,16 +236,21 @@ B pow_elem(B a, E e) {
 // Pow with a constant-like scalar exponent of 2, 0.5 or 1 (squares and roots
 // in real models) needs no pow() call.
 template <typename B>
-bool pow_fast_path(const Tensor& base, double e, Tensor& out) {
+bool pow_fast_path(KernelRun& r, const Tensor& base, double e, Tensor& out) {
   const B* x = base.data<B>();
   B* y = out.data<B>();
   const int64_t n = static_cast<int64_t>(base.numel());
+  const bool parallel = n > int64_t(kParallelThreshold);
   if (e == 2) {
-#pragma omp parallel for if (n > int64_t(kParallelThreshold))
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
+    for_checkpoint_blocks(r, n, 2 * sizeof(B), [&](int64_t begin, int64_t end) {
+#pragma omp parallel for if (parallel)
+      for (int64_t i = begin; i < end; ++i) y[i] = x[i] * x[i];
+    });
   } else if (e == 0.5 && std::is_floating_point_v<B>) {
-#pragma omp parallel for if (n > int64_t(kParallelThreshold))
-    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<B>(std::sqrt(x[i]));
+    for_checkpoint_blocks(r, n, 2 * sizeof(B), [&](int64_t begin, int64_t end) {
+#pragma omp parallel for if (parallel)
+      for (int64_t i = begin; i < end; ++i) y[i] = static_cast<B>(std::sqrt(x[i]));
+    });
   } else if (e == 1) {
     std::memcpy(y, x, base.nbytes());
   } else {
@@ -284,14 +289,14 @@ std::unique_ptr<Kernel> variadic_kernel(const KernelBuild& build, Op op, bool me
       // shape fixes it); later steps fold each input into `out` in place.
       if (in.size() == 1) {
         const Broadcast bc = plan_broadcast({&full, shapes[0]}, r.node());
-        apply_binary<2>(bc, 1, 1, ptr<T>(*in[0]), ptr<T>(*in[0]), o, [](T x, T) { return x; });
+        apply_binary<2>(r, bc, 1, 1, ptr<T>(*in[0]), ptr<T>(*in[0]), o, [](T x, T) { return x; });
       } else {
         const Broadcast bc = plan_broadcast({&full, shapes[0], shapes[1]}, r.node());
-        apply_binary<3>(bc, 1, 2, ptr<T>(*in[0]), ptr<T>(*in[1]), o, [&](T x, T y) { return static_cast<T>(op(x, y)); });
+        apply_binary<3>(r, bc, 1, 2, ptr<T>(*in[0]), ptr<T>(*in[1]), o, [&](T x, T y) { return static_cast<T>(op(x, y)); });
       }
       for (size_t k = 2; k < in.size(); ++k) {
         const Broadcast bc = plan_broadcast({&full, shapes[k]}, r.node());
-        apply_binary<2>(bc, 0, 1, static_cast<const T*>(o), ptr<T>(*in[k]), o,
+        apply_binary<2>(r, bc, 0, 1, static_cast<const T*>(o), ptr<T>(*in[k]), o,
                         [&](T x, T y) { return static_cast<T>(op(x, y)); });
       }
       if (mean) {
@@ -339,10 +344,10 @@ std::unique_ptr<Kernel> make_pow(const KernelBuild& build) {
                              : (tmp = Tensor::allocate(DType::F32, bc.out_shape, false));
     dispatch_or_fail(PowBaseTypes{}, a->dtype(), r.node(), [&](auto base_tag) {
       using B = typename decltype(base_tag)::type;
-      if (b->numel() == 1 && bc.out_shape == a->shape() && pow_fast_path<B>(*a, b->as_double(0), out)) return;
+      if (b->numel() == 1 && bc.out_shape == a->shape() && pow_fast_path<B>(r, *a, b->as_double(0), out)) return;
       dispatch_or_fail(NumericTypes{}, b->dtype(), r.node(), [&](auto exp_tag) {
         using E = typename decltype(exp_tag)::type;
-        apply_binary<2>(bc, 0, 1, ptr<B>(*a), ptr<E>(*b), out.data<B>(), [](B x, E e) { return pow_elem(x, e); });
+        apply_binary<2>(r, bc, 0, 1, ptr<B>(*a), ptr<E>(*b), out.data<B>(), [](B x, E e) { return pow_elem(x, e); });
       });
     });
     if (!wa.empty()) narrow_from_float32(tmp, r.output(0, out_dtype, bc.out_shape));
@@ -370,7 +375,7 @@ std::unique_ptr<Kernel> make_where(const KernelBuild&) {
       const T* py = static_cast<const T*>(y.raw());
       T* po = static_cast<T*>(out.raw());
       const size_t sc = bc.inner_stride[0], sx = bc.inner_stride[1], sy = bc.inner_stride[2];
-      for_each_segment<3>(bc, [&](size_t o, const std::array<size_t, 3>& off, size_t len) {
+      for_each_segment<3>(r, bc, [&](size_t o, const std::array<size_t, 3>& off, size_t len) {
         for (size_t i = 0; i < len; ++i) po[o + i] = pc[off[0] + i * sc] ? px[off[1] + i * sx] : py[off[2] + i * sy];
       });
     });

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
@@ -152,13 +153,12 @@ std::unique_ptr<Kernel> make_gather(const KernelBuild& b) {
     const int64_t outer = product(x.shape(), 0, axis);
     const auto inner = static_cast<size_t>(product(x.shape(), axis + 1, x.rank()));
     const auto n = static_cast<int64_t>(rows.size());
-    const bool parallel = r.threads() > 1 && y.nbytes() >= kParallelBytes;
+    const bool parallel = y.nbytes() >= kParallelBytes;
     dispatch_width(elem, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* src = static_cast<const T*>(x.raw());
       T* dst = static_cast<T*>(y.raw());
-#pragma omp parallel for num_threads(r.threads()) if (parallel) schedule(static)
-      for (int64_t item = 0; item < outer * n; ++item) {
+      parallel_blocks(r, outer * n, 2.0 * double(inner * sizeof(T)), parallel, [&](int64_t item) {
         const int64_t o = item / n, j = item % n;
         const T* from = src + (o * dim + rows[static_cast<size_t>(j)]) * static_cast<int64_t>(inner);
         T* to = dst + item * static_cast<int64_t>(inner);
@@ -166,7 +166,7 @@ std::unique_ptr<Kernel> make_gather(const KernelBuild& b) {
           *to = *from;
         else
           std::memcpy(to, from, inner * sizeof(T));
-      }
+      });
     });
   });
 }

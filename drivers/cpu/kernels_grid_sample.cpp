@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
@@ -109,21 +110,21 @@ struct Sampler {
 };
 
 template <typename T>
-void grid_sample(const Sampler& s, const Tensor& x, const Tensor& grid, Tensor& y, int threads) {
+void grid_sample(KernelRun& r, const Sampler& s, const Tensor& x, const Tensor& grid, Tensor& y) {
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   const int64_t oh = grid.dim(1), ow = grid.dim(2);
   const T* in = x.data<T>();
   const T* g = grid.data<T>();
   T* out = y.data<T>();
-  const bool parallel = threads > 1 && n * c * oh * ow >= (1 << 14);
-#pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
-  for (int64_t nc = 0; nc < n * c; ++nc) {
+  const bool parallel = n * c * oh * ow >= (1 << 14);
+  // A sample reads up to 16 neighbours (bicubic) and its grid point.
+  parallel_blocks(r, n * c, 64.0 * double(oh * ow), parallel, [&](int64_t nc) {
     const int64_t b = nc / c;
     const T* plane = in + nc * h * w;
     const T* gb = g + b * oh * ow * 2;
     T* o = out + nc * oh * ow;
     for (int64_t p = 0; p < oh * ow; ++p) o[p] = s.sample(plane, h, w, gb[2 * p], gb[2 * p + 1]);
-  }
+  });
 }
 
 }  // namespace
@@ -151,7 +152,7 @@ std::unique_ptr<Kernel> make_grid_sample(const KernelBuild& b) {
     if (y.numel() == 0) return;
     if (x.dim(2) == 0 || x.dim(3) == 0) bad_input(r.node(), "cannot sample an empty image");
     dispatch_or_fail(FloatTypes{}, x.dtype(), r.node(),
-                     [&](auto tag) { grid_sample<typename decltype(tag)::type>(s, x, grid, y, r.threads()); });
+                     [&](auto tag) { grid_sample<typename decltype(tag)::type>(r, s, x, grid, y); });
   });
 }
 

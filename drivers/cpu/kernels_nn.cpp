@@ -11,6 +11,7 @@
 #include <cmath>
 #include <vector>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/dtype_dispatch.h"
@@ -44,26 +45,23 @@ double param(const core::Tensor& t, size_t i) {
 // y = x * a[c] + b[c] over channels-first (N, C, inner) or channels-last
 // (N*inner, C) memory.
 template <typename T>
-void channel_affine(const T* x, T* y, const std::vector<T>& a, const std::vector<T>& b, int64_t n, int64_t c,
-                    int64_t inner, bool channels_last) {
+void channel_affine(KernelRun& r, const T* x, T* y, const std::vector<T>& a, const std::vector<T>& b, int64_t n,
+                    int64_t c, int64_t inner, bool channels_last) {
   const bool parallel = n * c * inner > 32768;
   if (channels_last) {
-    const int64_t rows = n * inner;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* xr = x + r * c;
-      T* yr = y + r * c;
+    parallel_blocks(r, n * inner, 2.0 * double(c) * sizeof(T), parallel, [&](int64_t row) {
+      const T* xr = x + row * c;
+      T* yr = y + row * c;
       for (int64_t k = 0; k < c; ++k) yr[k] = xr[k] * a[k] + b[k];
-    }
+    });
     return;
   }
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t p = 0; p < n * c; ++p) {
+  parallel_blocks(r, n * c, 2.0 * double(inner) * sizeof(T), parallel, [&](int64_t p) {
     const T av = a[p % c], bv = b[p % c];
     const T* xp = x + p * inner;
     T* yp = y + p * inner;
     for (int64_t k = 0; k < inner; ++k) yp[k] = xp[k] * av + bv;
-  }
+  });
 }
 
 // Per-channel mean and population variance of (N, C, inner) or
@@ -142,7 +140,7 @@ class BatchNormKernel final : public Kernel {
         a[k] = static_cast<T>(s);
         b[k] = static_cast<T>(param<T>(*r.input(2), k) - mean[k] * s);
       }
-      channel_affine<T>(x.data<T>(), y.data<T>(), a, b, n, c, inner, channels_last_);
+      channel_affine<T>(r, x.data<T>(), y.data<T>(), a, b, n, c, inner, channels_last_);
       if (!training_) return;
       for (size_t o = 1; o < 3 && o < r.num_outputs(); ++o) {
         if (!r.output_wanted(o)) continue;
@@ -192,13 +190,12 @@ void instance_norm(KernelRun& r, double epsilon) {
   core::Tensor& y = r.output(0, x.dtype(), x.shape());
   const float* xd = x.data<float>();
   float* yd = y.data<float>();
-#pragma omp parallel for schedule(static) if (n * c * inner > 32768)
-  for (int64_t p = 0; p < n * c; ++p) {
+  parallel_blocks(r, n * c, 3.0 * double(inner) * sizeof(float), n * c * inner > 32768, [&](int64_t p) {
     const auto [mean, inv] = moments(xd + p * inner, inner, epsilon);
     const float a = static_cast<float>(inv * scale.data<float>()[p % c]);
     const float b = static_cast<float>(bias.data<float>()[p % c] - mean * inv * scale.data<float>()[p % c]);
     for (int64_t k = 0; k < inner; ++k) yd[p * inner + k] = xd[p * inner + k] * a + b;
-  }
+  });
 }
 
 class LrnKernel final : public Kernel {
@@ -219,8 +216,9 @@ class LrnKernel final : public Kernel {
     const int64_t before = (size_ - 1) / 2, after = size_ - 1 - before;
     const float* xd = x.data<float>();
     float* yd = y.data<float>();
-#pragma omp parallel for schedule(static) if (n * c * inner > 32768)
-    for (int64_t p = 0; p < n * c; ++p) {
+    // Each output sums the squares of `size_` neighbours: 8 bytes each.
+    const double work = 8.0 * double(inner) * double(std::min(size_, c));
+    parallel_blocks(r, n * c, work, n * c * inner > 32768, [&](int64_t p) {
       const int64_t ch = p % c, img = p / c;
       const int64_t c0 = std::max<int64_t>(0, ch - before), c1 = std::min<int64_t>(c - 1, ch + after);
       for (int64_t k = 0; k < inner; ++k) {
@@ -231,7 +229,7 @@ class LrnKernel final : public Kernel {
         }
         yd[p * inner + k] = static_cast<float>(xd[p * inner + k] / std::pow(bias_ + alpha_ / size_ * sq, beta_));
       }
-    }
+    });
   }
 
  private:
@@ -269,14 +267,13 @@ class LayerNormKernel final : public Kernel {
     float* inv_out = r.output_wanted(2) ? r.output(2, core::DType::F32, stat_shape).data<float>() : nullptr;
     const float* xd = x.data<float>();
     float* yd = y.data<float>();
-#pragma omp parallel for schedule(static) if (outer * inner > 32768)
-    for (int64_t o = 0; o < outer; ++o) {
+    parallel_blocks(r, outer, 3.0 * double(inner) * sizeof(float), outer * inner > 32768, [&](int64_t o) {
       const auto [mean, inv] = moments(xd + o * inner, inner, epsilon_);
       for (int64_t k = 0; k < inner; ++k)
         yd[o * inner + k] = static_cast<float>((xd[o * inner + k] - mean) * inv) * s[k] + b[k];
       if (mean_out) mean_out[o] = static_cast<float>(mean);
       if (inv_out) inv_out[o] = static_cast<float>(inv);
-    }
+    });
   }
 
  private:

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "drivers/cpu/conv_util.h"
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/dtype_dispatch.h"
@@ -188,74 +189,77 @@ void pool_position_cl(const PoolParams& prm, const PoolGeometry& g, const T* in,
 }
 
 // Global average or max of channels-last images: threads split the
-// channels, each walking every position over its contiguous slice of them.
+// channels, each walking the positions (in checkpoint blocks of them) over
+// its contiguous slice of them.
 template <typename T, typename Acc>
-void global_pool_cl(const PoolParams& prm, const PoolGeometry& g, const T* in, T* out) {
+void global_pool_cl(KernelRun& r, const PoolParams& prm, const PoolGeometry& g, const T* in, T* out) {
   const int64_t plane = g.in_plane(), C = g.c;
   const bool max = prm.kind == PoolKind::Max;
   const bool parallel = g.n * C * plane > 16384;
+  std::vector<Acc> acc(static_cast<size_t>(C));
   for (int64_t n = 0; n < g.n; ++n) {
     const T* img = in + n * plane * C;
+    std::fill(acc.begin(), acc.end(), max ? std::numeric_limits<Acc>::lowest() : Acc(0));
+    for_checkpoint_blocks(r, plane, double(C) * sizeof(T), [&](int64_t first, int64_t last) {
 #pragma omp parallel if (parallel)
-    {
-      const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-      // Slices of whole cache lines (16 floats) where there are enough channels.
-      const int64_t per = std::max<int64_t>((C + threads - 1) / threads, std::min<int64_t>(C, 16));
-      const int64_t c0 = std::min(C, t * per), c1 = std::min(C, c0 + per);
-      if (c0 < c1) {
-        std::vector<Acc> acc(static_cast<size_t>(c1 - c0), max ? std::numeric_limits<Acc>::lowest() : Acc(0));
-        for (int64_t p = 0; p < plane; ++p) {
+      {
+        const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+        // Slices of whole cache lines (16 floats) where there are enough channels.
+        const int64_t per = std::max<int64_t>((C + threads - 1) / threads, std::min<int64_t>(C, 16));
+        const int64_t c0 = std::min(C, t * per), c1 = std::min(C, c0 + per);
+        Acc* a = acc.data() + c0;
+        for (int64_t p = first; p < last && c0 < c1; ++p) {
           const T* row = img + p * C + c0;
           if (max) {
-            for (int64_t c = 0; c < c1 - c0; ++c) acc[c] = std::max(acc[c], static_cast<Acc>(row[c]));
+            for (int64_t c = 0; c < c1 - c0; ++c) a[c] = std::max(a[c], static_cast<Acc>(row[c]));
           } else {
-            for (int64_t c = 0; c < c1 - c0; ++c) acc[c] += static_cast<Acc>(row[c]);
+            for (int64_t c = 0; c < c1 - c0; ++c) a[c] += static_cast<Acc>(row[c]);
           }
         }
-        for (int64_t c = 0; c < c1 - c0; ++c)
-          out[n * C + c0 + c] = static_cast<T>(max ? acc[c] : acc[c] / static_cast<Acc>(plane));
       }
-    }
+    });
+    for (int64_t c = 0; c < C; ++c) out[n * C + c] = static_cast<T>(max ? acc[c] : acc[c] / static_cast<Acc>(plane));
   }
 }
 
 template <typename T, typename Acc>
-void pool(const PoolParams& prm, const PoolGeometry& g, const T* in, T* out, int64_t* indices) {
+void pool(KernelRun& r, const PoolParams& prm, const PoolGeometry& g, const T* in, T* out, int64_t* indices) {
   const int64_t in_plane = g.in_plane(), out_plane = g.out_plane();
   auto position = [&](int64_t p, int64_t o[3]) {
     o[2] = p % g.out[2];
     o[1] = p / g.out[2] % g.out[1];
     o[0] = p / (g.out[2] * g.out[1]);
   };
-  const int64_t work = prm.channels_last ? g.n * out_plane : g.n * g.c;
-  const bool parallel = work > 1 && g.n * g.c * out_plane * g.k[0] * g.k[1] * g.k[2] > 16384;
+  // Each output position reads its window: taps x the channels it pools.
+  const double taps = double(g.k[0]) * double(g.k[1]) * double(g.k[2]) * sizeof(T);
+  const bool parallel = g.n * g.c * out_plane > 1 && g.n * g.c * out_plane * g.k[0] * g.k[1] * g.k[2] > 16384;
   if (prm.channels_last) {
     if (prm.global && prm.kind != PoolKind::Lp) {
-      global_pool_cl<T, Acc>(prm, g, in, out);
+      global_pool_cl<T, Acc>(r, prm, g, in, out);
       return;
     }
+    const int64_t work = g.n * out_plane;
+    for_checkpoint_blocks(r, work, taps * double(g.c), [&](int64_t first, int64_t last) {
 #pragma omp parallel if (parallel)
-    {
-      std::vector<Acc> acc(static_cast<size_t>(g.c));
+      {
+        std::vector<Acc> acc(static_cast<size_t>(g.c));
 #pragma omp for schedule(static)
-      for (int64_t w = 0; w < work; ++w) {
-        int64_t o[3];
-        position(w % out_plane, o);
-        pool_position_cl<T, Acc>(prm, g, in + w / out_plane * in_plane * g.c, out + w * g.c, acc.data(), o);
+        for (int64_t w = first; w < last; ++w) {
+          int64_t o[3];
+          position(w % out_plane, o);
+          pool_position_cl<T, Acc>(prm, g, in + w / out_plane * in_plane * g.c, out + w * g.c, acc.data(), o);
+        }
       }
-    }
+    });
     return;
   }
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t w = 0; w < work; ++w) {
-    const T* plane = in + w * in_plane;
-    for (int64_t p = 0; p < out_plane; ++p) {
-      int64_t o[3];
-      position(p, o);
-      pool_position<T, Acc>(prm, g, plane, out + w * out_plane + p, indices ? indices + w * out_plane + p : nullptr,
-                            w * in_plane, o);
-    }
-  }
+  // Planes by output position: one huge plane splits into blocks too.
+  parallel_blocks(r, g.n * g.c * out_plane, taps, parallel, [&](int64_t i) {
+    const int64_t w = i / out_plane, p = i % out_plane;
+    int64_t o[3];
+    position(p, o);
+    pool_position<T, Acc>(prm, g, in + w * in_plane, out + i, indices ? indices + i : nullptr, w * in_plane, o);
+  });
 }
 
 class PoolKernel final : public Kernel {
@@ -294,11 +298,11 @@ class PoolKernel final : public Kernel {
     dispatch_or_fail(TypeList<float, double, int8_t, uint8_t>{}, x->dtype(), node_, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_floating_point_v<T>) {
-        pool<T, T>(prm_, g, x->data<T>(), y.data<T>(), indices);
+        pool<T, T>(r, prm_, g, x->data<T>(), y.data<T>(), indices);
       } else {
         // 8-bit integers: MaxPool only, compared in int32.
         if (prm_.kind != PoolKind::Max) unsupported_dtype(node_, x->dtype());
-        pool<T, int32_t>(prm_, g, x->data<T>(), y.data<T>(), indices);
+        pool<T, int32_t>(r, prm_, g, x->data<T>(), y.data<T>(), indices);
       }
     });
   }

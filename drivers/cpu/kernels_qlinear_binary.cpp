@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/broadcast.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/dtype_dispatch.h"
@@ -100,7 +101,7 @@ class BinaryKernel final : public Kernel {
       const T* da = a->data<T>();
       const T* db = b->data<T>();
       T* dy = y.data<T>();
-      for_each_segment<2>(bc, [&](size_t out, const std::array<size_t, 2>& in, size_t len) {
+      for_each_segment<2>(r, bc, [&](size_t out, const std::array<size_t, 2>& in, size_t len) {
         const size_t step_a = bc.inner_stride[0], step_b = bc.inner_stride[1];
         // A constant run of A is ONNX Runtime's scalar case with the operands swapped.
         if (step_a == 0 && step_b != 0)
@@ -265,8 +266,7 @@ class ConcatKernel final : public Kernel {
     auto* dst = static_cast<uint8_t*>(y.raw());
     const size_t row = split.n * split.inner;
     const int64_t outer = static_cast<int64_t>(split.outer);
-#pragma omp parallel for schedule(static) if (y.numel() > kParallelThreshold)
-    for (int64_t o = 0; o < outer; ++o)
+    parallel_blocks(r, outer, 2.0 * double(row), y.numel() > kParallelThreshold, [&](int64_t o) {
       for (const Part& p : parts) {
         uint8_t* d = dst + static_cast<size_t>(o) * row + p.offset;
         const uint8_t* s = p.src + static_cast<size_t>(o) * p.slab;
@@ -275,6 +275,7 @@ class ConcatKernel final : public Kernel {
         else
           look_up_run(s, d, p.slab, p.table.data());
       }
+    });
   }
 
  private:

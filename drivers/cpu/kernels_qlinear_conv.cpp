@@ -15,6 +15,7 @@
 
 #include <algorithm>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/post_ops.h"
@@ -34,7 +35,7 @@ constexpr size_t kNone = QuantInputs::kNone;
 
 // The reference: exact integer sums over NC+spatial or channels-last
 // activations (spatial dims padded to three).
-void reference_conv(const QProduct& q, int64_t group, bool channels_last, const DnnlDims& src_dims,
+void reference_conv(KernelRun& r, const QProduct& q, int64_t group, bool channels_last, const DnnlDims& src_dims,
                     const ConvGeometry& geo, const Tensor& x, const Tensor& w, const Tensor* bias, Tensor& y) {
   const size_t spatial = src_dims.size() - 2;
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, st[3] = {1, 1, 1}, dl[3] = {1, 1, 1}, pl[3] = {0, 0, 0};
@@ -55,8 +56,8 @@ void reference_conv(const QProduct& q, int64_t group, bool channels_last, const 
   auto w_at = [&](size_t i) -> int32_t { return w.dtype() == DType::U8 ? w.data<uint8_t>()[i] : w.data<int8_t>()[i]; };
   const int32_t zx = q.a.zero_point[0];
   const int64_t work = N * M * out_plane;
-#pragma omp parallel for schedule(static) if (work * Cg * taps > 65536)
-  for (int64_t job = 0; job < work; ++job) {
+  // A scalar product term costs about what 8 bytes moved do.
+  parallel_blocks(r, work, 8.0 * double(Cg * taps), work * Cg * taps > 65536, [&](int64_t job) {
     const int64_t n = job / (M * out_plane), m = job / out_plane % M, p = job % out_plane;
     const int64_t o[3] = {p / (out[1] * out[2]), p / out[2] % out[1], p % out[2]};
     const int32_t zw = q.w.zero_point_at(static_cast<size_t>(m));
@@ -81,7 +82,7 @@ void reference_conv(const QProduct& q, int64_t group, bool channels_last, const 
     if (bias) sum += bias->dtype() == DType::I32 ? bias->data<int32_t>()[m] : bias->data<float>()[m];
     const size_t out_index = static_cast<size_t>(channels_last ? (n * out_plane + p) * M + m : (n * M + m) * out_plane + p);
     q.store(sum, static_cast<size_t>(m), y.raw(), out_index);
-  }
+  });
 }
 
 class QConvKernel final : public Kernel {
@@ -295,7 +296,7 @@ void QConvKernel::run(KernelRun& r) {
   if (use_dnnl_)
     run_dnnl(r, *x, bias, src_dims, geo, y);
   else
-    reference_conv(q, attrs_.group, channels_last_, src_dims, geo, *x, *w, bias, y);
+    reference_conv(r, q, attrs_.group, channels_last_, src_dims, geo, *x, *w, bias, y);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/matmul_util.h"
 #include "drivers/cpu/qlinear_product.h"
@@ -65,7 +66,7 @@ size_t batch_offset(const DnnlDims& dims, const DnnlDims& y, size_t index) {
   return offset;
 }
 
-void reference_matmul(const QProduct& q, const ProductShapes& p, bool trans_a, bool trans_b, const Tensor& a,
+void reference_matmul(KernelRun& r, const QProduct& q, const ProductShapes& p, bool trans_a, bool trans_b, const Tensor& a,
                       const Tensor& b, const Tensor* bias, Tensor& y) {
   const int64_t M = p.m, K = p.k, N = p.n;
   size_t batches = 1;
@@ -76,8 +77,8 @@ void reference_matmul(const QProduct& q, const ProductShapes& p, bool trans_a, b
   if (bias && bias->rank() >= 1) bias_cols = bias->dim(bias->rank() - 1);
   if (bias && bias->rank() == 2) bias_rows = bias->dim(0);
   const int64_t work = static_cast<int64_t>(batches) * M * N;
-#pragma omp parallel for schedule(static) if (work * K > 65536)
-  for (int64_t job = 0; job < work; ++job) {
+  // A scalar product term costs about what 8 bytes moved do.
+  parallel_blocks(r, work, 8.0 * double(K), work * K > 65536, [&](int64_t job) {
     const size_t batch = static_cast<size_t>(job / (M * N));
     const int64_t m = job / N % M, n = job % N;
     const size_t a0 = batch_offset(p.a, p.y, batch), b0 = batch_offset(p.b, p.y, batch);
@@ -94,7 +95,7 @@ void reference_matmul(const QProduct& q, const ProductShapes& p, bool trans_a, b
       sum += bias->dtype() == DType::I32 ? bias->data<int32_t>()[bi] : bias->data<float>()[bi];
     }
     q.store(sum, static_cast<size_t>(n), y.raw(), static_cast<size_t>(job));
-  }
+  });
 }
 
 class QMatMulKernel final : public Kernel {
@@ -272,7 +273,7 @@ void QMatMulKernel::run(KernelRun& r) {
   Tensor& y = r.output(0, q.out_dtype(), p.out);
   if (y.numel() == 0) return;
   if (!use_dnnl_ || p.k != k_ || p.n != n_) {
-    reference_matmul(q, p, trans_a_, trans_b_, *a, *b, bias, y);
+    reference_matmul(r, q, p, trans_a_, trans_b_, *a, *b, bias, y);
     return;
   }
   const int64_t rows = static_cast<int64_t>(a->numel()) / k_;

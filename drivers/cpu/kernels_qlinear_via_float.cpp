@@ -114,8 +114,8 @@ const Tensor& input_checked(const KernelRun& r, DType dtype) {
 }
 
 // y = table[x's byte]: the run of every table-driven op.
-void look_up(const Tensor& x, const uint8_t* table, Tensor& y) {
-  look_up_bytes(static_cast<const uint8_t*>(x.raw()), static_cast<uint8_t*>(y.raw()), x.numel(), table);
+void look_up(KernelRun& r, const Tensor& x, const uint8_t* table, Tensor& y) {
+  look_up_bytes(r, static_cast<const uint8_t*>(x.raw()), static_cast<uint8_t*>(y.raw()), x.numel(), table);
 }
 
 // The 256 codes of an 8-bit type, indexed by their byte.
@@ -145,7 +145,7 @@ class TableKernel final : public Kernel {
       QuantParams sx, sy;
       run_table = make_table(io_.x(&r, sx), io_.y(&r, sy), r.stream(), r.threads());
     }
-    look_up(x, table_.empty() ? run_table.data() : table_.data(), r.output(0, io_.y_spec.dtype, x.shape()));
+    look_up(r, x, table_.empty() ? run_table.data() : table_.data(), r.output(0, io_.y_spec.dtype, x.shape()));
   }
 
  private:
@@ -189,7 +189,7 @@ class ChainTableKernel final : public Kernel {
   void run(KernelRun& r) override {
     use_threads(r.threads());
     const Tensor& x = input_checked(r, in_);
-    look_up(x, table_.data(), r.output(0, out_, x.shape()));
+    look_up(r, x, table_.data(), r.output(0, out_, x.shape()));
   }
 
  private:

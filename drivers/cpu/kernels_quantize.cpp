@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/quant_util.h"
@@ -33,11 +34,14 @@ QuantSpec spec_at_run(QuantSpec spec, const Tensor& x) {
 // Calls fn(offset, count, index) over the blocks of `shape` that share one
 // set of parameters: the whole tensor, or each [outer, i, :] slice along the axis.
 template <typename Fn>
-void for_each_block(const QuantParams& p, const core::Shape& shape, size_t numel, Fn&& fn) {
+void for_each_block(KernelRun& r, const QuantParams& p, const core::Shape& shape, size_t numel, Fn&& fn) {
+  // A value is read in one type and written in another: about 8 bytes.
   if (p.per_tensor()) {
     const int64_t chunk = 65536, n = static_cast<int64_t>(numel);
-#pragma omp parallel for schedule(static) if (numel > kParallelThreshold)
-    for (int64_t at = 0; at < n; at += chunk) fn(static_cast<size_t>(at), static_cast<size_t>(std::min(chunk, n - at)), 0);
+    parallel_blocks(r, (n + chunk - 1) / chunk, 8.0 * chunk, numel > kParallelThreshold, [&](int64_t c) {
+      const int64_t at = c * chunk;
+      fn(static_cast<size_t>(at), static_cast<size_t>(std::min(chunk, n - at)), 0);
+    });
     return;
   }
   size_t outer = 1, inner = 1;
@@ -46,8 +50,8 @@ void for_each_block(const QuantParams& p, const core::Shape& shape, size_t numel
   for (size_t d = axis + 1; d < shape.size(); ++d) inner *= static_cast<size_t>(shape[d]);
   const size_t dim = static_cast<size_t>(shape[axis]);
   const int64_t blocks = static_cast<int64_t>(outer * dim);
-#pragma omp parallel for schedule(static) if (numel > kParallelThreshold)
-  for (int64_t k = 0; k < blocks; ++k) fn(static_cast<size_t>(k) * inner, inner, static_cast<size_t>(k) % dim);
+  parallel_blocks(r, blocks, 8.0 * double(inner), numel > kParallelThreshold,
+                  [&](int64_t k) { fn(static_cast<size_t>(k) * inner, inner, static_cast<size_t>(k) % dim); });
 }
 
 class QuantizeKernel final : public Kernel {
@@ -71,7 +75,7 @@ class QuantizeKernel final : public Kernel {
       fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": x must be float32 or int32, got " + core::dtype_name(x->dtype()));
     Tensor xf = x->dtype() == DType::F32 ? *x : to_float(*x);
     Tensor& y = r.output(0, out_type_, x->shape());
-    for_each_block(p, x->shape(), x->numel(), [&](size_t at, size_t n, size_t i) {
+    for_each_block(r, p, x->shape(), x->numel(), [&](size_t at, size_t n, size_t i) {
       const float* src = xf.data<float>() + at;
       if (out_type_ == DType::U8)
         quantize_span(src, y.data<uint8_t>() + at, n, p.scale_at(i), p.zero_point_at(i));
@@ -120,7 +124,7 @@ class DequantizeKernel final : public Kernel {
       fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": x is " + core::dtype_name(x->dtype()) +
                                         " but its zero point is " + core::dtype_name(p.dtype));
     Tensor& y = r.output(0, DType::F32, x->shape());
-    for_each_block(p, x->shape(), x->numel(), [&](size_t at, size_t n, size_t i) {
+    for_each_block(r, p, x->shape(), x->numel(), [&](size_t at, size_t n, size_t i) {
       float* dst = y.data<float>() + at;
       switch (x->dtype()) {
         case DType::U8: dequantize_span(x->data<uint8_t>() + at, dst, n, p.scale_at(i), p.zero_point_at(i)); break;

@@ -199,36 +199,36 @@ typename R::Acc reduce_run(size_t len, Load load) {
 // element of output j enters as x - shift[j] (a template flag so that the
 // common case has no subtraction in its loops).
 template <typename R, bool kShift = false, typename T>
-void reduce(const T* x, T* y, const ReduceLayout& L, const T* shift = nullptr) {
+void reduce(KernelRun& r, const T* x, T* y, const ReduceLayout& L, const T* shift = nullptr) {
   using Acc = typename R::Acc;
   const size_t n = L.count(), outputs = L.outputs();
   const bool parallel = outputs * n > kParallelThreshold;
-  const int64_t threads = parallel ? omp_get_max_threads() : 1;
+  const int64_t threads = parallel ? r.threads() : 1;
   auto sh = [shift](size_t j) { return kShift ? shift[j] : T(0); };
   auto shifted = [](T v, T s) { return kShift ? static_cast<T>(v - s) : v; };
 
   if (L.general) {
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t j = 0; j < static_cast<int64_t>(outputs); ++j) {
+    parallel_blocks(r, static_cast<int64_t>(outputs), double(n) * 2 * sizeof(T), parallel, [&](int64_t j) {
       const T* base = x + L.kept[j];
       const T s = sh(j);
       const Acc a = reduce_run<R, T>(n, [&](size_t k) { return shifted(base[L.reduced[k]], s); });
       y[j] = R::finish(a, n, s);
-    }
+    });
     return;
   }
 
   const size_t outer = L.split.outer, inner = L.split.inner;
   if (inner == 1) {
     // Rows; a few long rows (reducing everything) are split into parts
-    // whose partial results combine afterwards.
+    // whose partial results combine afterwards, as are rows longer than
+    // half a checkpoint block.
     size_t parts = 1;
     if (parallel && outer < static_cast<size_t>(threads))
       parts = std::min<size_t>((threads * 2 + outer - 1) / outer, std::max<size_t>(1, n / 4096));
+    parts = std::max(parts, static_cast<size_t>(double(n) * sizeof(T) / (kCheckpointWork / 2)) + 1);
     const size_t part_len = (n + parts - 1) / parts;
     std::vector<Acc> partial(outer * parts);
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t t = 0; t < static_cast<int64_t>(outer * parts); ++t) {
+    parallel_blocks(r, static_cast<int64_t>(outer * parts), double(part_len) * sizeof(T), parallel, [&](int64_t t) {
       const size_t o = static_cast<size_t>(t) / parts;
       const size_t k0 = static_cast<size_t>(t) % parts * part_len;
       const size_t k1 = std::min(n, k0 + part_len);
@@ -236,7 +236,7 @@ void reduce(const T* x, T* y, const ReduceLayout& L, const T* shift = nullptr) {
       const T s = sh(o);
       partial[static_cast<size_t>(t)] =
           reduce_run<R, T>(k1 > k0 ? k1 - k0 : 0, [&](size_t k) { return shifted(row[k0 + k], s); });
-    }
+    });
     for (size_t o = 0; o < outer; ++o) {
       Acc a = partial[o * parts];
       for (size_t p = 1; p < parts; ++p) a = R::combine(a, partial[o * parts + p]);
@@ -246,11 +246,12 @@ void reduce(const T* x, T* y, const ReduceLayout& L, const T* shift = nullptr) {
   }
 
   // [outer, n, inner]: accumulate whole blocks of `inner` at a time, which
-  // vectorises across the inner dimension.
+  // vectorises across the inner dimension. (One such block of a huge `n`
+  // runs whole: at most the inference's memory bound.)
   constexpr size_t kBlock = 256;
   const size_t blocks = (inner + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t t = 0; t < static_cast<int64_t>(outer * blocks); ++t) {
+  const double work = double(n) * double(std::min(kBlock, inner)) * sizeof(T);
+  parallel_blocks(r, static_cast<int64_t>(outer * blocks), work, parallel, [&](int64_t t) {
     const size_t o = static_cast<size_t>(t) / blocks;
     const size_t i0 = static_cast<size_t>(t) % blocks * kBlock;
     const size_t len = std::min(kBlock, inner - i0);
@@ -262,33 +263,33 @@ void reduce(const T* x, T* y, const ReduceLayout& L, const T* shift = nullptr) {
       for (size_t i = 0; i < len; ++i) acc[i] = R::combine(acc[i], R::map(shifted(p[i], sh(j0 + i))));
     }
     for (size_t i = 0; i < len; ++i) y[j0 + i] = R::finish(acc[i], n, sh(j0 + i));
-  }
+  });
 }
 
 enum class ReduceOp { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
 
 template <typename T>
-void run_reduce(ReduceOp op, const T* x, T* y, const ReduceLayout& L) {
+void run_reduce(KernelRun& r, ReduceOp op, const T* x, T* y, const ReduceLayout& L) {
   switch (op) {
-    case ReduceOp::Sum: return reduce<SumR<T>>(x, y, L);
-    case ReduceOp::Mean: return reduce<MeanR<T>>(x, y, L);
-    case ReduceOp::Max: return reduce<MaxR<T>>(x, y, L);
-    case ReduceOp::Min: return reduce<MinR<T>>(x, y, L);
-    case ReduceOp::Prod: return reduce<ProdR<T>>(x, y, L);
-    case ReduceOp::L1: return reduce<L1R<T>>(x, y, L);
-    case ReduceOp::L2: return reduce<L2R<T>>(x, y, L);
-    case ReduceOp::LogSum: return reduce<LogSumR<T>>(x, y, L);
-    case ReduceOp::SumSquare: return reduce<SumSquareR<T>>(x, y, L);
+    case ReduceOp::Sum: return reduce<SumR<T>>(r, x, y, L);
+    case ReduceOp::Mean: return reduce<MeanR<T>>(r, x, y, L);
+    case ReduceOp::Max: return reduce<MaxR<T>>(r, x, y, L);
+    case ReduceOp::Min: return reduce<MinR<T>>(r, x, y, L);
+    case ReduceOp::Prod: return reduce<ProdR<T>>(r, x, y, L);
+    case ReduceOp::L1: return reduce<L1R<T>>(r, x, y, L);
+    case ReduceOp::L2: return reduce<L2R<T>>(r, x, y, L);
+    case ReduceOp::LogSum: return reduce<LogSumR<T>>(r, x, y, L);
+    case ReduceOp::SumSquare: return reduce<SumSquareR<T>>(r, x, y, L);
     case ReduceOp::LogSumExp:
       if constexpr (std::is_floating_point_v<T>) {
         // Shift by the max; an infinite max shifts by 0 (-inf - -inf is NaN).
         std::vector<T> m(L.outputs());
-        reduce<MaxR<T>>(x, m.data(), L);
+        reduce<MaxR<T>>(r, x, m.data(), L);
         for (T& v : m)
           if (std::isinf(v)) v = 0;
-        return reduce<SumExpR<T>, true>(x, y, L, m.data());
+        return reduce<SumExpR<T>, true>(r, x, y, L, m.data());
       } else {
-        return reduce<SumExpR<T>>(x, y, L);
+        return reduce<SumExpR<T>>(r, x, y, L);
       }
   }
 }
@@ -322,13 +323,13 @@ void reduce_tensor(KernelRun& r, const ReduceSpec& spec) {
   if (is_half_type(x->dtype())) {
     const Tensor xf = to_float32(*x);
     Tensor tmp = Tensor::allocate(DType::F32, out_shape, false);
-    run_reduce(spec.op, xf.data<float>(), tmp.data<float>(), L);
+    run_reduce(r, spec.op, xf.data<float>(), tmp.data<float>(), L);
     narrow_from_float32(tmp, r.output(0, x->dtype(), out_shape));
     return;
   }
   dispatch_or_fail(NumericTypes{}, x->dtype(), r.node(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    run_reduce(spec.op, x->data<T>(), r.output(0, x->dtype(), out_shape).data<T>(), L);
+    run_reduce(r, spec.op, x->data<T>(), r.output(0, x->dtype(), out_shape).data<T>(), L);
   });
 }
 
@@ -347,7 +348,7 @@ std::unique_ptr<Kernel> reduce_kernel(const KernelBuild& b, ReduceOp op) {
 // ---- ArgMax / ArgMin.
 
 template <typename T, bool kMax>
-void arg_reduce(const T* x, int64_t* y, const AxisSplit& s, bool last) {
+void arg_reduce(KernelRun& r, const T* x, int64_t* y, const AxisSplit& s, bool last) {
   // Strict comparison keeps the first extreme; non-strict the last one.
   auto better = [last](T v, T best) {
     if constexpr (kMax) return last ? v >= best : v > best;
@@ -355,38 +356,40 @@ void arg_reduce(const T* x, int64_t* y, const AxisSplit& s, bool last) {
   };
   const bool parallel = s.outer * s.n * s.inner > kParallelThreshold;
   const int64_t outer = static_cast<int64_t>(s.outer);
+  const double work = double(s.n) * double(s.inner) * sizeof(T);
   if (s.inner == 1) {
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t o = 0; o < outer; ++o) {
+    parallel_blocks(r, outer, work, parallel, [&](int64_t o) {
       const T* row = x + static_cast<size_t>(o) * s.n;
       size_t best = 0;
       for (size_t k = 1; k < s.n; ++k)
         if (better(row[k], row[best])) best = k;
       y[o] = static_cast<int64_t>(best);
-    }
+    });
     return;
   }
   // Blocks of [n, inner]: track the best of every inner position at once.
+  for_checkpoint_blocks(r, outer, work, [&](int64_t begin, int64_t end) {
 #pragma omp parallel if (parallel)
-  {
-    std::vector<T> best(s.inner);  // per-thread scratch
+    {
+      std::vector<T> best(s.inner);  // per-thread scratch
 #pragma omp for schedule(static)
-    for (int64_t o = 0; o < outer; ++o) {
-      const T* block = x + static_cast<size_t>(o) * s.n * s.inner;
-      int64_t* out = y + static_cast<size_t>(o) * s.inner;
-      std::copy(block, block + s.inner, best.begin());
-      std::fill(out, out + s.inner, 0);
-      for (size_t k = 1; k < s.n; ++k) {
-        const T* p = block + k * s.inner;
-        for (size_t i = 0; i < s.inner; ++i) {
-          if (better(p[i], best[i])) {
-            best[i] = p[i];
-            out[i] = static_cast<int64_t>(k);
+      for (int64_t o = begin; o < end; ++o) {
+        const T* block = x + static_cast<size_t>(o) * s.n * s.inner;
+        int64_t* out = y + static_cast<size_t>(o) * s.inner;
+        std::copy(block, block + s.inner, best.begin());
+        std::fill(out, out + s.inner, 0);
+        for (size_t k = 1; k < s.n; ++k) {
+          const T* p = block + k * s.inner;
+          for (size_t i = 0; i < s.inner; ++i) {
+            if (better(p[i], best[i])) {
+              best[i] = p[i];
+              out[i] = static_cast<int64_t>(k);
+            }
           }
         }
       }
     }
-  }
+  });
 }
 
 template <bool kMax>
@@ -406,12 +409,12 @@ std::unique_ptr<Kernel> arg_kernel(const KernelBuild& b) {
     const AxisSplit s = split_at_axis(x->shape(), ax);
     int64_t* y = r.output(0, DType::I64, out_shape).data<int64_t>();
     if (is_half_type(x->dtype())) {
-      arg_reduce<float, kMax>(to_float32(*x).data<float>(), y, s, last);
+      arg_reduce<float, kMax>(r, to_float32(*x).data<float>(), y, s, last);
       return;
     }
     dispatch_or_fail(NumericTypes{}, x->dtype(), r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      arg_reduce<T, kMax>(x->data<T>(), y, s, last);
+      arg_reduce<T, kMax>(r, x->data<T>(), y, s, last);
     });
   });
 }
@@ -419,31 +422,34 @@ std::unique_ptr<Kernel> arg_kernel(const KernelBuild& b) {
 // ---- CumSum(x, axis) with the exclusive and reverse attributes.
 
 template <typename T>
-void cumsum(const T* x, T* y, const AxisSplit& s, bool exclusive, bool reverse) {
+void cumsum(KernelRun& r, const T* x, T* y, const AxisSplit& s, bool exclusive, bool reverse) {
   using Acc = SumAcc<T>;
   const bool parallel = s.outer * s.n * s.inner > kParallelThreshold;
+  const double work = 2.0 * double(s.n) * double(s.inner) * sizeof(T);
+  for_checkpoint_blocks(r, static_cast<int64_t>(s.outer), work, [&](int64_t begin, int64_t end) {
 #pragma omp parallel if (parallel)
-  {
-    std::vector<Acc> acc(s.inner);  // per-thread running sums of one block
+    {
+      std::vector<Acc> acc(s.inner);  // per-thread running sums of one block
 #pragma omp for schedule(static)
-    for (int64_t o = 0; o < static_cast<int64_t>(s.outer); ++o) {
-      std::fill(acc.begin(), acc.end(), Acc(0));
-      for (size_t step = 0; step < s.n; ++step) {
-        const size_t k = reverse ? s.n - 1 - step : step;
-        const size_t base = (static_cast<size_t>(o) * s.n + k) * s.inner;
-        for (size_t i = 0; i < s.inner; ++i) {
-          const Acc v = static_cast<Acc>(x[base + i]);
-          if (exclusive) {
-            y[base + i] = static_cast<T>(acc[i]);
-            acc[i] += v;
-          } else {
-            acc[i] += v;
-            y[base + i] = static_cast<T>(acc[i]);
+      for (int64_t o = begin; o < end; ++o) {
+        std::fill(acc.begin(), acc.end(), Acc(0));
+        for (size_t step = 0; step < s.n; ++step) {
+          const size_t k = reverse ? s.n - 1 - step : step;
+          const size_t base = (static_cast<size_t>(o) * s.n + k) * s.inner;
+          for (size_t i = 0; i < s.inner; ++i) {
+            const Acc v = static_cast<Acc>(x[base + i]);
+            if (exclusive) {
+              y[base + i] = static_cast<T>(acc[i]);
+              acc[i] += v;
+            } else {
+              acc[i] += v;
+              y[base + i] = static_cast<T>(acc[i]);
+            }
           }
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace
@@ -464,13 +470,13 @@ std::unique_ptr<Kernel> make_cum_sum(const KernelBuild& b) {
     if (is_half_type(x->dtype())) {
       const Tensor xf = to_float32(*x);
       Tensor tmp = Tensor::allocate(DType::F32, x->shape(), false);
-      cumsum(xf.data<float>(), tmp.data<float>(), s, exclusive, reverse);
+      cumsum(r, xf.data<float>(), tmp.data<float>(), s, exclusive, reverse);
       narrow_from_float32(tmp, r.output(0, x->dtype(), x->shape()));
       return;
     }
     dispatch_or_fail(NumericTypes{}, x->dtype(), r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      cumsum(x->data<T>(), r.output(0, x->dtype(), x->shape()).data<T>(), s, exclusive, reverse);
+      cumsum(r, x->data<T>(), r.output(0, x->dtype(), x->shape()).data<T>(), s, exclusive, reverse);
     });
   });
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
@@ -153,8 +154,8 @@ AxisFilter make_filter(const Config& c, int64_t in, int64_t out, double scale, d
 }
 
 // Nearest: out[i0..in] = x[map0[i0]..mapn[in]], row by row.
-void gather_nearest(const Tensor& x, Tensor& y, const std::vector<AxisFilter>& filters, double extrapolation,
-                    int threads) {
+void gather_nearest(KernelRun& r, const Tensor& x, Tensor& y, const std::vector<AxisFilter>& filters,
+                    double extrapolation) {
   const size_t rank = x.rank();
   const size_t elem = core::dtype_size(x.dtype());
   alignas(8) unsigned char fill[8] = {};
@@ -172,9 +173,8 @@ void gather_nearest(const Tensor& x, Tensor& y, const std::vector<AxisFilter>& f
     std::memcpy(&fv, fill, sizeof(T));
     const T* in = static_cast<const T*>(x.raw());
     T* dst = static_cast<T*>(y.raw());
-    const bool parallel = threads > 1 && y.nbytes() >= (size_t{1} << 16);
-#pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
+    const bool parallel = y.nbytes() >= (size_t{1} << 16);
+    parallel_blocks(r, rows, 2.0 * double(width) * sizeof(T), parallel, [&](int64_t row) {
       T* o = dst + row * width;
       int64_t rest = row, off = 0;
       bool border = false;
@@ -186,34 +186,33 @@ void gather_nearest(const Tensor& x, Tensor& y, const std::vector<AxisFilter>& f
       }
       if (border) {
         std::fill(o, o + width, fv);
-        continue;
+        return;
       }
       const T* src = in + off;
       if (last_identity) {
         std::memcpy(o, src, static_cast<size_t>(width) * sizeof(T));
-        continue;
+        return;
       }
       for (int64_t j = 0; j < width; ++j) {
         const auto k = static_cast<size_t>(j);
         o[j] = last.outside[k] ? fv : src[last.index[k]];
       }
-    }
+    });
   });
 }
 
 // One separable pass over `axis`: src is [outer, f.in, inner], dst is
 // [outer, f.out, inner].
 template <typename A>
-void filter_pass(const A* src, A* dst, int64_t outer, int64_t inner, const AxisFilter& f, A extrapolation,
-                 int threads) {
-  const bool parallel = threads > 1 && outer * f.out * inner >= (1 << 14);
-#pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
-  for (int64_t item = 0; item < outer * f.out; ++item) {
+void filter_pass(KernelRun& r, const A* src, A* dst, int64_t outer, int64_t inner, const AxisFilter& f,
+                 A extrapolation) {
+  const bool parallel = outer * f.out * inner >= (1 << 14);
+  parallel_blocks(r, outer * f.out, 2.0 * double(f.taps) * double(inner) * sizeof(A), parallel, [&](int64_t item) {
     const int64_t o = item / f.out, j = item % f.out;
     A* d = dst + item * inner;
     if (f.outside[static_cast<size_t>(j)]) {
       std::fill(d, d + inner, extrapolation);
-      continue;
+      return;
     }
     const int64_t* idx = &f.index[static_cast<size_t>(j * f.taps)];
     const double* w = &f.weight[static_cast<size_t>(j * f.taps)];
@@ -226,7 +225,7 @@ void filter_pass(const A* src, A* dst, int64_t outer, int64_t inner, const AxisF
       if (wt == 0) continue;
       for (int64_t e = 0; e < inner; ++e) d[e] += wt * s[e];
     }
-  }
+  });
 }
 
 // Integer outputs of linear/cubic saturate to the type's range.
@@ -241,8 +240,8 @@ double saturate(DType t, double v) {
 
 // Linear/cubic in accumulator type A (double for float64, float otherwise).
 template <typename A>
-void interpolate(const Tensor& x, Tensor& y, const std::vector<AxisFilter>& filters, double extrapolation,
-                 int threads) {
+void interpolate(KernelRun& r, const Tensor& x, Tensor& y, const std::vector<AxisFilter>& filters,
+                 double extrapolation) {
   const size_t rank = x.rank();
   std::vector<A> a, b;
   const A* cur = nullptr;
@@ -278,7 +277,7 @@ void interpolate(const Tensor& x, Tensor& y, const std::vector<AxisFilter>& filt
       spare.resize(core::shape_numel(shape));
       dst = spare.data();
     }
-    filter_pass<A>(cur, dst, outer, inner, filters[d], static_cast<A>(extrapolation), threads);
+    filter_pass<A>(r, cur, dst, outer, inner, filters[d], static_cast<A>(extrapolation));
     cur = dst;
   }
   if (!direct) {
@@ -338,13 +337,13 @@ void run_resize(const Config& c, KernelRun& r) {
   if (y.numel() == 0) return;
   if (x.numel() == 0) bad_input(r.node(), "cannot resize an empty tensor to a non-empty one");
   if (c.mode == Mode::Nearest) {
-    gather_nearest(x, y, filters, c.extrapolation, r.threads());
+    gather_nearest(r, x, y, filters, c.extrapolation);
     return;
   }
   if (x.dtype() == DType::F64)
-    interpolate<double>(x, y, filters, c.extrapolation, r.threads());
+    interpolate<double>(r, x, y, filters, c.extrapolation);
   else
-    interpolate<float>(x, y, filters, c.extrapolation, r.threads());
+    interpolate<float>(r, x, y, filters, c.extrapolation);
 }
 
 Mode parse_mode(const KernelBuild& b) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/float_io.h"
 #include "drivers/cpu/layout_util.h"
 #include "drivers/cpu/kernel_factories.h"
@@ -104,12 +105,16 @@ AxisSamples axis_samples(double start, double bin, double grid, int64_t cells, i
 template <typename T>
 void roi_align(const RoiAlignAttrs& a, const T* x, int64_t channels, int64_t height, int64_t width,
                const std::vector<AxisSamples>& ys, const std::vector<AxisSamples>& xs,
-               const std::vector<int64_t>& batch, T* y, int threads) {
+               const std::vector<int64_t>& batch, T* y, KernelRun& run) {
   const auto rois = static_cast<int64_t>(ys.size());
   const int64_t cells = a.out_h * a.out_w;
   const bool parallel = rois * channels * cells > 4096;
-#pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
-  for (int64_t rc = 0; rc < rois * channels; ++rc) {
+  // The work of one (roi, channel): its samples (on average over the rois),
+  // four taps of about 8 bytes each.
+  double samples = 0;
+  for (size_t i = 0; i < ys.size(); ++i) samples += double(ys[i].taps.size()) * double(xs[i].taps.size());
+  const double per_unit = 32.0 * (samples / double(std::max<int64_t>(rois, 1)) + double(cells));
+  parallel_blocks(run, rois * channels, per_unit, parallel, [&](int64_t rc) {
     const int64_t r = rc / channels, c = rc % channels;
     const AxisSamples &sy = ys[static_cast<size_t>(r)], &sx = xs[static_cast<size_t>(r)];
     const T* plane = x + (batch[static_cast<size_t>(r)] * channels + c) * height * width;
@@ -138,7 +143,7 @@ void roi_align(const RoiAlignAttrs& a, const T* x, int64_t channels, int64_t hei
         }
         y[(rc * a.out_h + ph) * a.out_w + pw] = static_cast<T>(out);
       }
-  }
+  });
 }
 
 class RoiAlignKernel final : public Kernel {
@@ -193,7 +198,7 @@ class RoiAlignKernel final : public Kernel {
     const Tensor x = widen_half(x_in);
     dispatch(FloatTypes{}, x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      roi_align<T>(a_, x.data<T>(), channels, height, width, ys, xs, batch, out.tensor().data<T>(), r.threads());
+      roi_align<T>(a_, x.data<T>(), channels, height, width, ys, xs, batch, out.tensor().data<T>(), r);
     });
     out.finish();
   }

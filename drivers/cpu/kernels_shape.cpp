@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
@@ -90,7 +91,19 @@ void fill_range(KernelRun& r, const Tensor& start_t, const Tensor& limit_t, cons
 // Copies `in` broadcast to `out`'s shape. Dims from `tail` on match exactly
 // and form one contiguous block; above it, a dim of size 1 in the input is
 // produced once and then replicated by memcpy.
+// Repeats the `block` bytes at dst `count` times (the first is in place) by
+// doubling copies, in checkpoint blocks: a few bytes of input can ask for
+// hundreds of megabytes of output.
+void repeat_block(KernelRun& r, char* dst, size_t count, size_t block) {
+  for (size_t done = 1; done < count;) {
+    const size_t n = std::min(done, count - done);
+    copy_in_checkpoint_blocks(r, dst + done * block, dst, n * block);
+    done += n;
+  }
+}
+
 struct Broadcaster {
+  KernelRun& r;
   const Shape& in_shape;  // aligned to out's rank with leading 1s
   const Shape& out_shape;
   std::vector<int64_t> in_strides, out_strides;
@@ -98,7 +111,7 @@ struct Broadcaster {
 
   void run(size_t d, const char* src, char* dst) const {
     if (d == tail) {
-      std::memcpy(dst, src, block_bytes(d));
+      copy_in_checkpoint_blocks(r, dst, src, block_bytes(d));
       return;
     }
     const size_t chunk = block_bytes(d + 1);
@@ -107,7 +120,7 @@ struct Broadcaster {
         run(d + 1, src + static_cast<size_t>(i * in_strides[d]) * elem, dst + i * chunk);
     } else {
       run(d + 1, src, dst);
-      fill_elements(dst, dst, static_cast<size_t>(out_shape[d]), chunk);
+      repeat_block(r, dst, static_cast<size_t>(out_shape[d]), chunk);
     }
   }
   // Bytes of the output block spanned by dims d.. (one step of dim d-1).
@@ -117,17 +130,18 @@ struct Broadcaster {
 };
 
 // Tile: each dim's block is produced once from the input, then repeated.
-void tile_dim(size_t d, const Shape& in, const std::vector<int64_t>& reps, const std::vector<int64_t>& in_strides,
-              const std::vector<int64_t>& out_strides, size_t elem, const char* src, char* dst) {
+void tile_dim(KernelRun& r, size_t d, const Shape& in, const std::vector<int64_t>& reps,
+              const std::vector<int64_t>& in_strides, const std::vector<int64_t>& out_strides, size_t elem,
+              const char* src, char* dst) {
   const size_t block = static_cast<size_t>(in[d] * out_strides[d]) * elem;
   if (d + 1 == in.size()) {
-    std::memcpy(dst, src, block);
+    copy_in_checkpoint_blocks(r, dst, src, block);
   } else {
     for (int64_t i = 0; i < in[d]; ++i)
-      tile_dim(d + 1, in, reps, in_strides, out_strides, elem, src + static_cast<size_t>(i * in_strides[d]) * elem,
+      tile_dim(r, d + 1, in, reps, in_strides, out_strides, elem, src + static_cast<size_t>(i * in_strides[d]) * elem,
                dst + static_cast<size_t>(i * out_strides[d]) * elem);
   }
-  fill_elements(dst, dst, static_cast<size_t>(reps[d]), block);
+  repeat_block(r, dst, static_cast<size_t>(reps[d]), block);
 }
 
 }  // namespace
@@ -267,7 +281,9 @@ std::unique_ptr<Kernel> make_constant_of_shape(const KernelBuild& b) {
   return make_fn_kernel([value](KernelRun& r) {
     const std::vector<int64_t> shape = int_input_values(r.node(), required_input(r, 0), "the shape");
     Tensor& y = r.output(0, value.dtype(), shape);
-    fill_elements(y.raw(), value.raw(), y.numel(), core::dtype_size(value.dtype()));
+    if (y.numel() == 0) return;
+    std::memcpy(y.raw(), value.raw(), value.nbytes());
+    repeat_block(r, static_cast<char*>(y.raw()), y.numel(), value.nbytes());
   });
 }
 
@@ -324,7 +340,7 @@ std::unique_ptr<Kernel> make_expand(const KernelBuild&) {
     if (y.numel() == 0) return;
     size_t tail = rank;
     while (tail > 0 && in[tail - 1] == out[tail - 1]) --tail;
-    Broadcaster bc{in, out, contiguous_strides(in), contiguous_strides(out), core::dtype_size(x.dtype()), tail};
+    Broadcaster bc{r, in, out, contiguous_strides(in), contiguous_strides(out), core::dtype_size(x.dtype()), tail};
     bc.run(0, static_cast<const char*>(x.raw()), static_cast<char*>(y.raw()));
   });
 }
@@ -347,7 +363,7 @@ std::unique_ptr<Kernel> make_tile(const KernelBuild&) {
       std::memcpy(y.raw(), x.raw(), x.nbytes());
       return;
     }
-    tile_dim(0, x.shape(), reps, contiguous_strides(x.shape()), contiguous_strides(out),
+    tile_dim(r, 0, x.shape(), reps, contiguous_strides(x.shape()), contiguous_strides(out),
              core::dtype_size(x.dtype()), static_cast<const char*>(x.raw()), static_cast<char*>(y.raw()));
   });
 }

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/broadcast.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/fast_math.h"
@@ -111,19 +112,23 @@ void normalize_block(Norm norm, const T* x, T* y, size_t n, size_t inner, std::v
 }
 
 template <typename T>
-void normalize(Norm norm, const T* x, T* y, const AxisSplit& s) {
+void normalize(KernelRun& r, Norm norm, const T* x, T* y, const AxisSplit& s) {
   const bool parallel = s.outer * s.n * s.inner > kParallelThreshold;
   const int64_t outer = static_cast<int64_t>(s.outer);
+  // Three passes over each [n, inner] block: a max, the exponentials, a scale.
+  const double work = 3.0 * double(s.n) * double(s.inner) * sizeof(T);
+  for_checkpoint_blocks(r, outer, work, [&](int64_t begin, int64_t end) {
 #pragma omp parallel if (parallel)
-  {
-    std::vector<T> m, sums;  // per-thread scratch for the block form
+    {
+      std::vector<T> m, sums;  // per-thread scratch for the block form
 #pragma omp for schedule(static)
-    for (int64_t o = 0; o < outer; ++o) {
-      const size_t off = static_cast<size_t>(o) * s.n * s.inner;
-      if (s.inner == 1) normalize_row(norm, x + off, y + off, s.n);
-      else normalize_block(norm, x + off, y + off, s.n, s.inner, m, sums);
+      for (int64_t o = begin; o < end; ++o) {
+        const size_t off = static_cast<size_t>(o) * s.n * s.inner;
+        if (s.inner == 1) normalize_row(norm, x + off, y + off, s.n);
+        else normalize_block(norm, x + off, y + off, s.n, s.inner, m, sums);
+      }
     }
-  }
+  });
 }
 
 std::unique_ptr<Kernel> norm_kernel(const KernelBuild& b, Norm norm) {
@@ -146,13 +151,13 @@ std::unique_ptr<Kernel> norm_kernel(const KernelBuild& b, Norm norm) {
     if (is_half_type(x->dtype())) {
       const Tensor xf = to_float32(*x);
       Tensor tmp = Tensor::allocate(DType::F32, x->shape(), false);
-      normalize(norm, xf.data<float>(), tmp.data<float>(), s);
+      normalize(r, norm, xf.data<float>(), tmp.data<float>(), s);
       narrow_from_float32(tmp, r.output(0, x->dtype(), x->shape()));
       return;
     }
     dispatch_or_fail(FloatTypes{}, x->dtype(), r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      normalize(norm, x->data<T>(), r.output(0, x->dtype(), x->shape()).data<T>(), s);
+      normalize(r, norm, x->data<T>(), r.output(0, x->dtype(), x->shape()).data<T>(), s);
     });
   });
 }

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/fft.h"
 #include "drivers/cpu/float_io.h"
@@ -133,17 +134,21 @@ class DftPlans {
   ShapeCache<RealFft> real_;
 };
 
-// Runs fn(work, line) for line in [0, lines) on up to `threads` threads, each
-// with working memory of its own (allocated before the parallel loop, which
-// must not throw).
+// Runs fn(work, line) for line in [0, lines) on r's threads, each with
+// working memory of its own (allocated before the parallel loop, which must
+// not throw), in checkpoint blocks of lines.
 template <typename Fn>
-void for_each_line(const DftPlan& plan, int64_t lines, int threads, Fn&& fn) {
+void for_each_line(KernelRun& r, const DftPlan& plan, int64_t lines, Fn&& fn) {
   const bool parallel = lines > 1 && static_cast<double>(lines) * static_cast<double>(plan.n) > 16384;
-  const int teams = parallel ? std::max(1, threads) : 1;
+  const int teams = parallel ? std::max(1, r.threads()) : 1;
   std::vector<DftPlan::Work> work;
   for (int t = 0; t < teams; ++t) work.push_back(plan.make_work());
+  // A line's transform: about n log n complex multiply-adds of 32 bytes.
+  const double n = static_cast<double>(std::max<int64_t>(plan.n, 2));
+  for_checkpoint_blocks(r, lines, 32.0 * n * std::log2(n), [&](int64_t begin, int64_t end) {
 #pragma omp parallel for num_threads(teams) if (parallel) schedule(static)
-  for (int64_t line = 0; line < lines; ++line) fn(work[static_cast<size_t>(omp_get_thread_num())], line);
+    for (int64_t line = begin; line < end; ++line) fn(work[static_cast<size_t>(omp_get_thread_num())], line);
+  });
 }
 
 class DftKernel final : public Kernel {
@@ -181,7 +186,7 @@ class DftKernel final : public Kernel {
       using T = typename decltype(tag)::type;
       const T* src = x.data<T>();
       T* dst = out.tensor().data<T>();
-      for_each_line(plan, outer * inner, r.threads(), [&](DftPlan::Work& w, int64_t line) {
+      for_each_line(r, plan, outer * inner, [&](DftPlan::Work& w, int64_t line) {
         const int64_t o = line / inner, i = line % inner;
         const T* in = src + (o * len * inner + i) * parts;
         for (int64_t j = 0; j < copied; ++j) {
@@ -253,7 +258,7 @@ class StftKernel final : public Kernel {
       using T = typename decltype(tag)::type;
       const T* src = signal.data<T>();
       T* dst = out.tensor().data<T>();
-      for_each_line(plan, batch * frames, r.threads(), [&](DftPlan::Work& w, int64_t line) {
+      for_each_line(r, plan, batch * frames, [&](DftPlan::Work& w, int64_t line) {
         const int64_t b = line / frames, f = line % frames;
         const T* in = src + (b * length + f * step) * parts;
         for (int64_t j = 0; j < n; ++j) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
@@ -94,8 +95,8 @@ bool permutation_keeps_layout(const Shape& in_shape, const std::vector<int64_t>&
   return simplify(in_shape, perm).shape.size() <= 1;
 }
 
-void permute_copy(const void* in, void* out, const Shape& in_shape, const std::vector<int64_t>& perm,
-                  size_t elem_size, int threads) {
+void permute_copy(KernelRun& kernel_run, const void* in, void* out, const Shape& in_shape, const std::vector<int64_t>& perm,
+                  size_t elem_size) {
   const size_t total = core::shape_numel(in_shape);
   if (total == 0) return;
   const Simplified s = simplify(in_shape, perm);
@@ -111,19 +112,19 @@ void permute_copy(const void* in, void* out, const Shape& in_shape, const std::v
   const auto* src = static_cast<const char*>(in);
   auto* dst = static_cast<char*>(out);
   // Only parallelise copies big enough to pay for waking threads.
-  const bool parallel = threads > 1 && total * elem_size >= (size_t{1} << 16);
+  const bool parallel = total * elem_size >= (size_t{1} << 16);
 
   if (static_cast<size_t>(s.perm[r - 1]) == r - 1) {
     // The innermost dim stays innermost: contiguous runs.
-    const int64_t run = s.shape[r - 1];
-    const size_t run_bytes = static_cast<size_t>(run) * elem_size;
+    const int64_t run_len = s.shape[r - 1];
+    const size_t run_bytes = static_cast<size_t>(run_len) * elem_size;
     std::vector<int64_t> sizes(out_shape.begin(), out_shape.end() - 1), strides(r - 1);
     for (size_t i = 0; i + 1 < r; ++i) strides[i] = in_strides[static_cast<size_t>(s.perm[i])];
-    const int64_t rows = static_cast<int64_t>(total) / run;
-#pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
-    for (int64_t row = 0; row < rows; ++row)
+    const int64_t rows = static_cast<int64_t>(total) / run_len;
+    parallel_blocks(kernel_run, rows, 2.0 * double(run_bytes), parallel, [&](int64_t row) {
       std::memcpy(dst + static_cast<size_t>(row) * run_bytes,
                   src + static_cast<size_t>(outer_offset(row, sizes, strides)) * elem_size, run_bytes);
+    });
     return;
   }
 
@@ -150,8 +151,8 @@ void permute_copy(const void* in, void* out, const Shape& in_shape, const std::v
                   using T = typename decltype(tag)::type;
                   const T* in_t = reinterpret_cast<const T*>(src);
                   T* out_t = reinterpret_cast<T*>(dst);
-#pragma omp parallel for num_threads(threads) if (parallel) schedule(static)
-                  for (int64_t item = 0; item < outer * a_blocks; ++item) {
+                  parallel_blocks(kernel_run, outer * a_blocks, 2.0 * double(kRows * b_count * sizeof(T)), parallel,
+                                  [&](int64_t item) {
                     const int64_t o = item / a_blocks, blk = item % a_blocks;
                     int64_t in_off = 0, out_off = 0, rest = o;
                     for (size_t i = sizes.size(); i-- > 0;) {
@@ -162,7 +163,7 @@ void permute_copy(const void* in, void* out, const Shape& in_shape, const std::v
                     }
                     tile_transpose(in_t + in_off, out_t + out_off, blk * kRows,
                                    std::min(a_count, (blk + 1) * kRows), b_count, in_stride_b, out_stride_a);
-                  }
+                  });
                 });
 }
 
@@ -194,7 +195,7 @@ std::unique_ptr<Kernel> make_transpose(const KernelBuild& b) {
       return;
     }
     Tensor& y = r.output(0, x.dtype(), out_shape);
-    permute_copy(x.raw(), y.raw(), x.shape(), perm, core::dtype_size(x.dtype()), r.threads());
+    permute_copy(r, x.raw(), y.raw(), x.shape(), perm, core::dtype_size(x.dtype()));
   });
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/fast_math.h"
 #include "drivers/cpu/kernel.h"
@@ -16,13 +17,15 @@ namespace {
 using core::DType;
 using core::Tensor;
 
-// y[i] = fn(x[i]) on all threads for big tensors. The loop body is inlined
-// from `fn`, so float32 activations without libm calls vectorise.
+// y[i] = fn(x[i]) on all threads for big tensors, in checkpoint blocks. The
+// loop body is inlined from `fn`, so float32 activations without libm calls
+// vectorise.
 template <typename T, typename O, typename Fn>
-void map_elements(const T* x, O* y, size_t n, const Fn& fn) {
-  const int64_t count = static_cast<int64_t>(n);
+void map_elements(KernelRun& r, const T* x, O* y, size_t n, const Fn& fn) {
+  for_checkpoint_blocks(r, static_cast<int64_t>(n), sizeof(T) + sizeof(O), [&](int64_t begin, int64_t end) {
 #pragma omp parallel for schedule(static) if (n > kParallelThreshold)
-  for (int64_t i = 0; i < count; ++i) y[i] = static_cast<O>(fn(x[i]));
+    for (int64_t i = begin; i < end; ++i) y[i] = static_cast<O>(fn(x[i]));
+  });
 }
 
 // Output element type for input T: bool for predicates, T otherwise (integer
@@ -40,10 +43,10 @@ void run_unary(KernelRun& r, const Fn& fn) {
       const Tensor xf = to_float32(*x);
       using O = UnaryOut<float, Fn>;
       if constexpr (std::is_same_v<O, bool>) {
-        map_elements(xf.data<float>(), r.output(0, DType::Bool, x->shape()).data<bool>(), x->numel(), fn);
+        map_elements(r, xf.data<float>(), r.output(0, DType::Bool, x->shape()).data<bool>(), x->numel(), fn);
       } else {
         Tensor tmp = Tensor::allocate(DType::F32, x->shape(), false);
-        map_elements(xf.data<float>(), tmp.data<float>(), x->numel(), fn);
+        map_elements(r, xf.data<float>(), tmp.data<float>(), x->numel(), fn);
         narrow_from_float32(tmp, r.output(0, dtype, x->shape()));
       }
       return;
@@ -53,7 +56,7 @@ void run_unary(KernelRun& r, const Fn& fn) {
     using T = typename decltype(tag)::type;
     using O = UnaryOut<T, Fn>;
     Tensor& out = r.output(0, core::DTypeOf<O>::value, x->shape());
-    map_elements(x->data<T>(), out.data<O>(), x->numel(), fn);
+    map_elements(r, x->data<T>(), out.data<O>(), x->numel(), fn);
   });
 }
 

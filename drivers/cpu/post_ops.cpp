@@ -166,13 +166,15 @@ void PostOpChain::add_args(std::unordered_map<int, dnnl::memory>& args, const Dn
   }
 }
 
-void PostOpChain::apply(float* data, const core::Shape& shape, const KernelRun& run) const {
+void PostOpChain::apply(float* data, const core::Shape& shape, KernelRun& run) const {
   const size_t n = core::shape_numel(shape);
   for (const PostOp& op : ops_) {
     if (!op.binary()) {
       const int64_t count = static_cast<int64_t>(n);
+      for_checkpoint_blocks(run, count, 2 * sizeof(float), [&](int64_t begin, int64_t end) {
 #pragma omp parallel for schedule(static) if (count > 32768)
-      for (int64_t i = 0; i < count; ++i) data[i] = eltwise(op, data[i]);
+        for (int64_t i = begin; i < end; ++i) data[i] = eltwise(op, data[i]);
+      });
       continue;
     }
     const core::Tensor& t = operand(op, run);
@@ -183,7 +185,7 @@ void PostOpChain::apply(float* data, const core::Shape& shape, const KernelRun& 
                                         core::shape_to_string(shape));
     const float* other = t.data<float>();
     const bool add = op.kind == PostOp::Kind::Add;
-    for_each_segment<2>(b, [&](size_t out, const std::array<size_t, 2>& off, size_t len) {
+    for_each_segment<2>(run, b, [&](size_t out, const std::array<size_t, 2>& off, size_t len) {
       float* y = data + out;
       const float* z = other + off[1];
       if (b.inner_stride[1] == 0) {

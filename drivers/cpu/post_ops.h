@@ -65,7 +65,7 @@ class PostOpChain {
                 const KernelRun& run, const dnnl::engine& engine) const;
   // Applies the chain to `data` (`shape` in memory order), for when the
   // primitive was built without post-ops.
-  void apply(float* data, const core::Shape& shape, const KernelRun& run) const;
+  void apply(float* data, const core::Shape& shape, KernelRun& run) const;
 
  private:
   const core::Tensor& operand(const PostOp& op, const KernelRun& run) const;

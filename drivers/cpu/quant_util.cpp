@@ -9,6 +9,7 @@
 #include <dnnl.hpp>
 
 #include "core/error.h"
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/graph_rewrite.h"
 
 namespace hetero::cpu {
@@ -190,18 +191,17 @@ void look_up_run(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table) {
   (vbmi ? look_up_vbmi : look_up_plain)(x, y, n, table);
 }
 
-void look_up_bytes(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table) {
+void look_up_bytes(KernelRun& r, const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table) {
   constexpr size_t kChunk = size_t{1} << 16;
   if (n <= kChunk) {
     look_up_run(x, y, n, table);
     return;
   }
-  const int64_t chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
+  const auto chunks = static_cast<int64_t>((n + kChunk - 1) / kChunk);
+  parallel_blocks(r, chunks, 2.0 * kChunk, true, [&](int64_t c) {
     const size_t at = static_cast<size_t>(c) * kChunk;
     look_up_run(x + at, y + at, std::min(kChunk, n - at), table);
-  }
+  });
 }
 
 std::vector<float> dequantized_codes(const QuantParams& in) {

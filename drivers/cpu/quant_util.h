@@ -83,8 +83,9 @@ void dequantize_span(const T* x, float* y, size_t n, float scale, int32_t zero_p
 
 // y[i] = table[x[i]] over n bytes (64 bytes per step with AVX-512 VBMI's
 // byte permutes where the processor has them); look_up_bytes spreads big
-// runs over the threads, look_up_run does one run on the calling thread.
-void look_up_bytes(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table);
+// runs over r's threads, in checkpoint blocks; look_up_run does one run on
+// the calling thread.
+void look_up_bytes(KernelRun& r, const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table);
 void look_up_run(const uint8_t* x, uint8_t* y, size_t n, const uint8_t* table);
 
 // Table-driven ops on 8-bit tensors: dequantized_codes(in)[b] is the value of

@@ -107,6 +107,17 @@ long_conv (float[1] x) => (float[1, 1, 1, 1] y) {
 }
 )ONNX";
 
+// The same product through Einsum, which runs in the CPU driver's own loop.
+const char* const kLongEinsum = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+long_einsum (float[1] x) => (float[1, 1] y) {
+  shape = Constant<value = int64[2] {2304, 2304}>()
+  a = Expand(x, shape)
+  p = Einsum<equation = "ij,jk->ik">(a, a)
+  y = ReduceSum<keepdims = 1>(p)
+}
+)ONNX";
+
 bool write_model(const std::string& path, const char* text, bool with_weight) {
   std::optional<onnx::ModelProto> parsed = hetero::test::parse_model_text("make_daemon_models", path, text);
   if (!parsed) return false;
@@ -144,6 +155,7 @@ int main(int argc, char** argv) {
                   write_model(dir + "/expand.onnx", kExpand, false) &&
                   write_model(dir + "/long_node.onnx", kLongNode, false) &&
                   write_model(dir + "/long_conv.onnx", kLongConv, false) &&
+                  write_model(dir + "/long_einsum.onnx", kLongEinsum, false) &&
                   write_model(dir + "/activations.onnx", kActivations, false);
   return ok ? 0 : 1;
 }

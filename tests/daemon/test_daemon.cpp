@@ -447,7 +447,8 @@ TEST_F(Daemon, CancelAndDeadlinesStopRunningInferences) {
 }
 
 // One node that runs for a second or more, whose kernel checks between
-// blocks of its work (drivers/cpu/checkpoint_blocks.h): a MatMul and a Conv.
+// blocks of its work (drivers/cpu/checkpoint_blocks.h): a MatMul and a Conv
+// on oneDNN, and an Einsum in the CPU driver's own loop.
 struct LongNodeModel {
   const char* kernel;
   const char* file;
@@ -467,7 +468,8 @@ class LongNode : public Daemon, public ::testing::WithParamInterface<LongNodeMod
 INSTANTIATE_TEST_SUITE_P(Kernels, LongNode,
                          ::testing::Values(LongNodeModel{"MatMul", "long_node.onnx", 4096.0 * 4096.0 * 4096.0},
                                            LongNodeModel{"Conv", "long_conv.onnx",
-                                                         256.0 * 256.0 * (3 * 384 - 2) * (3 * 384 - 2)}),
+                                                         256.0 * 256.0 * (3 * 384 - 2) * (3 * 384 - 2)},
+                                           LongNodeModel{"Einsum", "long_einsum.onnx", 2304.0 * 2304.0 * 2304.0}),
                          [](const ::testing::TestParamInfo<LongNodeModel>& info) { return info.param.kernel; });
 
 long long as_ms(std::chrono::steady_clock::duration d) {

@@ -34,9 +34,10 @@ class TestRun final : public KernelRun {
   // Subgraph kernels (If, Loop, Scan) run through real plans instead
   // (test_cpu_control_flow.cpp).
   const Frame& frame() const override { std::abort(); }
-  void checkpoint() override {}
+  void checkpoint() override { ++checkpoints_; }
 
   std::vector<core::Tensor>& outputs() { return outputs_; }
+  size_t checkpoints() const { return checkpoints_; }
 
  private:
   const core::Node& node_;
@@ -44,6 +45,7 @@ class TestRun final : public KernelRun {
   std::vector<core::Tensor> outputs_;
   dnnl::stream stream_;
   int threads_;
+  size_t checkpoints_ = 0;
 };
 
 core::Attribute& add_attr(core::Node& node, const std::string& name, core::AttrType type) {
@@ -136,6 +138,15 @@ std::vector<core::Tensor> KernelNode::run_once(std::vector<std::optional<core::T
                                                int threads) const {
   std::unique_ptr<Kernel> k = build();
   return run_kernel(*k, *node, std::move(inputs), num_outputs, threads);
+}
+
+std::vector<core::Tensor> KernelNode::run_counting_checkpoints(std::vector<std::optional<core::Tensor>> inputs,
+                                                               size_t& checkpoints, int threads) const {
+  std::unique_ptr<Kernel> k = build();
+  TestRun r(*node, std::move(inputs), node->outputs.size(), threads);
+  k->run(r);
+  checkpoints = r.checkpoints();
+  return std::move(r.outputs());
 }
 
 std::vector<core::Tensor> run_kernel(Kernel& kernel, const core::Node& node,

@@ -68,6 +68,10 @@ struct KernelNode {
   // ops without a seed).
   std::vector<core::Tensor> run_once(std::vector<std::optional<core::Tensor>> inputs, size_t num_outputs = 1,
                                      int threads = 1) const;
+  // One run, all outputs, counting the kernel's checkpoints
+  // (drivers/cpu/checkpoint_blocks.h).
+  std::vector<core::Tensor> run_counting_checkpoints(std::vector<std::optional<core::Tensor>> inputs,
+                                                     size_t& checkpoints, int threads) const;
 };
 
 // Runs a kernel built elsewhere (a kernel's own path chosen by the test) on
