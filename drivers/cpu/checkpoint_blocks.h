@@ -4,7 +4,8 @@
 // instead of after the whole node. A client's upload of a few hundred bytes
 // holding one huge MatMul or Conv otherwise held its stream for seconds.
 // The kernels that split their work this way: MatMul and Gemm (blocks of A's
-// rows), Conv (blocks of output rows) and the layout changes the layout pass
+// rows), Conv and ConvTranspose (blocks of output rows, RowBlocks in
+// window_primitive.h) and the layout changes the layout pass
 // puts before and after convolutions (blocks of rows), all on oneDNN; and
 // the driver's own parallel loops (parallel_blocks below), whose work
 // grows with what a model asks: broadcasts, reductions, copies, Einsum.

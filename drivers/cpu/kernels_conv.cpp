@@ -8,13 +8,10 @@
 // convolution itself for the depthwise and 1x1 convolutions mobile networks
 // are made of.
 //
-// A long convolution runs in blocks of output rows (of its first spatial
-// dim), with a checkpoint between two (drivers/cpu/checkpoint_blocks.h):
-// each block is a convolution of its own over the input rows it reads, with
-// the padding that falls inside them. Only where no post-op reads another
+// A long convolution runs in blocks of output rows (RowBlocks,
+// drivers/cpu/window_primitive.h). Only where no post-op reads another
 // tensor, which would need cutting too.
 #include <algorithm>
-#include <array>
 
 #include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/conv_util.h"
@@ -27,21 +24,13 @@ namespace hetero::cpu {
 
 namespace {
 
-// The convolution that makes output rows [first, first + count) of the
-// first spatial dim: the input rows it reads, from `src_first` on, and the
-// padding that falls inside them.
-struct RowBlock {
-  int64_t first = 0, count = 0;
-  int64_t src_first = 0;
-  DnnlDims src_dims;
-  ConvGeometry geo;
-};
-
 // The input rows one output row reads: the kernel's rows with their dilation.
 int64_t kernel_extent(const ConvGeometry& geo, int64_t kernel_rows) {
   return (kernel_rows - 1) * (geo.dilates[0] + 1) + 1;
 }
 
+// The convolution that makes output rows [first, first + count): the input
+// rows they read, and the padding that falls inside them.
 RowBlock row_block(const ConvGeometry& whole, const DnnlDims& src_dims, int64_t kernel_rows, int64_t first,
                    int64_t count) {
   const int64_t extent = kernel_extent(whole, kernel_rows);
@@ -55,31 +44,16 @@ RowBlock row_block(const ConvGeometry& whole, const DnnlDims& src_dims, int64_t 
   return b;
 }
 
-// The elements between two rows of an activation of logical dims N, C,
-// spatial... in the kernel's layout.
-int64_t row_stride(const DnnlDims& dims, bool channels_last) {
-  return activation_desc(dims, channels_last).data.format_desc.blocking.strides[2];
-}
-
 class ConvKernel final : public Kernel {
  public:
   explicit ConvKernel(const KernelBuild& b);
   void run(KernelRun& r) override;
 
  private:
-  // A block's primitive serves every block of the same shape: rows read,
-  // rows made, padding at the top and at the bottom.
-  using BlockShape = std::array<int64_t, 4>;
-  static BlockShape shape_of(const RowBlock& b) {
-    return {b.src_dims[2], b.count, b.geo.pad_l[0], b.geo.pad_r[0]};
-  }
-  // Per input shape: the whole convolution's primitive, or how it runs in
-  // blocks, with the primitives of the few shapes its blocks have.
+  // Per input shape: the whole convolution's primitive, or its blocks.
   struct Entry {
     WindowPrimitive whole;  // its prim is empty when the convolution runs in blocks
-    ConvGeometry geo;
-    int64_t block_rows = 0;
-    std::vector<std::pair<BlockShape, WindowPrimitive>> blocks;
+    RowBlocks blocks;
   };
   Entry make_entry(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape) const;
   // The output rows per block; 0 when the convolution runs whole.
@@ -87,7 +61,6 @@ class ConvKernel final : public Kernel {
   // The primitive for the whole convolution of `geo`, or for `block`'s rows of it.
   WindowPrimitive make_primitive(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape,
                                  const ConvGeometry& geo, const RowBlock* block) const;
-  void run_blocks(KernelRun& r, const Entry& e, const WindowInputs& in, core::Tensor& y);
 
   const core::Node& node_;
   WindowAttrs attrs_;
@@ -104,31 +77,19 @@ ConvKernel::ConvKernel(const KernelBuild& b)
 
 ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape) const {
   Entry e;
-  e.geo = conv_geometry(node_, attrs_, src_dims, w_shape);
-  if (const int64_t rows = block_rows(e.geo, w_shape)) {
-    // Blocks only where oneDNN has a fast kernel for every one of their
-    // shapes (its reference kernel is a hundred times slower than the whole
-    // convolution would be), and where all of them fuse the post-ops or
-    // none does: run_blocks applies an unfused chain once, to the whole.
-    bool usable = true;
-    const int64_t out_rows = e.geo.dst_dims[2];
-    for (int64_t first = 0; usable && first < out_rows; first += rows) {
-      const RowBlock block = row_block(e.geo, src_dims, w_shape[2], first, std::min(rows, out_rows - first));
-      const BlockShape shape = shape_of(block);
-      if (std::any_of(e.blocks.begin(), e.blocks.end(), [&](const auto& b) { return b.first == shape; })) continue;
-      e.blocks.emplace_back(shape, make_primitive(r, src_dims, w_shape, e.geo, &block));
-      const WindowPrimitive& made = e.blocks.back().second;
-      usable = !made.reference && made.manual_post_ops == e.blocks.front().second.manual_post_ops;
-    }
-    if (usable) {
-      e.block_rows = rows;
-      e.whole.dst_dims = e.geo.dst_dims;
-      e.whole.out_shape = memory_shape(e.geo.dst_dims, channels_last_);
+  const ConvGeometry geo = conv_geometry(node_, attrs_, src_dims, w_shape);
+  if (const int64_t rows = block_rows(geo, w_shape)) {
+    const bool cut = e.blocks.make(
+        geo.dst_dims[2], rows,
+        [&](int64_t first, int64_t count) { return row_block(geo, src_dims, w_shape[2], first, count); },
+        [&](const RowBlock& block) { return make_primitive(r, src_dims, w_shape, geo, &block); });
+    if (cut) {
+      e.whole.dst_dims = geo.dst_dims;
+      e.whole.out_shape = memory_shape(geo.dst_dims, channels_last_);
       return e;
     }
-    e.blocks.clear();
   }
-  e.whole = make_primitive(r, src_dims, w_shape, e.geo, nullptr);
+  e.whole = make_primitive(r, src_dims, w_shape, geo, nullptr);
   return e;
 }
 
@@ -153,13 +114,8 @@ WindowPrimitive ConvKernel::make_primitive(KernelRun& r, const DnnlDims& whole_s
   const DnnlDims& src_dims = block ? block->src_dims : whole_src_dims;
   const DnnlDims& dst_dims = geo.dst_dims;
   const size_t spatial = src_dims.size() - 2;
-  // A block reads and writes its rows inside the whole tensors, from its
-  // first row on (run_blocks passes the pointers).
-  const DnnlDims no_offset(src_dims.size(), 0);
-  const dnnl::memory::desc user_src =
-      activation_desc(whole_src_dims, channels_last_).submemory_desc(src_dims, no_offset);
-  const dnnl::memory::desc user_dst =
-      activation_desc(whole.dst_dims, channels_last_).submemory_desc(dst_dims, no_offset);
+  const dnnl::memory::desc user_src = block_src_desc(whole_src_dims, block, channels_last_);
+  const dnnl::memory::desc user_dst = block_dst_desc(whole.dst_dims, block, channels_last_);
 
   const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, attrs_.group, false);
   // Plain NCHW: a 1x1 stride-1 convolution is a matrix product oneDNN runs
@@ -184,21 +140,6 @@ WindowPrimitive ConvKernel::make_primitive(KernelRun& r, const DnnlDims& whole_s
   return p;
 }
 
-void ConvKernel::run_blocks(KernelRun& r, const Entry& e, const WindowInputs& in, core::Tensor& y) {
-  const int64_t out_rows = e.geo.dst_dims[2];
-  const int64_t src_stride = row_stride(in.src_dims, channels_last_);
-  const int64_t dst_stride = row_stride(e.geo.dst_dims, channels_last_);
-  for (int64_t first = 0; first < out_rows; first += e.block_rows) {
-    const RowBlock block = row_block(e.geo, in.src_dims, in.w.dim(2), first, std::min(e.block_rows, out_rows - first));
-    const BlockShape shape = shape_of(block);
-    const auto b = std::find_if(e.blocks.begin(), e.blocks.end(), [&](const auto& b) { return b.first == shape; });
-    execute_window_primitive(r, node_, b->second, in, post_, in.x.data<float>() + block.src_first * src_stride,
-                             y.data<float>() + first * dst_stride);
-    if (first + block.count < out_rows) r.checkpoint();
-  }
-  if (e.blocks.front().second.manual_post_ops) post_.apply(y.data<float>(), y.shape(), r);
-}
-
 void ConvKernel::run(KernelRun& r) {
   use_threads(r.threads());
   const WindowOperands in = window_operands(node_, r, channels_last_);
@@ -220,7 +161,7 @@ void ConvKernel::run(KernelRun& r) {
   if (y.numel() == 0) return;
   const WindowInputs inputs{*x,  *w, bias, src_dims, channels_last_, onnx_weights_desc(w->shape(), attrs_.group, false),
                             weights_};
-  if (e->block_rows) return run_blocks(r, *e, inputs, y);
+  if (!e->blocks.empty()) return e->blocks.run(r, node_, inputs, post_, y);
   run_window_primitive(r, node_, e->whole, inputs, post_, y);
 }
 

@@ -12,11 +12,17 @@
 // IC x (kh*kw*OC), and a scatter of its rows into place. oneDNN 2.6's
 // deconvolution runs it as a strided backward convolution that is 20x
 // slower (33 ms against 1.5 ms for 24 channels at 160x160 -> 320x320).
+//
+// A long deconvolution runs in blocks of output rows (RowBlocks,
+// drivers/cpu/window_primitive.h): input row i makes output rows
+// i*stride - pad + k*dilation, so a block of output rows reads the input
+// rows that reach it, with the padding that puts them in place.
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/kernel_factories.h"
@@ -44,9 +50,15 @@ class ConvTransposeKernel final : public Kernel {
 
   struct Entry {
     std::optional<Patches> patches;  // set: the patch form replaces the deconvolution
-    WindowPrimitive deconv;          // its dst_dims and out_shape hold for both
+    WindowPrimitive deconv;          // its dst_dims and out_shape hold for all three forms
+    RowBlocks blocks;                // not empty: the deconvolution runs in these
   };
   Entry make_entry(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape) const;
+  // The output rows per block; 0 when the deconvolution runs whole.
+  int64_t block_rows(const ConvGeometry& geo, const DnnlDims& src_dims, const core::Shape& w_shape) const;
+  // The deconvolution of `geo`, or `block`'s rows of it.
+  WindowPrimitive make_deconv(KernelRun& r, const DnnlDims& src_dims, const core::Shape& w_shape,
+                              const ConvGeometry& geo, const RowBlock* block) const;
   std::optional<Patches> make_patches(KernelRun& r, const DnnlDims& src_dims, const DnnlDims& dst_dims) const;
   void run_patches(KernelRun& r, const Entry& e, const core::Tensor& x, const core::Tensor* bias, core::Tensor& y);
 
@@ -65,9 +77,29 @@ ConvTransposeKernel::ConvTransposeKernel(const KernelBuild& b)
   build_window_kernel(b, "input channels", attrs_, post_, weights_);
 }
 
+int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+// The deconvolution that makes output rows [first, first + count): the input
+// rows whose taps reach them, and the padding that puts those taps in
+// place; nullopt where no input row reaches them (they hold the bias alone).
+std::optional<RowBlock> deconv_row_block(const ConvGeometry& whole, const DnnlDims& src_dims, int64_t kernel_rows,
+                                         int64_t first, int64_t count) {
+  const int64_t s = whole.strides[0], pad = whole.pad_l[0];
+  const int64_t reach = (kernel_rows - 1) * (whole.dilates[0] + 1);  // an input row's last tap, past its first
+  const int64_t lo = std::max<int64_t>(0, -floor_div(-(first + pad - reach), s));
+  const int64_t hi = std::min<int64_t>(src_dims[2] - 1, floor_div(first + count - 1 + pad, s));
+  if (hi < lo) return std::nullopt;
+  RowBlock b{first, count, lo, src_dims, whole};
+  b.src_dims[2] = hi - lo + 1;
+  b.geo.dst_dims[2] = count;
+  b.geo.pad_l[0] = pad + first - lo * s;
+  // oneDNN: out = (in - 1) * stride + reach + 1 - pad_l - pad_r.
+  b.geo.pad_r[0] = (b.src_dims[2] - 1) * s + reach + 1 - b.geo.pad_l[0] - count;
+  return b;
+}
+
 ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
                                                            const core::Shape& w_shape) const {
-  const dnnl::engine engine = r.stream().get_engine();
   WindowAttrs a = attrs_;
   const size_t spatial = src_dims.size() - 2;
   a.resolve(node_, spatial);
@@ -77,8 +109,10 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
   if (out_pad.size() != spatial || (!out_shape.empty() && out_shape.size() != spatial))
     fail(HETERO_INVALID_MODEL, node_.describe() + ": output_padding or output_shape has the wrong length");
 
-  DnnlDims strides, dilates, pad_l, pad_r;
-  DnnlDims dst_dims{src_dims[0], w_shape[1] * a.group};
+  ConvGeometry geo;
+  DnnlDims &strides = geo.strides, &dilates = geo.dilates, &pad_l = geo.pad_l, &pad_r = geo.pad_r;
+  DnnlDims& dst_dims = geo.dst_dims;
+  dst_dims = {src_dims[0], w_shape[1] * a.group};
   for (size_t i = 0; i < spatial; ++i) {
     const int64_t in = src_dims[2 + i], k = w_shape[2 + i], s = a.strides[i], d = a.dilations[i];
     if (!a.kernel_shape.empty() && a.kernel_shape[i] != k)
@@ -125,20 +159,53 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
     e.patches = make_patches(r, src_dims, dst_dims);
     return e;
   }
-  const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, a.group, true);
+  if (const int64_t rows = block_rows(geo, src_dims, w_shape)) {
+    const bool cut = e.blocks.make(
+        dst_dims[2], rows,
+        [&](int64_t first, int64_t count) { return deconv_row_block(geo, src_dims, w_shape[2], first, count); },
+        [&](const RowBlock& block) { return make_deconv(r, src_dims, w_shape, geo, &block); });
+    if (cut) return e;
+  }
+  e.deconv = make_deconv(r, src_dims, w_shape, geo, nullptr);
+  return e;
+}
+
+int64_t ConvTransposeKernel::block_rows(const ConvGeometry& geo, const DnnlDims& src_dims,
+                                        const core::Shape& w_shape) const {
+  for (const PostOp& op : post_.ops())
+    if (op.binary()) return 0;
+  // Every input element meets the kernel window of OC / group outputs.
+  double macs = double(src_dims[0]) * double(src_dims[1]) * double(w_shape[1]);
+  for (size_t i = 2; i < w_shape.size(); ++i) macs *= double(w_shape[i]) * double(src_dims[i]);
+  const int64_t out_rows = geo.dst_dims[2];
+  const int64_t rows = checkpoint_block_units(out_rows, macs / double(out_rows), kCheckpointMacs);
+  // Whole strides of rows, so that the blocks share a few shapes.
+  const int64_t s = geo.strides[0];
+  return rows == 0 ? 0 : (rows + s - 1) / s * s;
+}
+
+WindowPrimitive ConvTransposeKernel::make_deconv(KernelRun& r, const DnnlDims& whole_src_dims,
+                                                 const core::Shape& w_shape, const ConvGeometry& whole,
+                                                 const RowBlock* block) const {
+  const dnnl::engine engine = r.stream().get_engine();
+  const ConvGeometry& geo = block ? block->geo : whole;
+  const DnnlDims& src_dims = block ? block->src_dims : whole_src_dims;
+  const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, attrs_.group, true);
   const WindowDescs md =
-      window_descs(src_dims, dst_dims, user_w, channels_last_, !channels_last_, r.input(2) ? dst_dims[1] : 0);
+      window_descs(src_dims, geo.dst_dims, user_w, channels_last_, !channels_last_, r.input(2) ? geo.dst_dims[1] : 0);
   auto make_pd = [&](const dnnl::post_ops* po) {
     const dnnl::primitive_attr attr = scratchpad_attr(po);
     dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
-                                        md.src, md.weights, md.bias, md.dst, strides, dilates, pad_l, pad_r);
+                                        md.src, md.weights, md.bias, md.dst, geo.strides, geo.dilates, geo.pad_l,
+                                        geo.pad_r);
     return dnnl::deconvolution_forward::primitive_desc(d, attr, engine);
   };
-  const auto [pd, manual_post_ops] = make_with_post_ops(post_, dst_dims, channels_last_, r, make_pd);
-  e.deconv.set<dnnl::deconvolution_forward>(pd, activation_desc(src_dims, channels_last_),
-                                            activation_desc(dst_dims, channels_last_), dst_dims, channels_last_,
-                                            user_w, !weights_.empty(), md.bias, manual_post_ops);
-  return e;
+  const auto [pd, manual_post_ops] = make_with_post_ops(post_, geo.dst_dims, channels_last_, r, make_pd);
+  WindowPrimitive p;
+  p.set<dnnl::deconvolution_forward>(pd, block_src_desc(whole_src_dims, block, channels_last_),
+                                     block_dst_desc(whole.dst_dims, block, channels_last_), geo.dst_dims,
+                                     channels_last_, user_w, !weights_.empty(), md.bias, manual_post_ops);
+  return p;
 }
 
 std::optional<ConvTransposeKernel::Patches> ConvTransposeKernel::make_patches(KernelRun& r, const DnnlDims& src_dims,
@@ -259,10 +326,10 @@ void ConvTransposeKernel::run(KernelRun& r) {
   core::Tensor& y = r.output(0, core::DType::F32, e->deconv.out_shape);
   if (y.numel() == 0) return;
   if (e->patches) return run_patches(r, *e, *x, bias, y);
-  run_window_primitive(r, node_, e->deconv,
-                       {*x, *w, bias, src_dims, channels_last_, onnx_weights_desc(w->shape(), attrs_.group, true),
-                        weights_},
-                       post_, y);
+  const WindowInputs inputs{*x,  *w, bias, src_dims, channels_last_, onnx_weights_desc(w->shape(), attrs_.group, true),
+                            weights_};
+  if (!e->blocks.empty()) return e->blocks.run(r, node_, inputs, post_, y);
+  run_window_primitive(r, node_, e->deconv, inputs, post_, y);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -221,12 +222,17 @@ void reduce(KernelRun& r, const T* x, T* y, const ReduceLayout& L, const T* shif
   if (inner == 1) {
     // Rows; a few long rows (reducing everything) are split into parts
     // whose partial results combine afterwards, as are rows longer than
-    // half a checkpoint block.
+    // half a checkpoint block: those in parts of a power of two (so that
+    // the float sum of 2^25 ones is still 2^25).
     size_t parts = 1;
     if (parallel && outer < static_cast<size_t>(threads))
       parts = std::min<size_t>((threads * 2 + outer - 1) / outer, std::max<size_t>(1, n / 4096));
-    parts = std::max(parts, static_cast<size_t>(double(n) * sizeof(T) / (kCheckpointWork / 2)) + 1);
-    const size_t part_len = (n + parts - 1) / parts;
+    size_t part_len = (n + parts - 1) / parts;
+    const size_t longest = std::bit_floor(static_cast<size_t>(kCheckpointWork / 2) / sizeof(T));
+    if (part_len > longest) {
+      part_len = longest;
+      parts = (n + part_len - 1) / part_len;
+    }
     std::vector<Acc> partial(outer * parts);
     parallel_blocks(r, static_cast<int64_t>(outer * parts), double(part_len) * sizeof(T), parallel, [&](int64_t t) {
       const size_t o = static_cast<size_t>(t) / parts;

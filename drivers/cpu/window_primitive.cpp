@@ -1,5 +1,7 @@
 #include "drivers/cpu/window_primitive.h"
 
+#include <algorithm>
+#include <array>
 #include <unordered_map>
 
 namespace hetero::cpu {
@@ -56,6 +58,62 @@ void execute_window_primitive(KernelRun& r, const core::Node& node, const Window
     if (e.dst_out.needed()) e.dst_out.apply(dst, user_y, s);
     s.wait();
   });
+}
+
+namespace {
+
+// The elements between two rows of an activation of logical dims N, C,
+// spatial... in the kernel's layout.
+int64_t row_stride(const DnnlDims& dims, bool channels_last) {
+  return activation_desc(dims, channels_last).data.format_desc.blocking.strides[2];
+}
+
+}  // namespace
+
+dnnl::memory::desc block_src_desc(const DnnlDims& src_dims, const RowBlock* block, bool channels_last) {
+  const dnnl::memory::desc whole = activation_desc(src_dims, channels_last);
+  return block ? whole.submemory_desc(block->src_dims, DnnlDims(src_dims.size(), 0)) : whole;
+}
+
+dnnl::memory::desc block_dst_desc(const DnnlDims& whole_dst_dims, const RowBlock* block, bool channels_last) {
+  const dnnl::memory::desc whole = activation_desc(whole_dst_dims, channels_last);
+  return block ? whole.submemory_desc(block->geo.dst_dims, DnnlDims(whole_dst_dims.size(), 0)) : whole;
+}
+
+bool RowBlocks::make(int64_t out_rows, int64_t rows, const Cut& cut, const Make& make) {
+  using Shape = std::array<int64_t, 4>;
+  std::vector<Shape> shapes;
+  for (int64_t first = 0; first < out_rows; first += rows) {
+    std::optional<RowBlock> block = cut(first, std::min(rows, out_rows - first));
+    if (!block) break;
+    const Shape shape{block->src_dims[2], block->count, block->geo.pad_l[0], block->geo.pad_r[0]};
+    const auto seen = std::find(shapes.begin(), shapes.end(), shape);
+    primitive_of_.push_back(static_cast<size_t>(seen - shapes.begin()));
+    if (seen == shapes.end()) {
+      shapes.push_back(shape);
+      primitives_.push_back(make(*block));
+      const WindowPrimitive& made = primitives_.back();
+      if (made.reference || made.manual_post_ops != primitives_.front().manual_post_ops) break;
+    }
+    blocks_.push_back(std::move(*block));
+  }
+  if (blocks_.size() == primitive_of_.size() && !blocks_.empty() && blocks_.back().first + blocks_.back().count == out_rows)
+    return true;
+  *this = RowBlocks();
+  return false;
+}
+
+void RowBlocks::run(KernelRun& r, const core::Node& node, const WindowInputs& in, const PostOpChain& post,
+                    core::Tensor& y) const {
+  const int64_t src_stride = row_stride(in.src_dims, in.channels_last);
+  const int64_t dst_stride = row_stride(logical_dims(y.shape(), in.channels_last), in.channels_last);
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    if (i > 0) r.checkpoint();
+    const RowBlock& b = blocks_[i];
+    execute_window_primitive(r, node, primitives_[primitive_of_[i]], in, post,
+                             in.x.data<float>() + b.src_first * src_stride, y.data<float>() + b.first * dst_stride);
+  }
+  if (primitives_.front().manual_post_ops) post.apply(y.data<float>(), y.shape(), r);
 }
 
 WindowDescs window_descs(const DnnlDims& src_dims, const DnnlDims& dst_dims, const dnnl::memory::desc& user_w,

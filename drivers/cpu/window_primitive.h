@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "core/graph.h"
@@ -112,5 +114,55 @@ void run_window_primitive(KernelRun& r, const core::Node& node, const WindowPrim
 // e.src_user from `x` on and writing Y through e.dst_user from `y` on.
 void execute_window_primitive(KernelRun& r, const core::Node& node, const WindowPrimitive& e,
                               const WindowInputs& in, const PostOpChain& post, const float* x, float* y);
+
+// ---- Blocks of output rows.
+//
+// A long Conv or ConvTranspose runs in blocks of output rows of its first
+// spatial dim, with a checkpoint between two (drivers/cpu/checkpoint_blocks.h):
+// each block is a primitive of its own over the input rows it reads, with
+// the padding that falls inside them. The kernel says how its geometry cuts
+// (a convolution's input rows follow its output rows; a deconvolution's
+// output rows follow its input rows) and makes each block's primitive.
+
+// The part that makes output rows [first, first + count): the input rows it
+// reads, from `src_first` on, and its geometry.
+struct RowBlock {
+  int64_t first = 0, count = 0;
+  int64_t src_first = 0;
+  DnnlDims src_dims;
+  ConvGeometry geo;
+};
+
+// X's and Y's descriptors for `block` of a window primitive over the whole
+// `src_dims` and `whole_dst_dims` (or the whole tensors when `block` is
+// null): a view inside the whole tensors from the block's first rows on.
+dnnl::memory::desc block_src_desc(const DnnlDims& src_dims, const RowBlock* block, bool channels_last);
+dnnl::memory::desc block_dst_desc(const DnnlDims& whole_dst_dims, const RowBlock* block, bool channels_last);
+
+class RowBlocks {
+ public:
+  // The block of `count` rows from `first`; nullopt where the geometry
+  // leaves no primitive for it.
+  using Cut = std::function<std::optional<RowBlock>(int64_t first, int64_t count)>;
+  using Make = std::function<WindowPrimitive(const RowBlock&)>;
+
+  // Cuts `out_rows` into blocks of `rows` and makes a primitive per block
+  // shape (rows read, rows made, padding at either end). False, and
+  // nothing kept, where a block cannot be cut, runs on oneDNN's reference
+  // kernel (a hundred times slower than the whole would be), or fuses the
+  // post-ops where another does not (run applies an unfused chain once,
+  // to the whole).
+  bool make(int64_t out_rows, int64_t rows, const Cut& cut, const Make& make);
+  bool empty() const { return blocks_.empty(); }
+  // Runs every block into y, with a checkpoint between two, then the
+  // post-op chain where the blocks did not fuse it.
+  void run(KernelRun& r, const core::Node& node, const WindowInputs& in, const PostOpChain& post,
+           core::Tensor& y) const;
+
+ private:
+  std::vector<RowBlock> blocks_;
+  std::vector<size_t> primitive_of_;  // per block: its shape's primitive
+  std::vector<WindowPrimitive> primitives_;
+};
 
 }  // namespace hetero::cpu

@@ -107,6 +107,18 @@ long_conv (float[1] x) => (float[1, 1, 1, 1] y) {
 }
 )ONNX";
 
+const char* const kLongDeconv = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+long_deconv (float[1] x) => (float[1, 1, 1, 1] y) {
+  x_shape = Constant<value = int64[4] {1, 256, 224, 224}>()
+  w_shape = Constant<value = int64[4] {256, 256, 4, 4}>()
+  a = Expand(x, x_shape)
+  w = Expand(x, w_shape)
+  c = ConvTranspose<strides = [2, 2], pads = [1, 1, 1, 1]>(a, w)
+  y = ReduceSum<keepdims = 1>(c)
+}
+)ONNX";
+
 // The same product through Einsum, which runs in the CPU driver's own loop.
 const char* const kLongEinsum = R"ONNX(
 <ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
@@ -156,6 +168,7 @@ int main(int argc, char** argv) {
                   write_model(dir + "/long_node.onnx", kLongNode, false) &&
                   write_model(dir + "/long_conv.onnx", kLongConv, false) &&
                   write_model(dir + "/long_einsum.onnx", kLongEinsum, false) &&
+                  write_model(dir + "/long_deconv.onnx", kLongDeconv, false) &&
                   write_model(dir + "/activations.onnx", kActivations, false);
   return ok ? 0 : 1;
 }

@@ -447,8 +447,8 @@ TEST_F(Daemon, CancelAndDeadlinesStopRunningInferences) {
 }
 
 // One node that runs for a second or more, whose kernel checks between
-// blocks of its work (drivers/cpu/checkpoint_blocks.h): a MatMul and a Conv
-// on oneDNN, and an Einsum in the CPU driver's own loop.
+// blocks of its work (drivers/cpu/checkpoint_blocks.h): a MatMul, a Conv and
+// a ConvTranspose on oneDNN, and an Einsum in the CPU driver's own loop.
 struct LongNodeModel {
   const char* kernel;
   const char* file;
@@ -464,11 +464,14 @@ class LongNode : public Daemon, public ::testing::WithParamInterface<LongNodeMod
 };
 
 // The Conv's sum: 256 x 256 channels, and per spatial dim 3 taps at each of
-// 384 positions but for the two that meet the padding.
+// 384 positions but for the two that meet the padding; the ConvTranspose's:
+// per spatial dim 4 taps from each of 224 input rows, but for the two that
+// land in the padding.
 INSTANTIATE_TEST_SUITE_P(Kernels, LongNode,
                          ::testing::Values(LongNodeModel{"MatMul", "long_node.onnx", 4096.0 * 4096.0 * 4096.0},
                                            LongNodeModel{"Conv", "long_conv.onnx",
                                                          256.0 * 256.0 * (3 * 384 - 2) * (3 * 384 - 2)},
+                                           LongNodeModel{"ConvTranspose", "long_deconv.onnx", 256.0 * 256.0 * 894 * 894},
                                            LongNodeModel{"Einsum", "long_einsum.onnx", 2304.0 * 2304.0 * 2304.0}),
                          [](const ::testing::TestParamInfo<LongNodeModel>& info) { return info.param.kernel; });
 

@@ -76,7 +76,7 @@ TEST(CpuCheckpointBlocks, UnaryAndCast) {
 
 TEST(CpuCheckpointBlocks, Reductions) {
   // One long row, split into parts whose sums combine.
-  const Tensor row = pattern({1, 1 << 23});
+  const Tensor row = pattern({1, 1 << 24});
   KernelNode sum("ReduceSum", 11, 1);
   sum.attr_ints("axes", {1});
   double want = 0;

@@ -395,6 +395,57 @@ TEST(CpuDnnlConvTranspose, KernelEqualsStride) {
   }
 }
 
+// A long ConvTranspose runs in blocks of output rows, each reading the input
+// rows that reach it (kernels_conv_transpose.cpp): every output row, on
+// either side of every block edge, against the sum written out here.
+TEST(CpuDnnlConvTranspose, LongDeconvolutionsInBlocksOfRows) {
+  std::mt19937 rng(31);
+  struct Geometry {
+    int64_t in, k, stride, pad, dilation;
+  };
+  const int64_t C = 128, M = 128;
+  for (const Geometry g : {Geometry{200, 4, 2, 1, 1}, Geometry{300, 3, 1, 1, 2}}) {
+    const int64_t reach = (g.k - 1) * g.dilation, out = (g.in - 1) * g.stride + reach + 1 - 2 * g.pad;
+    const core::Tensor x = random_f32({1, C, g.in, g.in}, rng), w = random_f32({C, M, g.k, g.k}, rng),
+                       b = random_f32({M}, rng);
+    auto want = [&](int64_t m, int64_t oh, int64_t ow) {
+      double sum = b.data<float>()[m];
+      for (int64_t kh = 0; kh < g.k; ++kh)
+        for (int64_t kw = 0; kw < g.k; ++kw) {
+          const int64_t th = oh + g.pad - kh * g.dilation, tw = ow + g.pad - kw * g.dilation;
+          if (th < 0 || tw < 0 || th % g.stride || tw % g.stride) continue;
+          const int64_t ih = th / g.stride, iw = tw / g.stride;
+          if (ih >= g.in || iw >= g.in) continue;
+          for (int64_t c = 0; c < C; ++c)
+            sum += double(x.data<float>()[(c * g.in + ih) * g.in + iw]) *
+                   w.data<float>()[((c * M + m) * g.k + kh) * g.k + kw];
+        }
+      return sum;
+    };
+    for (bool channels_last : {false, true}) {
+      KernelNode nb(channels_last ? "FusedConvTranspose" : "ConvTranspose", channels_last ? 1 : 17, 3, 1,
+                    channels_last ? kCpuDomain : "");
+      nb.attr_ints("strides", {g.stride, g.stride}).attr_ints("dilations", {g.dilation, g.dilation});
+      nb.attr_ints("pads", {g.pad, g.pad, g.pad, g.pad}).constant(1, w).constant(2, b);
+      if (channels_last) nb.attr_int(kChannelsLastAttr, 1);
+      size_t checkpoints = 0;
+      const core::Tensor y = nb.run_counting_checkpoints({channels_last ? to_channels_last(x) : x, w, b},
+                                                         checkpoints, kThreads)[0];
+      EXPECT_GE(checkpoints, 1u) << "ran whole";
+      ASSERT_EQ(y.shape(), channels_last ? (core::Shape{1, out, out, M}) : (core::Shape{1, M, out, out}));
+      for (int64_t oh = 0; oh < out; ++oh)
+        for (int64_t ow : {int64_t{0}, out / 2 + 1, out - 1})
+          for (int64_t m : {int64_t{0}, M - 1}) {
+            const float got = y.data<float>()[channels_last ? (oh * out + ow) * M + m : (m * out + oh) * out + ow];
+            const double expected = want(m, oh, ow);
+            ASSERT_NEAR(got, expected, 1e-3 * std::max(1.0, std::abs(expected)))
+                << "stride " << g.stride << " channels_last " << channels_last << " row " << oh << " column " << ow
+                << " channel " << m;
+          }
+    }
+  }
+}
+
 TEST(CpuDnnlConvTranspose, OutputShapeAndSamePadding) {
   std::mt19937 rng(32);
   const core::Tensor x = random_f32({1, 2, 3, 3}, rng), w = random_f32({2, 3, 3, 3}, rng);
