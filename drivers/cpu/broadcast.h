@@ -162,29 +162,32 @@ void for_each_segment(KernelRun& r, const Broadcast& b, Fn&& fn) {
     return;
   }
 
-  // Many rows: in each checkpoint block, contiguous chunks of rows walked
-  // with an odometer.
+  // Many rows: contiguous chunks of rows, each walked with an odometer; in
+  // parallel, chunks of each checkpoint block.
+  auto walk = [&](size_t first, size_t last) {
+    std::array<size_t, N> off;
+    std::vector<size_t> idx(nd);
+    row_offsets(first, off, idx);
+    for (size_t row = first; row < last; ++row) {
+      fn(row * b.inner, off, b.inner);
+      for (size_t d = nd; d-- > 0;) {  // advance the odometer
+        for (size_t k = 0; k < N; ++k) off[k] += b.strides[k][d];
+        if (++idx[d] < b.dims[d]) break;
+        for (size_t k = 0; k < N; ++k) off[k] -= b.strides[k][d] * b.dims[d];
+        idx[d] = 0;
+      }
+    }
+  };
+  if (!parallel) return walk(0, b.rows);  // small: no block, no OpenMP region
   for_checkpoint_blocks(r, static_cast<int64_t>(b.rows), double(b.inner) * work_per_element, [&](int64_t begin, int64_t end) {
     const auto rows = static_cast<size_t>(end - begin);
-    const size_t chunks = parallel ? std::min(rows, threads * 4) : 1;
+    const size_t chunks = std::min(rows, threads * 4);
     const size_t per_chunk = (rows + chunks - 1) / chunks;
-#pragma omp parallel for num_threads(static_cast<int>(threads)) schedule(static) if (parallel)
+#pragma omp parallel for num_threads(static_cast<int>(threads)) schedule(static)
     for (int64_t c = 0; c < static_cast<int64_t>(chunks); ++c) {
       const size_t first = static_cast<size_t>(begin) + static_cast<size_t>(c) * per_chunk;
       const size_t last = std::min(static_cast<size_t>(end), first + per_chunk);
-      if (first >= last) continue;
-      std::array<size_t, N> off;
-      std::vector<size_t> idx(nd);
-      row_offsets(first, off, idx);
-      for (size_t row = first; row < last; ++row) {
-        fn(row * b.inner, off, b.inner);
-        for (size_t d = nd; d-- > 0;) {  // advance the odometer
-          for (size_t k = 0; k < N; ++k) off[k] += b.strides[k][d];
-          if (++idx[d] < b.dims[d]) break;
-          for (size_t k = 0; k < N; ++k) off[k] -= b.strides[k][d] * b.dims[d];
-          idx[d] = 0;
-        }
-      }
+      if (first < last) walk(first, last);
     }
   });
 }

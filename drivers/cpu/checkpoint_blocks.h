@@ -64,14 +64,19 @@ void for_checkpoint_blocks(KernelRun& r, int64_t units, double work_per_unit, Bo
 }
 
 // The driver's parallel loop: body(i) for every i in [0, units) on the
-// kernel's threads (on this one alone unless `parallel`), in blocks as
-// above. `body` must not throw: it runs inside an OpenMP loop.
+// kernel's threads (on this one alone, opening no OpenMP region, unless
+// `parallel`), in blocks as above. `body` must not throw: it runs inside an
+// OpenMP loop.
 template <typename Body>
 void parallel_blocks(KernelRun& r, int64_t units, double work_per_unit, bool parallel, Body&& body) {
   const int threads = r.threads();
   for_checkpoint_blocks(r, units, work_per_unit, [&](int64_t begin, int64_t end) {
-#pragma omp parallel for num_threads(threads) if (parallel && threads > 1) schedule(static)
-    for (int64_t i = begin; i < end; ++i) body(i);
+    if (parallel && threads > 1) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t i = begin; i < end; ++i) body(i);
+    } else {
+      for (int64_t i = begin; i < end; ++i) body(i);
+    }
   });
 }
 

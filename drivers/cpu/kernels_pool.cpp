@@ -190,16 +190,18 @@ void pool_position_cl(const PoolParams& prm, const PoolGeometry& g, const T* in,
 
 // Global average or max of channels-last images: threads split the
 // channels, each walking the positions (in checkpoint blocks of them) over
-// its contiguous slice of them.
+// its contiguous slice of them, into sums of its own that it adds to the
+// image's after each block.
 template <typename T, typename Acc>
 void global_pool_cl(KernelRun& r, const PoolParams& prm, const PoolGeometry& g, const T* in, T* out) {
   const int64_t plane = g.in_plane(), C = g.c;
   const bool max = prm.kind == PoolKind::Max;
   const bool parallel = g.n * C * plane > 16384;
-  std::vector<Acc> acc(static_cast<size_t>(C));
+  const Acc identity = max ? std::numeric_limits<Acc>::lowest() : Acc(0);
+  std::vector<Acc> image(static_cast<size_t>(C));
   for (int64_t n = 0; n < g.n; ++n) {
     const T* img = in + n * plane * C;
-    std::fill(acc.begin(), acc.end(), max ? std::numeric_limits<Acc>::lowest() : Acc(0));
+    std::fill(image.begin(), image.end(), identity);
     for_checkpoint_blocks(r, plane, double(C) * sizeof(T), [&](int64_t first, int64_t last) {
 #pragma omp parallel if (parallel)
       {
@@ -207,18 +209,23 @@ void global_pool_cl(KernelRun& r, const PoolParams& prm, const PoolGeometry& g, 
         // Slices of whole cache lines (16 floats) where there are enough channels.
         const int64_t per = std::max<int64_t>((C + threads - 1) / threads, std::min<int64_t>(C, 16));
         const int64_t c0 = std::min(C, t * per), c1 = std::min(C, c0 + per);
-        Acc* a = acc.data() + c0;
-        for (int64_t p = first; p < last && c0 < c1; ++p) {
-          const T* row = img + p * C + c0;
-          if (max) {
-            for (int64_t c = 0; c < c1 - c0; ++c) a[c] = std::max(a[c], static_cast<Acc>(row[c]));
-          } else {
-            for (int64_t c = 0; c < c1 - c0; ++c) a[c] += static_cast<Acc>(row[c]);
+        if (c0 < c1) {
+          std::vector<Acc> acc(static_cast<size_t>(c1 - c0), identity);
+          for (int64_t p = first; p < last; ++p) {
+            const T* row = img + p * C + c0;
+            if (max) {
+              for (int64_t c = 0; c < c1 - c0; ++c) acc[c] = std::max(acc[c], static_cast<Acc>(row[c]));
+            } else {
+              for (int64_t c = 0; c < c1 - c0; ++c) acc[c] += static_cast<Acc>(row[c]);
+            }
           }
+          Acc* mine = image.data() + c0;
+          for (int64_t c = 0; c < c1 - c0; ++c) mine[c] = max ? std::max(mine[c], acc[c]) : mine[c] + acc[c];
         }
       }
     });
-    for (int64_t c = 0; c < C; ++c) out[n * C + c] = static_cast<T>(max ? acc[c] : acc[c] / static_cast<Acc>(plane));
+    for (int64_t c = 0; c < C; ++c)
+      out[n * C + c] = static_cast<T>(max ? image[c] : image[c] / static_cast<Acc>(plane));
   }
 }
 
