@@ -81,7 +81,9 @@ int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) 
 
 // The deconvolution that makes output rows [first, first + count): the input
 // rows whose taps reach them, and the padding that puts those taps in
-// place; nullopt where no input row reaches them (they hold the bias alone).
+// place; nullopt where no input row reaches them (they hold the bias alone)
+// or where the first one's taps start past `first` (a stride longer than
+// the kernel), which would need negative padding at the start.
 std::optional<RowBlock> deconv_row_block(const ConvGeometry& whole, const DnnlDims& src_dims, int64_t kernel_rows,
                                          int64_t first, int64_t count) {
   const int64_t s = whole.strides[0], pad = whole.pad_l[0];
@@ -93,6 +95,7 @@ std::optional<RowBlock> deconv_row_block(const ConvGeometry& whole, const DnnlDi
   b.src_dims[2] = hi - lo + 1;
   b.geo.dst_dims[2] = count;
   b.geo.pad_l[0] = pad + first - lo * s;
+  if (b.geo.pad_l[0] < 0) return std::nullopt;
   // oneDNN: out = (in - 1) * stride + reach + 1 - pad_l - pad_r.
   b.geo.pad_r[0] = (b.src_dims[2] - 1) * s + reach + 1 - b.geo.pad_l[0] - count;
   return b;
