@@ -94,8 +94,7 @@ ConvKernel::Entry ConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims,
 }
 
 int64_t ConvKernel::block_rows(const ConvGeometry& geo, const core::Shape& w_shape) const {
-  for (const PostOp& op : post_.ops())
-    if (op.binary()) return 0;
+  if (post_.reads_operands()) return 0;  // an operand would need cutting too
   // A first or last row that would read padding only has no block of its own.
   const int64_t extent = kernel_extent(geo, w_shape[2]);
   if (geo.pad_l[0] >= extent || geo.pad_r[0] >= extent) return 0;

@@ -175,8 +175,7 @@ ConvTransposeKernel::Entry ConvTransposeKernel::make_entry(KernelRun& r, const D
 
 int64_t ConvTransposeKernel::block_rows(const ConvGeometry& geo, const DnnlDims& src_dims,
                                         const core::Shape& w_shape) const {
-  for (const PostOp& op : post_.ops())
-    if (op.binary()) return 0;
+  if (post_.reads_operands()) return 0;  // an operand would need cutting too
   // Every input element meets the kernel window of OC / group outputs.
   double macs = double(src_dims[0]) * double(src_dims[1]) * double(w_shape[1]);
   for (size_t i = 2; i < w_shape.size(); ++i) macs *= double(w_shape[i]) * double(src_dims[i]);
@@ -244,8 +243,7 @@ std::optional<ConvTransposeKernel::Patches> ConvTransposeKernel::make_patches(Ke
   // Elementwise post-ops act per element, so they run inside the product;
   // a binary operand is laid out for the output and waits for the scatter.
   dnnl::primitive_attr attr;
-  const bool eltwise_only = std::none_of(post_.ops().begin(), post_.ops().end(), [](const PostOp& op) { return op.binary(); });
-  if (!post_.empty() && eltwise_only)
+  if (!post_.empty() && !post_.reads_operands())
     if (const auto po = post_.to_dnnl(dst_dims, channels_last_, r)) {
       attr.set_post_ops(*po);
       p.fused_post_ops = true;

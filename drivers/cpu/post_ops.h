@@ -51,6 +51,12 @@ class PostOpChain {
   static PostOpChain parse(const KernelBuild& b, size_t first_input);
 
   bool empty() const { return ops_.empty(); }
+  // True when a step reads another tensor (Add, Mul), laid out like the output.
+  bool reads_operands() const {
+    for (const PostOp& op : ops_)
+      if (op.binary()) return true;
+    return false;
+  }
   // Puts `op` first (Gemm's own "+ beta * C" runs before any fused step).
   void prepend(PostOp op) { ops_.insert(ops_.begin(), std::move(op)); }
   const std::vector<PostOp>& ops() const { return ops_; }
