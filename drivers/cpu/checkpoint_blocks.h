@@ -6,7 +6,8 @@
 // The kernels that split their work this way: MatMul and Gemm (blocks of A's
 // rows), Conv and ConvTranspose (blocks of output rows, RowBlocks in
 // window_primitive.h) and the layout changes the layout pass
-// puts before and after convolutions (blocks of rows), all on oneDNN; and
+// puts before and after convolutions (blocks of rows), all on oneDNN; the
+// recurrent layers (blocks of steps, rnn.h); and
 // the driver's own parallel loops (parallel_blocks below), whose work
 // grows with what a model asks: broadcasts, reductions, copies, Einsum.
 #pragma once

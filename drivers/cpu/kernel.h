@@ -88,6 +88,11 @@ class KernelRun {
   // for long calls it between parts of its work, holding nothing that the
   // work run meanwhile could need.
   virtual void checkpoint() = 0;
+  // Working memory a kernel keeps across its checkpoints: `bytes`, 64-byte
+  // aligned, freed when the tensor is dropped, and counted against the
+  // inference's memory bound (the per-thread scratch buffers of dnnl_util.h
+  // are not: work run at a checkpoint on this thread reuses them).
+  virtual core::Tensor workspace(size_t bytes) = 0;
 };
 
 class Kernel {

@@ -139,6 +139,7 @@ class StepRun final : public KernelRun {
   void checkpoint() override {
     if (frame_.control_) frame_.control_->at_node_boundary();
   }
+  core::Tensor workspace(size_t bytes) override { return frame_.take_buffer(core::DType::U8, {int64_t(bytes)}); }
 
  private:
   core::Tensor& slot(size_t i) {

@@ -13,6 +13,12 @@
 //   sequence lengths, only the default LSTM/GRU activations and
 //   Relu/Tanh/Sigmoid for RNN, and no coupled input/forget gate, so it runs
 //   only the nodes (and the runs, for sequence_lens) it computes exactly.
+//
+// A long node (Args::steps_per_checkpoint) runs in blocks of steps with a
+// checkpoint between two (drivers/cpu/checkpoint_blocks.h), keeping its
+// state in the frame's workspace meanwhile. The oneDNN path splits one
+// direction with constant weights, a block of steps per primitive run, the
+// state carried; the plain path splits any node, two to three times slower.
 #pragma once
 
 #include <cstddef>
@@ -90,6 +96,9 @@ struct Args {
   static Args check(const Spec& spec, const KernelRun& r);
   // True when every sequence runs all `steps` (or no lengths were given).
   bool full_length() const;
+  // How many steps of one direction make a block of checkpoint work; 0 when
+  // the node, all directions, is short enough to run whole.
+  int64_t steps_per_checkpoint(const Spec& spec) const;
   // Output shapes for this run.
   core::Shape y_shape(const Spec& spec) const;
   core::Shape state_shape(const Spec& spec) const;
@@ -104,7 +113,8 @@ class DnnlRnn {
  public:
   virtual ~DnnlRnn() = default;
   // Runs `args` (full_length() must hold); false, having done nothing, when
-  // oneDNN has no implementation for this shape.
+  // oneDNN has no implementation for this shape, or for a long run that this
+  // path cannot split (two directions, or weights given at run time).
   virtual bool run(const Args& args, KernelRun& r) = 0;
 };
 std::unique_ptr<DnnlRnn> make_dnnl_rnn(const Spec& spec, const KernelBuild& b);

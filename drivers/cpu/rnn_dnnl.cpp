@@ -53,6 +53,9 @@ class DnnlRnnImpl final : public DnnlRnn {
  public:
   DnnlRnnImpl(const Spec& spec, const KernelBuild& b);
   bool run(const Args& args, KernelRun& r) override;
+  // A long run (Args::steps_per_checkpoint): one direction with constant
+  // weights, run `block` steps at a time.
+  bool run_in_blocks(const Args& a, KernelRun& r, int64_t block);
 
  private:
   struct Entry {
@@ -66,7 +69,19 @@ class DnnlRnnImpl final : public DnnlRnn {
   // Throws dnnl::error; dnnl_unimplemented where oneDNN has no
   // implementation for this shape or wants biases or peepholes in a layout
   // other than the one prepared.
-  Entry make_entry(const Args& a, bool with_src_iter, bool with_dst_iter, const dnnl::engine& engine) const;
+  // X and Y are in the node's layout, or in layout 0 (tnc) for `in_blocks`
+  // (run_in_blocks stages a batch-first block).
+  Entry make_entry(const Args& a, bool with_src_iter, bool with_dst_iter, bool in_blocks,
+                   const dnnl::engine& engine) const;
+  // The cached entry (for r's threads); one without a primitive where oneDNN
+  // has no implementation for the shape.
+  std::shared_ptr<const Entry> entry(const Args& a, bool with_src_iter, bool with_dst_iter, bool in_blocks,
+                                     KernelRun& r);
+  // Binds the weights, biases and peepholes: the constants prepared at build,
+  // or a's in oneDNN order in `w`, `r`, `bias`, `p` (working memory carved
+  // for those that are not constant) and reordered in the thread's scratch.
+  void bind_parameters(std::unordered_map<int, dnnl::memory>& args, const Entry& e, const Args& a, float* w, float* r,
+                       float* bias, float* p, dnnl::stream& stream);
 
   // W or R ([D, G*H, cols]) in oneDNN gate order ("ldgoi"): the input itself, or `out` filled.
   const float* weights_user(const float* onnx, int64_t directions, int64_t h, int64_t cols, float* out) const;
@@ -152,11 +167,11 @@ void DnnlRnnImpl::peepholes_user(const float* onnx_p, int64_t directions, int64_
       std::memcpy(out + (d * 3 + k) * h, onnx_p + (d * 3 + kPeepholeOrder[k]) * h, sizeof(float) * h);
 }
 
-DnnlRnnImpl::Entry DnnlRnnImpl::make_entry(const Args& a, bool with_src_iter, bool with_dst_iter,
+DnnlRnnImpl::Entry DnnlRnnImpl::make_entry(const Args& a, bool with_src_iter, bool with_dst_iter, bool in_blocks,
                                            const dnnl::engine& engine) const {
   const int64_t T = a.steps, N = a.batch, I = a.input_size, H = a.hidden, D = a.directions, G = spec_.gates();
   Entry e;
-  const dnnl_tag seq_tag = spec_.batch_first ? dnnl_tag::ntc : dnnl_tag::tnc;
+  const dnnl_tag seq_tag = spec_.batch_first && !in_blocks ? dnnl_tag::ntc : dnnl_tag::tnc;
   e.src_layer = dnnl::memory::desc({T, N, I}, dnnl_dt::f32, seq_tag);
   e.dst_layer = dnnl::memory::desc({T, N, D * H}, dnnl_dt::f32, seq_tag);
   e.y_direct = spec_.batch_first || D == 1;
@@ -247,27 +262,57 @@ class Carver {
   size_t used_ = 0;
 };
 
-bool DnnlRnnImpl::run(const Args& a, KernelRun& r) {
-  use_threads(r.threads());
-  const int64_t T = a.steps, N = a.batch, H = a.hidden, D = a.directions;
-  const bool lstm = spec_.cell == Cell::Lstm;
-  const bool with_src_iter = a.initial_h || a.initial_c;
-  const bool want_h = r.output_wanted(kYh), want_c = lstm && r.output_wanted(kYc);
-  const bool with_dst_iter = want_h || want_c;
-
-  std::vector<int64_t> key{T, N, a.input_size, H, with_src_iter, with_dst_iter, a.peepholes != nullptr, r.threads()};
-  dnnl::stream& stream = r.stream();
-  const dnnl::engine engine = stream.get_engine();
-  auto e = with_dnnl_errors(node_, [&] {
+std::shared_ptr<const DnnlRnnImpl::Entry> DnnlRnnImpl::entry(const Args& a, bool with_src_iter, bool with_dst_iter,
+                                                             bool in_blocks, KernelRun& r) {
+  std::vector<int64_t> key{a.steps,       a.batch,   a.input_size, a.hidden, with_src_iter, with_dst_iter,
+                           a.peepholes != nullptr, in_blocks,  r.threads()};
+  const dnnl::engine engine = r.stream().get_engine();
+  return with_dnnl_errors(node_, [&] {
     return cache_.get(key, [&] {
       try {
-        return make_entry(a, with_src_iter, with_dst_iter, engine);
+        return make_entry(a, with_src_iter, with_dst_iter, in_blocks, engine);
       } catch (const dnnl::error& err) {
         if (err.status != dnnl_unimplemented) throw;
         return Entry{};  // no primitive: the plain path runs this shape
       }
     });
   });
+}
+
+void DnnlRnnImpl::bind_parameters(std::unordered_map<int, dnnl::memory>& args, const Entry& e, const Args& a,
+                                  float* w, float* r, float* bias, float* p, dnnl::stream& stream) {
+  const int64_t D = a.directions, H = a.hidden;
+  const dnnl::engine engine = stream.get_engine();
+  auto weights = [&](ReorderedConstant& constant, const LayoutChange& change, const dnnl::memory::desc& user_md,
+                     const float* onnx, int64_t cols, float* staged, Scratch slot) {
+    if (!constant.empty()) return constant.get(change.to(), user_md, engine, stream);
+    const float* user = staged ? weights_user(onnx, D, H, cols, staged) : onnx;
+    return change.apply(view_memory(user_md, engine, user), slot, stream);
+  };
+  args[DNNL_ARG_WEIGHTS_LAYER] =
+      weights(weights_layer_, e.weights_layer_reorder, e.weights_layer_user, a.w, a.input_size, w, Scratch::Weights);
+  args[DNNL_ARG_WEIGHTS_ITER] =
+      weights(weights_iter_, e.weights_iter_reorder, e.weights_iter_user, a.r, H, r, Scratch::Src);
+  if (a.b && bias) bias_user(a.b, D, H, bias);
+  if (!a.b) std::fill_n(bias, D * bias_gates() * H, 0.0f);
+  args[DNNL_ARG_BIAS] = view_memory(e.bias, engine, bias ? bias : bias_.data<float>());
+  if (a.peepholes) {
+    if (p) peepholes_user(a.peepholes, D, H, p);
+    args[DNNL_ARG_WEIGHTS_PEEPHOLE] = view_memory(e.peepholes, engine, p ? p : peepholes_.data<float>());
+  }
+}
+
+bool DnnlRnnImpl::run(const Args& a, KernelRun& r) {
+  use_threads(r.threads());
+  if (const int64_t block = a.steps_per_checkpoint(spec_)) return run_in_blocks(a, r, block);
+  const int64_t T = a.steps, N = a.batch, H = a.hidden, D = a.directions;
+  const bool lstm = spec_.cell == Cell::Lstm;
+  const bool with_src_iter = a.initial_h || a.initial_c;
+  const bool want_h = r.output_wanted(kYh), want_c = lstm && r.output_wanted(kYc);
+  const bool with_dst_iter = want_h || want_c;
+  dnnl::stream& stream = r.stream();
+  const dnnl::engine engine = stream.get_engine();
+  const auto e = entry(a, with_src_iter, with_dst_iter, false, r);
   if (!e->prim) return false;
 
   float* y = r.output_wanted(kY) ? r.output(kY, core::DType::F32, a.y_shape(spec_)).data<float>() : nullptr;
@@ -325,23 +370,7 @@ bool DnnlRnnImpl::run(const Args& a, KernelRun& r) {
       args[DNNL_ARG_SRC_ITER] = view_memory(e->src_iter, engine, state_in(a.initial_h, parts.h0));
       if (lstm) args[DNNL_ARG_SRC_ITER_C] = view_memory(e->src_iter, engine, state_in(a.initial_c, parts.c0));
     }
-    auto weights = [&](ReorderedConstant& constant, const LayoutChange& change, const dnnl::memory::desc& user_md,
-                       const float* onnx, int64_t cols, float* staged, Scratch slot) {
-      if (!constant.empty()) return constant.get(change.to(), user_md, engine, stream);
-      const float* user = staged ? weights_user(onnx, D, H, cols, staged) : onnx;
-      return change.apply(view_memory(user_md, engine, user), slot, stream);
-    };
-    args[DNNL_ARG_WEIGHTS_LAYER] = weights(weights_layer_, e->weights_layer_reorder, e->weights_layer_user, a.w,
-                                           a.input_size, parts.w, Scratch::Weights);
-    args[DNNL_ARG_WEIGHTS_ITER] =
-        weights(weights_iter_, e->weights_iter_reorder, e->weights_iter_user, a.r, H, parts.r, Scratch::Src);
-    if (a.b && parts.bias) bias_user(a.b, D, H, parts.bias);
-    if (!a.b) std::fill_n(parts.bias, D * bias_gates() * H, 0.0f);
-    args[DNNL_ARG_BIAS] = view_memory(e->bias, engine, parts.bias ? parts.bias : bias_.data<float>());
-    if (a.peepholes) {
-      if (parts.p) peepholes_user(a.peepholes, D, H, parts.p);
-      args[DNNL_ARG_WEIGHTS_PEEPHOLE] = view_memory(e->peepholes, engine, parts.p ? parts.p : peepholes_.data<float>());
-    }
+    bind_parameters(args, *e, a, parts.w, parts.r, parts.bias, parts.p, stream);
     float* dst_layer = parts.y ? parts.y : y;
     args[DNNL_ARG_DST_LAYER] = view_memory(e->dst_layer, engine, dst_layer);
     float* hn = parts.hn ? parts.hn : y_h;
@@ -371,6 +400,96 @@ bool DnnlRnnImpl::run(const Args& a, KernelRun& r) {
     state_out(hn, y_h);
     state_out(cn, y_c);
   });
+  return true;
+}
+
+// Each block's final state is the next one's initial state, and a reverse
+// direction takes its blocks from the end. Only one direction (two would
+// take their blocks in opposite orders) and constant weights (run-time ones
+// are reordered into the thread's scratch, which work run at a checkpoint
+// reuses); what else lives across a checkpoint is in the run's workspace.
+// For one direction both layouts' states ([1, N, H], [N, 1, H]) are oneDNN's
+// ldnc as they stand.
+bool DnnlRnnImpl::run_in_blocks(const Args& a, KernelRun& r, int64_t block) {
+  if (a.directions != 1 || weights_layer_.empty() || weights_iter_.empty()) return false;
+  const int64_t T = a.steps, N = a.batch, I = a.input_size, H = a.hidden;
+  const bool lstm = spec_.cell == Cell::Lstm;
+  // Blocks of `block` steps and one shorter (steps_per_checkpoint leaves at
+  // least two blocks).
+  Args part = a;
+  part.steps = block;
+  const auto whole_block = entry(part, true, true, true, r);
+  part.steps = T % block;
+  const auto short_block = part.steps ? entry(part, true, true, true, r) : whole_block;
+  if (!whole_block->prim || !short_block->prim) return false;
+
+  float* y = r.output_wanted(kY) ? r.output(kY, core::DType::F32, a.y_shape(spec_)).data<float>() : nullptr;
+  float* y_h = r.output_wanted(kYh) ? r.output(kYh, core::DType::F32, a.state_shape(spec_)).data<float>() : nullptr;
+  float* y_c =
+      lstm && r.output_wanted(kYc) ? r.output(kYc, core::DType::F32, a.state_shape(spec_)).data<float>() : nullptr;
+  const bool copy_bias = !a.b || !bias_constant_, copy_p = a.peepholes && !peepholes_constant_;
+  // Batch-first X and Y are not contiguous per block of steps: they go
+  // through a block of tnc.
+  const bool stage_x = spec_.batch_first, stage_y = spec_.batch_first || !y;
+  auto carve = [&](Carver& c) {
+    struct Parts {
+      float *h[2], *c[2], *bias, *p, *x, *y;
+    } p{};
+    for (int k = 0; k < 2; ++k) p.h[k] = c.take(N * H), p.c[k] = lstm ? c.take(N * H) : nullptr;
+    p.bias = copy_bias ? c.take(bias_gates() * H) : nullptr;
+    p.p = copy_p ? c.take(3 * H) : nullptr;
+    p.x = stage_x ? c.take(block * N * I) : nullptr;
+    p.y = stage_y ? c.take(block * N * H) : nullptr;
+    return p;
+  };
+  Carver sizing(nullptr);
+  carve(sizing);
+  core::Tensor held = r.workspace(sizing.used());
+  Carver carver(static_cast<char*>(held.raw()));
+  const auto parts = carve(carver);
+  auto load = [&](const float* given, float* state) {
+    if (given) std::memcpy(state, given, sizeof(float) * N * H);
+    else std::fill_n(state, N * H, 0.0f);
+  };
+  load(a.initial_h, parts.h[0]);
+  if (lstm) load(a.initial_c, parts.c[0]);
+
+  dnnl::stream& stream = r.stream();
+  const dnnl::engine engine = stream.get_engine();
+  const int64_t blocks = (T + block - 1) / block;
+  with_dnnl_errors(node_, [&] {
+    for (int64_t k = 0; k < blocks; ++k) {
+      if (k > 0) r.checkpoint();
+      // Block k in the order the direction runs.
+      const int64_t end = spec_.reverse ? T - k * block : std::min(T, (k + 1) * block);
+      const int64_t first = spec_.reverse ? std::max<int64_t>(0, end - block) : k * block;
+      const int64_t steps = end - first;
+      const Entry& e = steps == block ? *whole_block : *short_block;
+      if (stage_x)
+        for (int64_t t = first; t < end; ++t)
+          for (int64_t n = 0; n < N; ++n)
+            std::memcpy(parts.x + ((t - first) * N + n) * I, a.x + (n * T + t) * I, sizeof(float) * I);
+      std::unordered_map<int, dnnl::memory> args;
+      args[DNNL_ARG_SRC_LAYER] = view_memory(e.src_layer, engine, stage_x ? parts.x : a.x + first * N * I);
+      args[DNNL_ARG_DST_LAYER] = view_memory(e.dst_layer, engine, stage_y ? parts.y : y + first * N * H);
+      args[DNNL_ARG_SRC_ITER] = view_memory(e.src_iter, engine, parts.h[k % 2]);
+      args[DNNL_ARG_DST_ITER] = view_memory(e.dst_iter, engine, parts.h[(k + 1) % 2]);
+      if (lstm) {
+        args[DNNL_ARG_SRC_ITER_C] = view_memory(e.src_iter, engine, parts.c[k % 2]);
+        args[DNNL_ARG_DST_ITER_C] = view_memory(e.dst_iter, engine, parts.c[(k + 1) % 2]);
+      }
+      bind_parameters(args, e, a, nullptr, nullptr, parts.bias, parts.p, stream);
+      if (e.scratchpad) args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e.scratchpad, engine);
+      e.prim.execute(stream, args);
+      stream.wait();
+      if (y && stage_y)
+        for (int64_t t = first; t < end; ++t)
+          for (int64_t n = 0; n < N; ++n)
+            std::memcpy(y + (n * T + t) * H, parts.y + ((t - first) * N + n) * H, sizeof(float) * H);
+    }
+  });
+  if (y_h) std::memcpy(y_h, parts.h[blocks % 2], sizeof(float) * N * H);
+  if (y_c) std::memcpy(y_c, parts.c[blocks % 2], sizeof(float) * N * H);
   return true;
 }
 

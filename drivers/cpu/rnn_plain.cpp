@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/rnn.h"
 
@@ -76,12 +77,16 @@ class DirectionRun {
     return static_cast<size_t>(a.steps * a.batch * gh + a.batch * gh + 3 * a.batch * a.hidden);
   }
 
-  void run(const core::Node& node, int threads) {
-    parallel_ = threads > 1 && N_ * GH_ >= 8192;
-    input_projection(node);
+  // `block`: steps between two checkpoints (Args::steps_per_checkpoint), 0
+  // for none; the working memory must then be the run's workspace.
+  void run(KernelRun& r, int64_t block) {
+    const core::Node& node = r.node();
+    parallel_ = r.threads() > 1 && N_ * GH_ >= 8192;
+    input_projection(r, block > 0);
     load_state(a_.initial_h, h_);
     load_state(a_.initial_c, c_);
     for (int64_t s = 0; s < T_; ++s) {
+      if (block > 0 && s % block == 0) r.checkpoint();
       const int64_t t = spec_.backwards(d_) ? T_ - 1 - s : s;
       switch (spec_.cell) {
         case Cell::Lstm: lstm_step(node, t); break;
@@ -123,17 +128,28 @@ class DirectionRun {
   }
 
   // xw = X·W^T + Wb + Rb, for every step (the biases that are plain sums; a
-  // GRU with linear_before_reset adds Rbh inside the reset product instead).
-  void input_projection(const core::Node& node) {
-    gemm_bt(node, T_ * N_, GH_, a_.input_size, a_.x, a_.input_size, w_, a_.input_size, xw_, GH_);
-    if (!bias_w_) return;
-    std::vector<float> bias(bias_w_, bias_w_ + GH_);
-    const int64_t summed = spec_.linear_before_reset ? 2 * H_ : GH_;
-    for (int64_t k = 0; k < summed; ++k) bias[k] += bias_r_[k];
+  // GRU with linear_before_reset adds Rbh inside the reset product instead);
+  // in blocks of X's rows with a checkpoint between two when `in_blocks`.
+  void input_projection(KernelRun& r, bool in_blocks) {
+    std::vector<float> bias;
+    if (bias_w_) {
+      bias.assign(bias_w_, bias_w_ + GH_);
+      const int64_t summed = spec_.linear_before_reset ? 2 * H_ : GH_;
+      for (int64_t k = 0; k < summed; ++k) bias[k] += bias_r_[k];
+    }
+    const int64_t I = a_.input_size, rows = T_ * N_;
+    const int64_t block = in_blocks ? checkpoint_block_units(rows, double(GH_) * I, kCheckpointMacs) : 0;
+    const int64_t step = block > 0 ? block : rows;
+    for (int64_t first = 0; first < rows; first += step) {
+      if (first > 0) r.checkpoint();
+      const int64_t count = std::min(step, rows - first);
+      gemm_bt(r.node(), count, GH_, I, a_.x + first * I, I, w_, I, xw_ + first * GH_, GH_);
+      if (bias.empty()) continue;
 #pragma omp parallel for schedule(static) if (parallel_)
-    for (int64_t row = 0; row < T_ * N_; ++row) {
-      float* xr = xw_ + row * GH_;
-      for (int64_t k = 0; k < GH_; ++k) xr[k] += bias[k];
+      for (int64_t row = first; row < first + count; ++row) {
+        float* xr = xw_ + row * GH_;
+        for (int64_t k = 0; k < GH_; ++k) xr[k] += bias[k];
+      }
     }
   }
 
@@ -270,8 +286,13 @@ void run_plain(const Spec& spec, const Args& a, KernelRun& r) {
   float* y = output(kY, a.y_shape(spec));
   float* y_h = output(kYh, a.state_shape(spec));
   float* y_c = output(kYc, a.state_shape(spec));
-  float* work = static_cast<float*>(scratch_buffer(Scratch::Extra, sizeof(float) * DirectionRun::work_size(spec, a)));
-  for (int64_t d = 0; d < a.directions; ++d) DirectionRun(spec, a, d, y, y_h, y_c, work).run(r.node(), r.threads());
+  // A node run in blocks keeps its working memory in the run's workspace:
+  // work run at a checkpoint on this thread reuses the thread's scratch.
+  const int64_t block = a.steps_per_checkpoint(spec);
+  const size_t work_bytes = sizeof(float) * DirectionRun::work_size(spec, a);
+  core::Tensor held = block > 0 ? r.workspace(work_bytes) : core::Tensor();
+  float* work = static_cast<float*>(block > 0 ? held.raw() : scratch_buffer(Scratch::Extra, work_bytes));
+  for (int64_t d = 0; d < a.directions; ++d) DirectionRun(spec, a, d, y, y_h, y_c, work).run(r, block);
 }
 
 }  // namespace hetero::cpu::rnn

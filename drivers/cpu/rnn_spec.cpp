@@ -1,6 +1,7 @@
 // RNN/GRU/LSTM attributes and inputs, checked once for both paths.
 #include <algorithm>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/rnn.h"
 
 namespace hetero::cpu::rnn {
@@ -111,6 +112,16 @@ Args Args::check(const Spec& spec, const KernelRun& r) {
 bool Args::full_length() const {
   if (!sequence_lens) return true;
   return std::all_of(sequence_lens, sequence_lens + batch, [&](int32_t len) { return len == steps; });
+}
+
+int64_t Args::steps_per_checkpoint(const Spec& spec) const {
+  // A step's product with R is a matrix-vector product for a small batch,
+  // which runs at a fraction of a matrix product's rate (an LSTM of hidden
+  // size 1024 and batch 1 took as long as a matrix product of 14 times its
+  // multiply-adds): a step counts at least 16 rows.
+  const double step = double(std::max<int64_t>(batch, 16)) * double(spec.gates() * hidden) * double(input_size + hidden);
+  if (double(directions) * double(steps) * step <= 2 * kCheckpointMacs) return 0;
+  return std::max<int64_t>(1, static_cast<int64_t>(kCheckpointMacs / step));
 }
 
 core::Shape Args::y_shape(const Spec& spec) const {

@@ -130,6 +130,21 @@ long_einsum (float[1] x) => (float[1, 1] y) {
 }
 )ONNX";
 
+// A recurrent layer: 16000 steps of an LSTM of 256 units, its weights made
+// at run time (the CPU driver's plain path). All ones saturate every gate, so
+// the final state is exactly 1 for each of the 256 units.
+const char* const kLongLstm = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+long_lstm (float[1] x) => (float[1, 1, 1] y) {
+  x_shape = Constant<value = int64[3] {16000, 1, 256}>()
+  w_shape = Constant<value = int64[3] {1, 1024, 256}>()
+  seq = Expand(x, x_shape)
+  w = Expand(x, w_shape)
+  all, last = LSTM<hidden_size = 256>(seq, w, w)
+  y = ReduceSum<keepdims = 1>(last)
+}
+)ONNX";
+
 bool write_model(const std::string& path, const char* text, bool with_weight) {
   std::optional<onnx::ModelProto> parsed = hetero::test::parse_model_text("make_daemon_models", path, text);
   if (!parsed) return false;
@@ -169,6 +184,7 @@ int main(int argc, char** argv) {
                   write_model(dir + "/long_conv.onnx", kLongConv, false) &&
                   write_model(dir + "/long_einsum.onnx", kLongEinsum, false) &&
                   write_model(dir + "/long_deconv.onnx", kLongDeconv, false) &&
+                  write_model(dir + "/long_lstm.onnx", kLongLstm, false) &&
                   write_model(dir + "/activations.onnx", kActivations, false);
   return ok ? 0 : 1;
 }

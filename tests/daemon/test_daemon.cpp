@@ -448,7 +448,8 @@ TEST_F(Daemon, CancelAndDeadlinesStopRunningInferences) {
 
 // One node that runs for a second or more, whose kernel checks between
 // blocks of its work (drivers/cpu/checkpoint_blocks.h): a MatMul, a Conv and
-// a ConvTranspose on oneDNN, and an Einsum in the CPU driver's own loop.
+// a ConvTranspose on oneDNN, an Einsum in the CPU driver's own loop, and an
+// LSTM in blocks of steps (drivers/cpu/rnn.h).
 struct LongNodeModel {
   const char* kernel;
   const char* file;
@@ -480,7 +481,8 @@ INSTANTIATE_TEST_SUITE_P(Kernels, LongNode,
                                            LongNodeModel{"Conv", "long_conv.onnx",
                                                          256.0 * 256.0 * (3 * 384 - 2) * (3 * 384 - 2)},
                                            LongNodeModel{"ConvTranspose", "long_deconv.onnx", 256.0 * 256.0 * 894 * 894},
-                                           LongNodeModel{"Einsum", "long_einsum.onnx", 2304.0 * 2304.0 * 2304.0, true}),
+                                           LongNodeModel{"Einsum", "long_einsum.onnx", 2304.0 * 2304.0 * 2304.0, true},
+                                           LongNodeModel{"LSTM", "long_lstm.onnx", 256.0, true}),
                          [](const ::testing::TestParamInfo<LongNodeModel>& info) { return info.param.kernel; });
 
 long long as_ms(std::chrono::steady_clock::duration d) {

@@ -35,6 +35,7 @@ class TestRun final : public KernelRun {
   // (test_cpu_control_flow.cpp).
   const Frame& frame() const override { std::abort(); }
   void checkpoint() override { ++checkpoints_; }
+  core::Tensor workspace(size_t bytes) override { return core::Tensor::allocate(core::DType::U8, {int64_t(bytes)}, false); }
 
   std::vector<core::Tensor>& outputs() { return outputs_; }
   size_t checkpoints() const { return checkpoints_; }
@@ -143,16 +144,15 @@ std::vector<core::Tensor> KernelNode::run_once(std::vector<std::optional<core::T
 std::vector<core::Tensor> KernelNode::run_counting_checkpoints(std::vector<std::optional<core::Tensor>> inputs,
                                                                size_t& checkpoints, int threads) const {
   std::unique_ptr<Kernel> k = build();
-  TestRun r(*node, std::move(inputs), node->outputs.size(), threads);
-  k->run(r);
-  checkpoints = r.checkpoints();
-  return std::move(r.outputs());
+  return run_kernel(*k, *node, std::move(inputs), node->outputs.size(), threads, &checkpoints);
 }
 
 std::vector<core::Tensor> run_kernel(Kernel& kernel, const core::Node& node,
-                                     std::vector<std::optional<core::Tensor>> inputs, size_t num_outputs, int threads) {
+                                     std::vector<std::optional<core::Tensor>> inputs, size_t num_outputs, int threads,
+                                     size_t* checkpoints) {
   TestRun r(node, std::move(inputs), num_outputs, threads);
   kernel.run(r);
+  if (checkpoints) *checkpoints = r.checkpoints();
   return std::move(r.outputs());
 }
 

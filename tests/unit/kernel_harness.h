@@ -76,8 +76,10 @@ struct KernelNode {
 
 // Runs a kernel built elsewhere (a kernel's own path chosen by the test) on
 // `node` once, or twice as KernelNode::run does.
+// `checkpoints`, when given, counts the kernel's checkpoints.
 std::vector<core::Tensor> run_kernel(Kernel& kernel, const core::Node& node,
-                                     std::vector<std::optional<core::Tensor>> inputs, size_t num_outputs, int threads);
+                                     std::vector<std::optional<core::Tensor>> inputs, size_t num_outputs, int threads,
+                                     size_t* checkpoints = nullptr);
 std::vector<core::Tensor> run_twice(Kernel& kernel, const core::Node& node,
                                     std::vector<std::optional<core::Tensor>> inputs, size_t num_outputs, int threads);
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -334,6 +335,110 @@ TEST(CpuRnn, BothPathsMatchTheReference) {
           if (c.op != "LSTM") c.initial_c = false;
           check_case(c, seed++);
         }
+}
+
+// Steps [first, first + count) of a sequence tensor ([T, N, ...], or
+// [N, T, ...] batch-first).
+Tensor steps_of(const Tensor& x, bool batch_first, int64_t first, int64_t count) {
+  Shape shape = x.shape();
+  const int64_t T = shape[batch_first ? 1 : 0], outer = batch_first ? shape[0] : 1;
+  const size_t row = x.nbytes() / size_t(outer * T);  // bytes per step of one outer index
+  shape[batch_first ? 1 : 0] = count;
+  Tensor part = Tensor::allocate(x.dtype(), shape, false);
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(static_cast<char*>(part.raw()) + o * count * row,
+                static_cast<const char*>(x.raw()) + (o * T + first) * row, count * row);
+  return part;
+}
+
+// A long node runs in blocks of steps with a checkpoint between two
+// (Args::steps_per_checkpoint), its state carried from block to block: the
+// oneDNN path for one direction with constant weights, the plain path for
+// the rest. On each path, the steps on either side of a block's edge equal a
+// run of those steps alone (short enough to run whole), and over the whole
+// sequence the two paths agree.
+TEST(CpuRnn, LongNodesRunInBlocksOfSteps) {
+  struct Long {
+    const char* op;
+    const char* direction;
+    bool batch_first, constant_weights;
+  };
+  uint32_t seed = 300;
+  for (const Long& l : {Long{"LSTM", "forward", false, true}, Long{"GRU", "reverse", true, true},
+                        Long{"RNN", "forward", true, true}, Long{"LSTM", "bidirectional", false, true},
+                        Long{"GRU", "forward", false, false}}) {
+    Case c;
+    c.op = l.op;
+    c.direction = l.direction;
+    c.batch_first = l.batch_first;
+    c.constant_weights = l.constant_weights;
+    c.linear_before_reset = c.op == "GRU";
+    c.batch = 5, c.input_size = 256, c.hidden = 256;
+    // Steps per block as rnn_spec.cpp counts them (a batch under 16 counts
+    // as 16): 512 for an LSTM. Two blocks and a short one.
+    const int64_t kEdge = (int64_t(1) << 32) / (16 * c.gates() * 256 * 512), kAround = kEdge + 8;
+    const int64_t kSteps = 2 * kEdge + 76;
+    c.steps = kSteps;
+    c.bias = c.initial_h = true;
+    c.initial_c = c.op == "LSTM";
+    SCOPED_TRACE(c.describe());
+    std::mt19937 rng(seed++);
+    Inputs in = make_inputs(c, rng);
+    // Weights small enough for the state to forget: with make_inputs' own,
+    // 256 hidden units amplify the two paths' rounding over a thousand steps.
+    for (Tensor* t : {&in.w, &in.r})
+      for (size_t i = 0; i < t->numel(); ++i) t->data<float>()[i] /= 16;
+    const auto node = make_node(c, in);
+    const bool lstm = c.op == "LSTM", two = c.directions() == 2;
+    const bool dnnl_splits = !two && c.constant_weights;
+    // The steps around the edge of the first block each direction runs.
+    const int64_t first = c.direction == "reverse" ? kSteps - kAround : 0;
+    Case around = c;
+    around.steps = kAround;
+    Inputs around_in = in;
+    around_in.x = steps_of(in.x, c.batch_first, first, kAround);
+    const auto around_node = make_node(around, around_in);
+    const int64_t H = c.hidden, N = c.batch, D = c.directions();
+    Outputs long_run[2];
+    for (rnn::Path path : {rnn::Path::Plain, rnn::Path::Dnnl}) {
+      const char* name = path == rnn::Path::Plain ? "plain" : "oneDNN";
+      KernelBuild build{*node->node, node->node->opset, test_engine(), {}};
+      std::unique_ptr<Kernel> kernel = rnn::make_kernel(build, path);
+      size_t checkpoints = 0;
+      if (path == rnn::Path::Dnnl && !dnnl_splits) {
+        EXPECT_THROW(run_kernel(*kernel, *node->node, run_inputs(in), node->node->outputs.size(), 2, &checkpoints),
+                     Failure)
+            << "the oneDNN path took a long run it cannot split";
+        continue;
+      }
+      const std::vector<Tensor> out =
+          run_kernel(*kernel, *node->node, run_inputs(in), node->node->outputs.size(), 2, &checkpoints);
+      EXPECT_GE(checkpoints, 2u) << name << " path";
+      Outputs& o = long_run[path == rnn::Path::Dnnl];
+      o.y = out[0], o.y_h = out[1];
+      if (lstm) o.y_c = out[2];
+      // The steps around the block's edge, direction 0 (direction 1 of a
+      // bidirectional node depends on the steps after them).
+      const Outputs alone = run_path(*around_node->node, around_in, path, 2);
+      int wrong = 0;
+      for (int64_t s = kEdge - 8; s < kAround && wrong < 5; ++s)
+        for (int64_t n = 0; n < N && wrong < 5; ++n)
+          for (int64_t k = 0; k < H && wrong < 5; ++k) {
+            const int64_t t = first == 0 ? s : kAround - 1 - s;  // in run order
+            auto at = [&](const Tensor& y, int64_t steps, int64_t step) {
+              const int64_t i = c.batch_first ? ((n * steps + step) * D) * H + k : (step * D * N + n) * H + k;
+              return y.data<float>()[i];
+            };
+            const float got = at(o.y, kSteps, first + t), want = at(alone.y, kAround, t);
+            if (std::fabs(got - want) > 1e-4f + 2e-5f * std::fabs(want)) {
+              ADD_FAILURE() << name << " path, step " << first + t << " batch " << n << " unit " << k << ": " << got
+                            << ", alone " << want;
+              ++wrong;
+            }
+          }
+    }
+    if (dnnl_splits) expect_matches(long_run[1], long_run[0], lstm, "oneDNN path against the plain path");
+  }
 }
 
 TEST(CpuRnn, SequenceLengthsAreThePlainPathsAndPadWithZeros) {
