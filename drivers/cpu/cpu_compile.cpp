@@ -21,8 +21,8 @@ const core::ConfigTable<CpuOptions>& cpu_config() {
       "CPU",
       {
           core::int_key("num_threads", &CpuOptions::num_threads, 0, 0, 1024,
-                        "threads per inference (per stream), at most the cores over num_streams; 0: all of "
-                        "a stream's share"),
+                        "threads per inference (per stream), at most the cores over num_streams; 0: up to "
+                        "a stream's share, as many as are faster for the model"),
           core::bool_key("optimize", &CpuOptions::optimize, true, "graph passes: BatchNorm folding, post-op fusion"),
           core::ops_key(&CpuOptions::ops, ". With device_count, lets one CPU stand in for two unlike devices"),
           core::int_key("device_count", &CpuOptions::device_count, 1, 1, 16,
@@ -113,6 +113,7 @@ std::shared_ptr<CpuProgram> plan_program(PreparedModel prepared, const CpuOption
   program->exported_owner = std::move(prepared.exported_owner);
   program->engine = engine;
   program->threads = threads;
+  program->choose_width = options.num_threads == 0;
   program->priority = options.priority;
   program->max_inference_bytes = uint64_t(options.max_inference_mb) << 20;
   // Weight reorders at compile time use the same thread count as inference.

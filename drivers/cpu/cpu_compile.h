@@ -51,6 +51,9 @@ struct CpuProgram {
   std::shared_ptr<Plan> plan;
   std::vector<driver::Port> inputs, outputs;
   int threads = 1;  // OpenMP threads per inference: those of one stream
+  // Whether inferences may run narrower where that is faster
+  // (width_choice.h): unless the user set num_threads.
+  bool choose_width = true;
   core::Priority priority = core::Priority::Normal;
   uint64_t max_inference_bytes = 0;  // RunControl::max_bytes
   std::string device;

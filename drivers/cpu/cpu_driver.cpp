@@ -20,6 +20,7 @@
 #include "drivers/cpu/scheduler.h"
 #include "drivers/cpu/plan.h"
 #include "drivers/cpu/team_width.h"
+#include "drivers/cpu/width_choice.h"
 #include "hetero_build_config.h"
 
 namespace hetero::cpu {
@@ -48,9 +49,11 @@ std::string cpu_model_name() {
 // between the caller and the kernels.
 class CpuInferStep final : public core::InferStep {
  public:
-  CpuInferStep(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Scheduler> scheduler)
+  CpuInferStep(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Scheduler> scheduler,
+               std::shared_ptr<WidthChoice> width)
       : program_(std::move(program)),
         scheduler_(std::move(scheduler)),
+        width_(std::move(width)),
         stream_(program_->engine),
         control_{&cancel_flag(), scheduler_.get(), program_->priority, program_->max_inference_bytes},
         frame_(*program_->plan, nullptr, stream_, program_->threads, &control_) {}
@@ -59,7 +62,7 @@ class CpuInferStep final : public core::InferStep {
   const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
   std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
     std::vector<core::Tensor> outputs;
-    scheduler_->run(program_->priority, [&] { outputs = execute(inputs); });
+    scheduler_->run(program_->priority, [&] { outputs = execute(inputs, width_->next()); });
     return outputs;
   }
   void release_memory() override { frame_.release_memory(); }
@@ -68,7 +71,7 @@ class CpuInferStep final : public core::InferStep {
       std::vector<core::Tensor> outputs;
       std::exception_ptr error;
       try {
-        outputs = execute(inputs);
+        outputs = execute(inputs, width_->next());
       } catch (...) {
         error = std::current_exception();
       }
@@ -80,18 +83,22 @@ class CpuInferStep final : public core::InferStep {
   }
 
  private:
-  std::vector<core::Tensor> execute(const std::vector<core::Tensor>& inputs) {
-    // As wide as compiled, or narrower while other work takes the cores
-    // (team_width.h). OpenMP's thread count is per calling thread: set it
-    // for the stream's.
-    const TeamWidth::Scope team(TeamWidth::current(), program_->threads);
+  // `width`: as wide as pays for this model (width_choice.h); narrower
+  // while other work takes the cores (team_width.h). OpenMP's thread count
+  // is per calling thread: set it for the stream's.
+  std::vector<core::Tensor> execute(const std::vector<core::Tensor>& inputs, int width) {
+    const TeamWidth::Scope team(TeamWidth::current(), width);
     omp_set_num_threads(team.width());
     frame_.set_threads(team.width());
-    return frame_.run(inputs);
+    const auto started = WidthChoice::Clock::now();
+    std::vector<core::Tensor> outputs = frame_.run(inputs);
+    width_->record(width, team.width(), WidthChoice::Clock::now() - started);
+    return outputs;
   }
 
   std::shared_ptr<const CpuProgram> program_;
   std::shared_ptr<Scheduler> scheduler_;
+  std::shared_ptr<WidthChoice> width_;  // the compiled model's, shared by its requests
   dnnl::stream stream_;
   RunControl control_;
   Frame frame_;
@@ -100,11 +107,13 @@ class CpuInferStep final : public core::InferStep {
 class CpuCompiledModel final : public driver::CompiledModel {
  public:
   CpuCompiledModel(std::shared_ptr<const CpuProgram> program, std::shared_ptr<Scheduler> scheduler)
-      : program_(std::move(program)), scheduler_(std::move(scheduler)) {}
+      : program_(std::move(program)),
+        scheduler_(std::move(scheduler)),
+        width_(std::make_shared<WidthChoice>(program_->threads, program_->choose_width)) {}
   const std::vector<driver::Port>& inputs() const override { return program_->inputs; }
   const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
   std::unique_ptr<driver::InferRequest> create_infer_request() override {
-    return core::make_infer_request(std::make_unique<CpuInferStep>(program_, scheduler_));
+    return core::make_infer_request(std::make_unique<CpuInferStep>(program_, scheduler_, width_));
   }
   std::vector<uint8_t> export_blob() const override { return export_program(*program_); }
   std::string device() const override { return program_->device; }
@@ -112,6 +121,7 @@ class CpuCompiledModel final : public driver::CompiledModel {
  private:
   std::shared_ptr<const CpuProgram> program_;
   std::shared_ptr<Scheduler> scheduler_;
+  std::shared_ptr<WidthChoice> width_;
 };
 
 class CpuDriver final : public driver::Driver {

@@ -1,0 +1,91 @@
+#include "drivers/cpu/width_choice.h"
+
+#include <algorithm>
+
+namespace hetero::cpu {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+WidthChoice::WidthChoice(int threads, bool choose) : threads_(std::max(1, threads)) {
+  if (choose)
+    for (int w = 1; w < threads_; w *= 2) candidates_.push_back(w);
+  candidates_.push_back(threads_);
+  if (candidates_.size() == 1) {
+    chosen_ = threads_;
+    retrial_at_ = Clock::time_point::max();
+  } else {
+    start_trial(Clock::now());
+  }
+}
+
+void WidthChoice::start_trial(Clock::time_point now) {
+  samples_.assign(candidates_.size(), {});
+  unwarmed_.assign(candidates_.size(), 1);
+  turn_ = candidates_.size() - 1;  // the compiled width first: a slow model is seen at once
+  chosen_ = 0;
+  retrial_at_ = now;
+}
+
+int WidthChoice::next() {
+  std::lock_guard lock(mutex_);
+  if (chosen_ && Clock::now() >= retrial_at_) start_trial(Clock::now());
+  return chosen_ ? chosen_ : candidates_[turn_];
+}
+
+void WidthChoice::record(int width, int ran, Clock::duration wall) {
+  std::lock_guard lock(mutex_);
+  if (chosen_) return;
+  const auto it = std::find(candidates_.begin(), candidates_.end(), width);
+  if (it == candidates_.end()) return;
+  const size_t k = static_cast<size_t>(it - candidates_.begin());
+  // A warm-up keeps its width's turn; then the next narrower width's (the
+  // widest after the narrowest).
+  if (ran == width && unwarmed_[k] > 0) {
+    --unwarmed_[k];
+    return;
+  }
+  turn_ = (turn_ + candidates_.size() - 1) % candidates_.size();
+  // An inference the busy box narrowed (team_width.h) says nothing of `width`.
+  if (ran != width) return;
+  samples_[k].push_back(std::chrono::duration<double, std::milli>(wall).count());
+  const auto now = Clock::now();
+  const double always_wide = std::chrono::duration<double, std::milli>(kAlwaysWide).count();
+  if (k + 1 == candidates_.size() && *std::min_element(samples_[k].begin(), samples_[k].end()) > always_wide) {
+    chosen_ = last_chosen_ = threads_;
+    interval_ = kLongestInterval;
+    retrial_at_ = now + interval_;
+    return;
+  }
+  if (std::all_of(samples_.begin(), samples_.end(), [](const auto& s) { return s.size() >= kSamples; })) judge(now);
+}
+
+void WidthChoice::judge(Clock::time_point now) {
+  std::vector<double> medians;
+  for (const auto& s : samples_) medians.push_back(median(s));
+  const double best = *std::min_element(medians.begin(), medians.end());
+  // Candidates run narrowest first: the first within 5% of the best.
+  int width = threads_;
+  for (size_t k = 0; k < candidates_.size(); ++k)
+    if (medians[k] <= best * 1.05) {
+      width = candidates_[k];
+      break;
+    }
+  // The same answer again: the next trial comes twice as late.
+  interval_ = width == last_chosen_ ? std::min<Clock::duration>(2 * interval_, kLongestInterval) : kRetrial;
+  chosen_ = last_chosen_ = width;
+  retrial_at_ = now + interval_;
+}
+
+int WidthChoice::chosen() const {
+  std::lock_guard lock(mutex_);
+  return chosen_;
+}
+
+}  // namespace hetero::cpu

@@ -1,0 +1,78 @@
+// How wide a team a compiled model's inferences run with, chosen by timing
+// them.
+//
+// Why. A team wider than one pays for each parallel region: waking the other
+// threads, and waiting at its end for the slowest. For a small model that
+// costs more than the parallelism gives. Measured in process on two Zen 5
+// cores (hetero bench, median and p99 in ms):
+//
+//   model, load                      two threads       one thread
+//   PP-OCR cls, flat out             0.94 / 1.27       0.57 / 0.70
+//   Silero VAD v5, flat out          0.14 / 0.21       0.10 / 0.16
+//   oww embedding, flat out          0.57 / 1.11       0.69 / 1.14
+//   oww embedding, 12.5 a second     1.04 / 23-25      1.00 / 1.9-2.6
+//   PP-OCR cls, 12.5 a second        1.11-1.16 / 26    1.09-1.18 / 1.5-1.6
+//
+// Called at a cadence, the other thread has gone to sleep between calls and
+// its core idles: waking it costs the median little but now and then a whole
+// scheduler slice (the p99s above), and the CPU time per inference doubles.
+// Flat out, the embedding gains from its second thread. Which width wins
+// depends on the model and on how it is called, so each compiled model
+// measures: its first inferences alternate between the candidate widths (1,
+// 2, 4, ... up to the compiled width), and it keeps the narrowest whose
+// median is within 5% of the fastest. It tries again kRetrial later, and
+// twice as late each time the answer stays the same (up to
+// kLongestInterval): how a model is called changes. A model whose inference
+// takes more than kAlwaysWide at the compiled width gains nothing
+// measurable from a narrower team: it stays as compiled (and is timed again
+// after kLongestInterval).
+//
+// Any thread; the streams running one model's inferences share one.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <vector>
+
+namespace hetero::cpu {
+
+class WidthChoice {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr auto kRetrial = std::chrono::seconds(20);
+  static constexpr auto kLongestInterval = std::chrono::seconds(320);
+  static constexpr auto kAlwaysWide = std::chrono::milliseconds(10);
+  // Timed inferences per candidate width in one trial (the first at each
+  // width is not counted: it makes that width's primitives).
+  static constexpr size_t kSamples = 8;
+
+  // `threads`: the compiled width. `choose`: false runs every inference at
+  // it (the user set the width).
+  WidthChoice(int threads, bool choose);
+
+  // The width for the next inference.
+  int next();
+  // The inference started at next()'s `width` took `wall`, and ran `ran`
+  // threads wide (narrower while the box is busy: team_width.h).
+  void record(int width, int ran, Clock::duration wall);
+
+  // For tests and metrics: the width chosen, or 0 while a trial runs.
+  int chosen() const;
+
+ private:
+  void start_trial(Clock::time_point now);
+  void judge(Clock::time_point now);
+
+  mutable std::mutex mutex_;
+  const int threads_;
+  std::vector<int> candidates_;               // narrowest first; the compiled width last
+  std::vector<std::vector<double>> samples_;  // per candidate, this trial's wall times (ms)
+  std::vector<int> unwarmed_;                 // per candidate: inferences still to discard
+  size_t turn_ = 0;                           // the candidate whose turn it is
+  int chosen_ = 0;                            // 0: a trial runs
+  int last_chosen_ = 0;                       // the last trial's answer
+  Clock::duration interval_ = kRetrial;       // from a trial's answer to the next trial
+  Clock::time_point retrial_at_{};
+};
+
+}  // namespace hetero::cpu
