@@ -62,7 +62,17 @@ class CpuInferStep final : public core::InferStep {
   const std::vector<driver::Port>& outputs() const override { return program_->outputs; }
   std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
     std::vector<core::Tensor> outputs;
-    scheduler_->run(program_->priority, [&] { outputs = execute(inputs, width_->next()); });
+    const int width = width_->next();
+    auto job = [&] { outputs = execute(inputs, width); };
+    // One thread wide, it runs on the caller's thread while a stream is free
+    // (Scheduler::run_here), leaving the caller's OpenMP setting as it was.
+    if (width == 1) {
+      const int callers_threads = omp_get_max_threads();
+      const bool ran = scheduler_->run_here(program_->priority, job);
+      omp_set_num_threads(callers_threads);
+      if (ran) return outputs;
+    }
+    scheduler_->run(program_->priority, job);
     return outputs;
   }
   void release_memory() override { frame_.release_memory(); }

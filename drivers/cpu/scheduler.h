@@ -81,6 +81,14 @@ class Scheduler {
   // it threw. On a stream thread (a completion callback starting another
   // inference synchronously), it runs at once.
   void run(core::Priority priority, const std::function<void()>& fn);
+  // Runs `fn` on the calling thread, as a stream would, when a stream is
+  // idle and nothing waits (the caller takes that stream's turn: the
+  // streams run one job fewer meanwhile); false, having done nothing,
+  // otherwise, and for realtime work (the lane's) and pinned streams. For a
+  // job with no OpenMP team of its own (one thread wide): waking a stream
+  // thread and then the caller again cost a small model called a few dozen
+  // times a second more than its inference (scheduler.cpp).
+  bool run_here(core::Priority priority, const std::function<void()>& fn);
   // For the job running on this stream thread, at a point where it may
   // pause: runs every queued job of higher priority than `current` first.
   void yield(core::Priority current);
@@ -106,6 +114,7 @@ class Scheduler {
   // Queued jobs per priority, read without the lock between nodes.
   std::atomic<int> queued_[core::kPriorityLevels] = {};
   int streams_ = 1, threads_ = 1;
+  int busy_ = 0;  // jobs running: on stream threads, and here (run_here)
   bool pin_ = false;
   int stream_nice_ = 0;
   int lane_nice_ = 0;
