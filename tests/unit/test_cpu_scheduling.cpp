@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/runtime.h"
+#include "drivers/cpu/scheduler.h"
 #include "tests/unit/model_text.h"
 
 using namespace hetero;
@@ -249,4 +250,42 @@ TEST(CpuScheduling, TheRealtimeLaneRunsAheadOfTheStreams) {
   ASSERT_TRUE(normal.ends_within(std::chrono::seconds(30)));
   EXPECT_EQ(realtime.nice, std::max(-20, process - 10)) << "lane_nice is -10 by default";
   EXPECT_EQ(normal.nice, std::min(19, process + 10)) << "stream_nice is 10 by default";
+}
+
+// A synchronous job one thread wide runs on its caller's thread when a
+// stream is free (Scheduler::run_here), taking that stream's turn: a job
+// submitted meanwhile waits for it, as it would for a stream.
+TEST(CpuScheduling, ACallerRunsItsJobItselfWhileAStreamIsFree) {
+  cpu::Scheduler scheduler;
+  scheduler.configure(1, 1, false, 0, 0);
+  const auto caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  EXPECT_TRUE(scheduler.run_here(Priority::Normal, [&] { ran_on = std::this_thread::get_id(); }));
+  EXPECT_EQ(ran_on, caller);
+
+  // Holding the one stream's turn: a submitted job starts only afterwards,
+  // and a synchronous run inside it runs at once rather than waiting for it.
+  std::promise<void> submitted_ran;
+  bool nested_here = false;
+  EXPECT_TRUE(scheduler.run_here(Priority::Normal, [&] {
+    scheduler.submit(Priority::Normal, [&] { submitted_ran.set_value(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(submitted_ran.get_future().wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+        << "a stream ran a job while the caller held its turn";
+    scheduler.run(Priority::Normal, [&] { nested_here = std::this_thread::get_id() == caller; });
+  }));
+  EXPECT_TRUE(nested_here);
+
+  // While the stream runs a job, the caller's job goes to the queue instead.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> started;
+  scheduler.submit(Priority::Normal, [&, released] {
+    started.set_value();
+    released.wait();
+  });
+  started.get_future().wait();
+  EXPECT_FALSE(scheduler.run_here(Priority::Normal, [] { ADD_FAILURE() << "ran beside the busy stream"; }));
+  EXPECT_FALSE(scheduler.run_here(Priority::Realtime, [] {})) << "realtime work is the lane's";
+  release.set_value();
 }
