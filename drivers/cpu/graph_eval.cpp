@@ -44,7 +44,9 @@ class EvalRun final : public KernelRun {
     fail(HETERO_NOT_SUPPORTED, node_.describe() + ": runs no subgraphs inside a table-driven op");
   }
   void checkpoint() override {}  // compile-time evaluation: nothing to yield to
-  core::Tensor workspace(size_t bytes) override { return core::Tensor::allocate(core::DType::U8, {int64_t(bytes)}, false); }
+  core::Tensor workspace(size_t bytes) override {
+    return core::Tensor::allocate(core::DType::U8, {int64_t(bytes)}, false);
+  }
 
  private:
   const core::Node& node_;

@@ -119,7 +119,8 @@ int64_t Args::steps_per_checkpoint(const Spec& spec) const {
   // which runs at a fraction of a matrix product's rate (an LSTM of hidden
   // size 1024 and batch 1 took as long as a matrix product of 14 times its
   // multiply-adds): a step counts at least 16 rows.
-  const double step = double(std::max<int64_t>(batch, 16)) * double(spec.gates() * hidden) * double(input_size + hidden);
+  const double rows = double(std::max<int64_t>(batch, 16));
+  const double step = rows * double(spec.gates() * hidden) * double(input_size + hidden);
   if (double(directions) * double(steps) * step <= 2 * kCheckpointMacs) return 0;
   return std::max<int64_t>(1, static_cast<int64_t>(kCheckpointMacs / step));
 }

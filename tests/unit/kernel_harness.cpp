@@ -35,7 +35,9 @@ class TestRun final : public KernelRun {
   // (test_cpu_control_flow.cpp).
   const Frame& frame() const override { std::abort(); }
   void checkpoint() override { ++checkpoints_; }
-  core::Tensor workspace(size_t bytes) override { return core::Tensor::allocate(core::DType::U8, {int64_t(bytes)}, false); }
+  core::Tensor workspace(size_t bytes) override {
+    return core::Tensor::allocate(core::DType::U8, {int64_t(bytes)}, false);
+  }
 
   std::vector<core::Tensor>& outputs() { return outputs_; }
   size_t checkpoints() const { return checkpoints_; }

@@ -48,7 +48,8 @@ TEST(CpuWidthChoice, TheNarrowestWithinFivePercentOfTheFastest) {
   run_trial(close, [](int w) { return microseconds(w == 1 ? 1030 : 1000); });
   EXPECT_EQ(close.chosen(), 1) << "3% slower on one thread: half the CPU time for it";
   WidthChoice many(8, true);
-  const auto ran = run_trial(many, [](int w) { return microseconds(w == 1 ? 4000 : w == 2 ? 2100 : w == 4 ? 1200 : 1180); });
+  const auto ran =
+      run_trial(many, [](int w) { return microseconds(w == 1 ? 4000 : w == 2 ? 2100 : w == 4 ? 1200 : 1180); });
   EXPECT_EQ((std::set<int>(ran.begin(), ran.end())), (std::set<int>{1, 2, 4, 8}));
   EXPECT_EQ(many.chosen(), 4);
 }
