@@ -496,6 +496,53 @@ TEST_F(Hostile, EndlessLoop) {
   });
 }
 
+// Uploads of a few hundred bytes whose one node runs for most of a second
+// or more: a 4096^3 MatMul and a 16000-step LSTM, asked for at realtime (run
+// at background), each with a 300 ms deadline. The CPU driver checks inside
+// such nodes (drivers/cpu/checkpoint_blocks.h): every request is answered
+// TIMEOUT about when its deadline passes, not when its node ends, and the
+// config's normal model is served meanwhile.
+TEST_F(Hostile, LongNodes) {
+  survive("long nodes", [] {
+    auto c = client();
+    const std::vector<std::pair<std::string, std::string>> uploads = {{"long_matmul", "long_node.onnx"},
+                                                                      {"long_lstm", "long_lstm.onnx"}};
+    for (const auto& [name, file] : uploads) {
+      const wire::Response loaded =
+          ask(*c, load_bytes(name, read_file(fixture_path(file)), {{"priority", "realtime"}}, 2), 60s);
+      ASSERT_EQ(loaded.status(), HETERO_OK) << loaded.message();
+      EXPECT_EQ(loaded.load_model().model().priority(), "background");
+    }
+    const auto sent = Clock::now();
+    uint64_t id = 100;
+    for (int k = 0; k < 2; ++k)
+      for (const auto& [name, file] : uploads) {
+        wire::Request r = infer_request(name, "x", {1}, {1.0f});
+        r.set_id(++id);
+        r.mutable_infer()->set_timeout_ms(300);
+        c->send(r);
+      }
+    auto other = client();
+    const auto asked = Clock::now();
+    const wire::Response scaled =
+        ask(*other, infer_request("scale", "x", {1, 65536}, std::vector<float>(65536, 1.0f)), 60s);
+    const auto scale_took = Clock::now() - asked;
+    EXPECT_EQ(scaled.status(), HETERO_OK) << scaled.message();
+    std::vector<double> answered_ms;
+    for (size_t k = 0; k < 2 * uploads.size(); ++k) {
+      auto reply = c->receive(60s);
+      ASSERT_TRUE(reply) << "a long node's request was never answered";
+      EXPECT_EQ(reply->status(), HETERO_TIMEOUT) << reply->message();
+      answered_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
+    }
+    std::printf("[hostile] long nodes: 300 ms deadlines answered after %.0f, %.0f, %.0f and %.0f ms; the config's "
+                "normal model answered after %.1f ms\n",
+                answered_ms[0], answered_ms[1], answered_ms[2], answered_ms[3],
+                std::chrono::duration<double, std::milli>(scale_took).count());
+    for (const auto& [name, file] : uploads) EXPECT_EQ(ask(*c, unload_request(name)).status(), HETERO_OK);
+  });
+}
+
 // A 1.6 KB model of functions that call each other in a doubling chain, 2^40
 // nodes once inlined: refused by the import's budget, at once.
 TEST_F(Hostile, FunctionBomb) {
