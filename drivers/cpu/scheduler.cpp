@@ -26,6 +26,26 @@ thread_local const Scheduler* tls_stream_of = nullptr;
 thread_local Scheduler* tls_run_by = nullptr;
 thread_local core::Priority tls_run_priority = core::Priority::Normal;
 
+// While it lives, the calling thread runs a job of `by` at `priority`
+// (yield_in_run); the thread's outer job, if any, comes back after.
+class RunningJob {
+ public:
+  RunningJob(Scheduler* by, core::Priority priority) : outer_by_(tls_run_by), outer_priority_(tls_run_priority) {
+    tls_run_by = by;
+    tls_run_priority = priority;
+  }
+  ~RunningJob() {
+    tls_run_by = outer_by_;
+    tls_run_priority = outer_priority_;
+  }
+  RunningJob(const RunningJob&) = delete;
+  RunningJob& operator=(const RunningJob&) = delete;
+
+ private:
+  Scheduler* const outer_by_;
+  const core::Priority outer_priority_;
+};
+
 // Binds the calling thread, and so the OpenMP helpers it will start, to the
 // `count` cores from the `first`-th of those the process may use.
 void pin_to_cores(int first, int count) {
@@ -140,17 +160,14 @@ void Scheduler::run(core::Priority priority, const std::function<void()>& fn) {
   std::binary_semaphore done(0);
   std::exception_ptr error;
   submit(priority, [&] {
-    Scheduler* const outer_by = tls_run_by;
-    const core::Priority outer_priority = tls_run_priority;
-    tls_run_by = this;
-    tls_run_priority = priority;
-    try {
-      fn();
-    } catch (...) {
-      error = std::current_exception();
+    {
+      const RunningJob job(this, priority);
+      try {
+        fn();
+      } catch (...) {
+        error = std::current_exception();
+      }
     }
-    tls_run_by = outer_by;
-    tls_run_priority = outer_priority;
     done.release();
   });
   done.acquire();
@@ -168,29 +185,22 @@ bool Scheduler::run_here(core::Priority priority, const std::function<void()>& f
     if (pin_ || busy_ >= streams_ || any_queued()) return false;
     ++busy_;
   }
-  const Scheduler* const outer_stream = tls_stream_of;
-  Scheduler* const outer_by = tls_run_by;
-  const core::Priority outer_priority = tls_run_priority;
-  tls_stream_of = this;  // a synchronous run inside it runs at once, as on a stream
-  tls_run_by = this;
-  tls_run_priority = priority;
-  auto restore = [&] {
-    tls_stream_of = outer_stream;
-    tls_run_by = outer_by;
-    tls_run_priority = outer_priority;
-    {
-      std::lock_guard lock(mutex_);
-      --busy_;
+  // Gives the stream's turn back, thrown through or not.
+  struct Turn {
+    Scheduler& scheduler;
+    const Scheduler* const outer_stream = tls_stream_of;
+    ~Turn() {
+      tls_stream_of = outer_stream;
+      {
+        std::lock_guard lock(scheduler.mutex_);
+        --scheduler.busy_;
+      }
+      scheduler.work_cv_.notify_one();  // a job queued meanwhile may take the turn
     }
-    work_cv_.notify_one();  // a job queued meanwhile may take the turn
-  };
-  try {
-    fn();
-  } catch (...) {
-    restore();
-    throw;
-  }
-  restore();
+  } turn{*this};
+  tls_stream_of = this;  // a synchronous run inside it runs at once, as on a stream
+  const RunningJob job(this, priority);
+  fn();
   return true;
 }
 

@@ -21,21 +21,20 @@ WidthChoice::WidthChoice(int threads, bool choose) : threads_(std::max(1, thread
     chosen_ = threads_;
     retrial_at_ = Clock::time_point::max();
   } else {
-    start_trial(Clock::now());
+    start_trial();
   }
 }
 
-void WidthChoice::start_trial(Clock::time_point now) {
+void WidthChoice::start_trial() {
   samples_.assign(candidates_.size(), {});
   unwarmed_.assign(candidates_.size(), 1);
   turn_ = candidates_.size() - 1;  // the compiled width first: a slow model is seen at once
   chosen_ = 0;
-  retrial_at_ = now;
 }
 
 int WidthChoice::next() {
   std::lock_guard lock(mutex_);
-  if (chosen_ && Clock::now() >= retrial_at_) start_trial(Clock::now());
+  if (chosen_ && Clock::now() >= retrial_at_) start_trial();
   return chosen_ ? chosen_ : candidates_[turn_];
 }
 

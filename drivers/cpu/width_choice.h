@@ -60,7 +60,7 @@ class WidthChoice {
   int chosen() const;
 
  private:
-  void start_trial(Clock::time_point now);
+  void start_trial();
   void judge(Clock::time_point now);
 
   mutable std::mutex mutex_;
@@ -72,7 +72,7 @@ class WidthChoice {
   int chosen_ = 0;                            // 0: a trial runs
   int last_chosen_ = 0;                       // the last trial's answer
   Clock::duration interval_ = kRetrial;       // from a trial's answer to the next trial
-  Clock::time_point retrial_at_{};
+  Clock::time_point retrial_at_{};           // while a width is chosen
 };
 
 }  // namespace hetero::cpu
