@@ -318,6 +318,13 @@ hetero_status hetero_compiled_model_release(hetero_compiled_model_t* compiled) {
   return guard([&] { delete compiled; });
 }
 
+hetero_status hetero_compiled_model_end_sequence(hetero_compiled_model_t* compiled, uint64_t sequence_id) {
+  return guard([&] {
+    require(compiled, "hetero_compiled_model_end_sequence", "compiled");
+    compiled->impl->end_sequence(sequence_id);
+  });
+}
+
 hetero_status hetero_compiled_model_is_cached(const hetero_compiled_model_t* compiled, int* out_cached) {
   return guard([&] {
     const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_is_cached");

@@ -136,6 +136,19 @@ hetero_status hetero_infer_request_release_memory(hetero_infer_request_t* reques
   });
 }
 
+hetero_status hetero_infer_request_set_sequence(hetero_infer_request_t* request, uint64_t sequence_id,
+                                                uint32_t flags) {
+  return guard([&] {
+    require(request, "hetero_infer_request_set_sequence", "request");
+    if (flags & ~(HETERO_SEQUENCE_START | HETERO_SEQUENCE_END))
+      fail(HETERO_INVALID_ARGUMENT, "hetero_infer_request_set_sequence: flags " + std::to_string(flags) +
+                                        " are not HETERO_SEQUENCE_START and HETERO_SEQUENCE_END");
+    if (sequence_id == 0 && flags)
+      fail(HETERO_INVALID_ARGUMENT, "hetero_infer_request_set_sequence: flags need a sequence_id");
+    request->impl->set_sequence(sequence_id, flags);
+  });
+}
+
 hetero_status hetero_infer_request_release(hetero_infer_request_t* request) {
   return guard([&] {
     if (!request) return;

@@ -82,6 +82,14 @@ class InferRequestImpl {
   virtual void cancel() = 0;
   // hetero_infer_request_release_memory().
   virtual void release_memory() = 0;
+  // hetero_infer_request_set_sequence(): a daemon's clients only.
+  virtual void set_sequence(uint64_t, uint32_t) { no_sequences(); }
+
+ protected:
+  [[noreturn]] static void no_sequences() {
+    fail(HETERO_NOT_SUPPORTED, "sequences are kept by heterod, for its clients (hetero_core_connect); in process, "
+                               "bind a state output as the next inference's input");
+  }
 };
 
 class CompiledModelImpl {
@@ -95,6 +103,10 @@ class CompiledModelImpl {
   // A complete blob (container header included).
   virtual std::vector<uint8_t> export_blob() const = 0;
   virtual std::unique_ptr<InferRequestImpl> create_infer_request() = 0;
+  // hetero_compiled_model_end_sequence(): a daemon's clients only.
+  virtual void end_sequence(uint64_t) {
+    fail(HETERO_NOT_SUPPORTED, "sequences are kept by heterod, for its clients (hetero_core_connect)");
+  }
   // Imported from the core's blob cache rather than compiled.
   bool from_cache = false;
 };

@@ -214,7 +214,8 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
                                       "max_models_per_client", "max_frame_bytes_in_flight",
                                       "max_model_bytes_per_client", "max_client_priority",
                                       "max_reply_bytes_queued", "max_compile_ms", "max_connections_per_uid",
-                                      "max_client_inference_mb", "max_client_memory_mb"};
+                                      "max_client_inference_mb", "max_client_memory_mb",
+                                      "max_sequences_per_client", "max_sequence_state_mb", "sequence_idle_ms"};
   r.each(node, "limits", keys, [&](const std::string& key, const YAML::Node& v) {
     const std::string field = "limits." + key;
     if (key == "max_frame_bytes")
@@ -231,6 +232,12 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
       l.max_client_inference_mb = static_cast<uint32_t>(r.number(v, field, 1, 1u << 20));
     else if (key == "max_client_memory_mb")
       l.max_client_memory_mb = static_cast<uint32_t>(r.number(v, field, 1, 1u << 20));
+    else if (key == "max_sequences_per_client")
+      l.max_sequences_per_client = static_cast<uint32_t>(r.number(v, field, 0, 1u << 20));
+    else if (key == "max_sequence_state_mb")
+      l.max_sequence_state_mb = static_cast<uint32_t>(r.number(v, field, 1, 1u << 20));
+    else if (key == "sequence_idle_ms")
+      l.sequence_idle_ms = static_cast<uint32_t>(r.number(v, field, 100, 24u * 3600 * 1000));
     else if (key == "max_connections_per_uid")
       l.max_connections_per_uid = static_cast<uint32_t>(r.number(v, field, 1, 1u << 20));
     else if (key == "max_in_flight_per_client")
@@ -266,8 +273,8 @@ void read_limits(const Reader& r, const YAML::Node& node, Limits& l) {
 ModelSpec read_model(const Reader& r, const YAML::Node& node) {
   ModelSpec m;
   m.line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
-  const std::set<std::string> keys = {"name",   "path",     "device", "policy",   "config",
-                                      "shapes", "parallel", "queue",  "priority", "max_inference_ms"};
+  const std::set<std::string> keys = {"name",   "path",     "device",   "policy",           "config", "shapes",
+                                      "parallel", "queue", "priority", "max_inference_ms", "state"};
   r.each(node, "a model", keys, [&](const std::string& key, const YAML::Node& v) {
     if (key == "name") {
       m.name = r.text(v, "name");
@@ -295,6 +302,9 @@ ModelSpec read_model(const Reader& r, const YAML::Node& node) {
       m.priority = r.text(v, "priority");
       if (m.priority != "realtime" && m.priority != "normal" && m.priority != "background")
         r.fail_at(v, "priority '" + m.priority + "' must be realtime, normal or background");
+    } else if (key == "state") {
+      m.state = r.string_map(v, "state");
+      m.state_set = true;
     } else if (key == "max_inference_ms") {
       m.max_inference_ms = static_cast<uint32_t>(r.number(v, "max_inference_ms", 0, 24u * 3600 * 1000));
     } else {
@@ -391,7 +401,7 @@ std::vector<FileProblem> check_files(const Config& c, bool thorough) {
 bool ModelSpec::same_model(const ModelSpec& o) const {
   return name == o.name && path == o.path && device == o.device && policy == o.policy && config == o.config &&
          shapes == o.shapes && parallel == o.parallel && queue == o.queue && priority == o.priority &&
-         max_inference_ms == o.max_inference_ms;
+         max_inference_ms == o.max_inference_ms && state == o.state && state_set == o.state_set;
 }
 
 bool valid_model_name(const std::string& name) {

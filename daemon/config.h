@@ -59,6 +59,12 @@ struct Limits {
   uint32_t handshake_timeout_ms = 5000;         // from connect to a complete Hello
   uint32_t frame_timeout_ms = 30000;            // from a frame's first byte to its last, either way
   uint32_t idle_timeout_ms = 300000;            // nothing asked or pending this long: closed (0: never)
+  // Sequences of stateful models (daemon/sequences.h): how many one client
+  // (a uid; the v2 listener's TCP clients together) keeps open at once, the
+  // state they hold together, and how long one lives with no call.
+  uint32_t max_sequences_per_client = 256;
+  uint32_t max_sequence_state_mb = 64;
+  uint32_t sequence_idle_ms = 60000;
 };
 
 // Who owns a model, or who asks to unload or replace one: a uid (>= 0),
@@ -84,6 +90,10 @@ struct ModelSpec {
   int64_t owner = kOwnedByConfig;  // who may unload or replace it (ModelRegistry::check_owner)
   uint64_t client_bytes = 0;      // its model file's size, charged to client_uid
   uint32_t max_compile_ms = 0;    // its load's time limit, limits.max_compile_ms for a client's (0: none)
+  // Its state pairs, output -> input, fed back by a sequence
+  // (daemon/sequences.h). Unset (state_set false): detected from the names.
+  std::map<std::string, std::string> state;
+  bool state_set = false;
 
   // Equal for specs that compile to the same model (a reload keeps it).
   bool same_model(const ModelSpec& other) const;

@@ -41,6 +41,7 @@ ModelRegistry::ModelRegistry(const Config& config, hetero_core_t* core, ServedMo
       threads_(std::move(threads)),
       trim_heap_(std::move(trim_heap)),
       answered_(std::move(answered)),
+      sequences_(config_.limits),
       loader_(std::make_unique<core::WorkerThread>()) {}
 
 ModelRegistry::~ModelRegistry() = default;
@@ -137,6 +138,13 @@ LoadResult ModelRegistry::load(const ModelSpec& spec, std::span<const uint8_t> b
   }
   if (!result.model) core::log(core::LogLevel::Error, result.error);
   return result;
+}
+
+void ModelRegistry::expire_sequences(Clock::time_point now) {
+  sequences_.expire(now, [this](const std::string& name) -> const ServedModel* {
+    const auto it = models_.find(name);
+    return it == models_.end() ? nullptr : it->second.model.get();
+  });
 }
 
 void ModelRegistry::load_configured_models() {

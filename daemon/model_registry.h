@@ -19,6 +19,7 @@
 #include "daemon/client_memory.h"
 #include "daemon/config.h"
 #include "daemon/loop_post.h"
+#include "daemon/sequences.h"
 #include "daemon/served_model.h"
 #include "hetero/hetero.h"
 
@@ -67,6 +68,12 @@ class ModelRegistry {
   void answered() const { answered_(); }
   // The serving models, to run through (expire, cancel); null-free.
   std::vector<std::shared_ptr<ServedModel>> serving() const;
+
+  // The sequences of stateful models, whichever front end's (daemon/sequences.h).
+  SequenceTable& sequences() noexcept { return sequences_; }
+  // Every sweep: idle sequences end, and those of a model replaced or
+  // unloaded give back their state.
+  void expire_sequences(Clock::time_point now);
 
   // Every model of the config ready and the daemon not stopping (health).
   bool healthy() const;
@@ -139,6 +146,7 @@ class ModelRegistry {
   std::function<void()> trim_heap_, answered_;
   bool stopping_ = false;
   std::map<std::string, ModelEntry> models_;
+  SequenceTable sequences_;
   uint64_t load_tickets_ = 0;
   std::unique_ptr<core::WorkerThread> loader_;  // the config's models: reload, v2 loads
   // A client's load runs on a loader thread of its uid's, started with its

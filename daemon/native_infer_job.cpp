@@ -14,7 +14,13 @@ bool NativeInferJob::client_open() const {
   return c && c->open();
 }
 
-void NativeInferJob::take_outputs(std::span<const wire::OutgoingTensor> outputs) {
+void NativeInferJob::take_outputs(std::span<const wire::OutgoingTensor> all) {
+  // A sequence's state outputs stay in the daemon.
+  std::vector<wire::OutgoingTensor> kept;
+  if (sequence)
+    for (size_t k = 0; k < all.size(); ++k)
+      if (!sequence->is_state_output(k)) kept.push_back(all[k]);
+  const std::span<const wire::OutgoingTensor> outputs = sequence ? std::span<const wire::OutgoingTensor>(kept) : all;
   wire::Response response;
   response.set_id(id);
   wire::UniqueFd memfd =

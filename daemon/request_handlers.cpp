@@ -72,6 +72,8 @@ void Server::handle_frame(Connection& connection, wire::Frame frame) {
       return handle_reload(connection, *request);
     case wire::Request::kCancel:
       return handle_cancel(connection, *request);
+    case wire::Request::kEndSequence:
+      return handle_end_sequence(connection, *request);
     case wire::Request::BODY_NOT_SET:
       break;
   }
@@ -273,6 +275,14 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
                                                " inputs, the request has " + std::to_string(infer.inputs_size()));
 
   auto job = std::make_unique<NativeInferJob>(connection.shared_from_this());
+  if (infer.sequence_id() != 0) {
+    const SequenceKey key{connection.peer().uid, &connection, infer.model(), std::to_string(infer.sequence_id())};
+    job->sequence =
+        registry_->sequences().begin_call(model, key, infer.sequence_start(), infer.sequence_end(), status, why);
+    if (!job->sequence) return refuse(status, why);
+  } else if (infer.sequence_start() || infer.sequence_end()) {
+    return refuse(HETERO_INVALID_ARGUMENT, "sequence_start and sequence_end need a sequence_id");
+  }
   job->id = id;
   job->memfd_threshold = infer.memfd_threshold();
   job->received = received;
@@ -332,6 +342,17 @@ void Server::handle_reload(Connection& connection, const wire::Request& request)
                        "only root and the daemon's own user may reload it");
   const Waiter waiter{connection.shared_from_this(), request.id()};
   start_reload(&waiter);
+}
+
+void Server::handle_end_sequence(Connection& connection, const wire::Request& request) {
+  const wire::EndSequence& end = request.end_sequence();
+  std::string why;
+  const SequenceKey key{connection.peer().uid, &connection, end.model(), std::to_string(end.sequence_id())};
+  if (const hetero_status status = registry_->sequences().end(key, why); status != HETERO_OK)
+    return reply_error(connection, request.id(), status, why);
+  wire::Response response;
+  response.set_id(request.id());
+  reply(connection, response);
 }
 
 void Server::handle_cancel(Connection& connection, const wire::Request& request) {

@@ -34,6 +34,16 @@ ServedModel::ServedModel(const ModelSpec& spec, CompiledModel compiled, Threads 
       if (!wire::is_valid_utf8(name))
         hetero::fail(HETERO_INVALID_MODEL, "model '" + spec_.name + "': the port name '" +
                                                wire::escape_invalid_utf8(name) + "' is not valid UTF-8");
+  state_pairs_ = find_state_pairs(spec_, compiled_.inputs(), compiled_.outputs());
+  if (!spec_.state_set && !state_pairs_.empty()) {
+    std::string pairs;
+    for (const StatePair& p : state_pairs_) {
+      if (!pairs.empty()) pairs += ", ";
+      pairs += output_names_[p.output] + ": " + input_names_[p.input];
+    }
+    core::log(core::LogLevel::Info, "model '" + spec_.name + "' serves sequences carrying its state {" + pairs +
+                                        "} (output: input, found by their names; its config's 'state:' sets them)");
+  }
   for (uint32_t k = 0; k < spec_.parallel; ++k) {
     auto slot = std::make_unique<Slot>();
     slot->model = this;
@@ -200,6 +210,8 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
 }
 
 hetero_status ServedModel::place_inputs(InferJob& job, std::string& why) const {
+  if (job.sequence)
+    if (const hetero_status bound = job.sequence->bind(job, input_names_, why); bound != HETERO_OK) return bound;
   if (job.inputs.size() != input_names_.size()) {
     why = "model '" + spec_.name + "' takes " + std::to_string(input_names_.size()) + " inputs, the request has " +
           std::to_string(job.inputs.size());
@@ -438,6 +450,7 @@ void ServedModel::take_outputs(Slot& slot) const {
     out.dims = {dims, rank};
     out.data = data;
   }
+  if (slot.job->sequence) slot.job->sequence->store(outputs);
   slot.job->take_outputs(outputs);
 }
 

@@ -26,6 +26,7 @@
 #include "daemon/c_api.h"
 #include "daemon/config.h"
 #include "daemon/loop_post.h"
+#include "daemon/sequences.h"
 #include "hetero/hetero.hpp"
 #include "protocol/tensor_view.h"
 
@@ -102,6 +103,10 @@ class InferJob {
   // and answered TIMEOUT.
   Clock::time_point deadline;
   Clock::time_point started;   // given to an infer request (statistics)
+  // The sequence the call belongs to (daemon/sequences.h), held until the
+  // job is destroyed; null for a call of no sequence. Its state inputs come
+  // from it (place_inputs), and its state outputs go back to it.
+  std::unique_ptr<SequenceCall> sequence;
 };
 
 class ServedModel : public std::enable_shared_from_this<ServedModel> {
@@ -140,11 +145,14 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   // Input and output names, in compiled-model order.
   const std::vector<std::string>& input_names() const noexcept { return input_names_; }
   const std::vector<std::string>& output_names() const noexcept { return output_names_; }
+  // What a sequence of this model carries from call to call (daemon/sequences.h).
+  const std::vector<StatePair>& state_pairs() const noexcept { return state_pairs_; }
 
   // Loop thread: where each of `job`'s inputs goes among the model's
   // (job.input_index), checked as every front end's requests are: each of
-  // the model's inputs given once, and no other. INVALID_ARGUMENT saying
-  // which is not (`why`), else OK.
+  // the model's inputs given once, and no other; a sequence's call gets the
+  // state inputs it does not give from its sequence. INVALID_ARGUMENT saying
+  // which is not (`why`), or the sequence's refusal; else OK.
   hetero_status place_inputs(InferJob& job, std::string& why) const;
 
   // Loop thread: a request for this model that its front end refused before
@@ -262,6 +270,7 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   std::shared_ptr<core::WorkerThread> releaser_;
   std::function<void(Clock::time_point)> keep_deadline_;
   std::vector<std::string> input_names_, output_names_;
+  std::vector<StatePair> state_pairs_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<Slot*> free_slots_;
   std::deque<std::unique_ptr<InferJob>> queue_;

@@ -208,6 +208,7 @@ int Server::poll_listener() {
 void Server::sweep() {
   for (const auto& model : registry_->serving()) model->expire();
   const Clock::time_point now = Clock::now();
+  registry_->expire_sequences(now);
   for (const auto& connection : open_connections()) connection->check_timeouts(now, config_.limits);
 }
 
@@ -321,6 +322,7 @@ std::vector<std::shared_ptr<Connection>> Server::open_connections() const {
 void Server::connection_closed(Connection& connection) {
   core::log(core::LogLevel::Debug, "client " + connection.peer().describe() + " disconnected");
   connections_.erase(&connection);
+  registry_->sequences().end_connection(&connection);
   // Its inferences stop at their next node boundary, freeing their slots.
   for (const auto& model : registry_->serving()) model->cancel_orphans();
   connection_progress();

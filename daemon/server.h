@@ -118,6 +118,7 @@ class Server {
   void handle_load(Connection& connection, std::unique_ptr<wire::Request> request, std::vector<wire::UniqueFd> fds);
   void handle_unload(Connection& connection, const wire::Request& request);
   void handle_cancel(Connection& connection, const wire::Request& request);
+  void handle_end_sequence(Connection& connection, const wire::Request& request);
   void handle_infer(Connection& connection, std::unique_ptr<wire::Request> request, std::vector<wire::UniqueFd> fds);
   void handle_stats(Connection& connection, const wire::Request& request);
   void handle_health(Connection& connection, const wire::Request& request);

@@ -55,9 +55,9 @@ const char* state_name(wire::ModelInfo::State state) {
 class RemoteInferRequest final : public InferRequestImpl {
  public:
   RemoteInferRequest(std::shared_ptr<RemoteConnection> connection, std::string model, std::vector<Port> inputs,
-                     size_t output_count)
+                     std::vector<Port> outputs)
       : connection_(std::move(connection)), model_(std::move(model)), ports_(std::move(inputs)),
-        inputs_(ports_.size()), output_count_(output_count) {}
+        output_ports_(std::move(outputs)), inputs_(ports_.size()), output_count_(output_ports_.size()) {}
 
   ~RemoteInferRequest() override { state_.wait_idle(); }
 
@@ -69,6 +69,10 @@ class RemoteInferRequest final : public InferRequestImpl {
   core::Tensor output(size_t index, std::shared_ptr<const void>& keepalive) override {
     if (index >= output_count_) fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range");
     return state_.read_outputs([&] {
+      // A sequence's state outputs stay in the daemon.
+      if (outputs_[index].empty() && sequenced_)
+        fail(HETERO_INVALID_ARGUMENT, "output '" + output_ports_[index].name +
+                                          "' is its sequence's state, which heterod keeps and does not send");
       keepalive = outputs_keepalive_;
       return outputs_[index];
     });
@@ -123,6 +127,13 @@ class RemoteInferRequest final : public InferRequestImpl {
   // client's request holds none between inferences but its outputs.
   void release_memory() override {}
 
+  void set_sequence(uint64_t id, uint32_t flags) override {
+    state_.bind([&] {
+      sequence_id_ = id;
+      sequence_flags_ = flags;
+    });
+  }
+
  private:
   // Queues an inference (core/request_state.h): the Infer request for the
   // bound inputs, under a new id, and the memfd that carries them when they
@@ -132,13 +143,28 @@ class RemoteInferRequest final : public InferRequestImpl {
       wire::Infer* infer = request.mutable_infer();
       infer->set_model(model_);
       infer->set_memfd_threshold(kMemfdThreshold);
-      std::vector<wire::OutgoingTensor> tensors(inputs_.size());
+      if (sequence_id_) {
+        // The flags are the next call's: they go with it.
+        infer->set_sequence_id(sequence_id_);
+        infer->set_sequence_start(sequence_flags_ & HETERO_SEQUENCE_START);
+        infer->set_sequence_end(sequence_flags_ & HETERO_SEQUENCE_END);
+        sequence_flags_ = 0;
+      }
+      sequenced_ = sequence_id_ != 0;
+      std::vector<wire::OutgoingTensor> tensors;
       for (size_t k = 0; k < inputs_.size(); ++k) {
         const core::Tensor& t = inputs_[k];
+        // A sequence's state inputs may be left to the daemon; it names any
+        // other input missing.
+        if (t.empty() && sequenced_) continue;
         if (t.empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + ports_[k].name + "' is not set");
-        tensors[k] = {ports_[k].name, static_cast<int32_t>(t.dtype()), t.shape(), t.raw(), t.nbytes()};
+        tensors.push_back({ports_[k].name, static_cast<int32_t>(t.dtype()), t.shape(), t.raw(), t.nbytes()});
       }
       wire::UniqueFd fd = wire::encode_tensors(tensors, kMemfdThreshold, *infer->mutable_inputs(), "hetero-inputs");
+      // A sequence's call sends what was bound for it, once: a state input
+      // bound for one call must not reset the state at every later one.
+      if (sequenced_)
+        for (core::Tensor& t : inputs_) t = core::Tensor();
       in_flight_ = connection_->new_id();
       request.set_id(in_flight_);
       return fd;
@@ -174,18 +200,27 @@ class RemoteInferRequest final : public InferRequestImpl {
   // Returns what keeps the mappings alive.
   std::shared_ptr<const void> take(Reply& reply, std::vector<core::Tensor>& outputs) const {
     const wire::InferReply& r = reply.response.infer();
-    if (static_cast<size_t>(r.outputs_size()) != output_count_)
+    // A sequence's call comes back without its state outputs: each output
+    // goes to its port by name, and those left out stay empty.
+    if (static_cast<size_t>(r.outputs_size()) > output_count_ ||
+        (!sequenced_ && static_cast<size_t>(r.outputs_size()) != output_count_))
       fail(HETERO_PROTOCOL_ERROR, "heterod answered with " + std::to_string(r.outputs_size()) + " outputs, expected " +
                                       std::to_string(output_count_));
+    outputs.assign(output_count_, core::Tensor());
     auto mappings = std::make_shared<wire::TensorMappings>();
-    for (const wire::Tensor& t : r.outputs()) {
+    for (int k = 0; k < r.outputs_size(); ++k) {
+      const wire::Tensor& t = r.outputs(k);
+      const auto port = std::find_if(output_ports_.begin(), output_ports_.end(),
+                                     [&](const Port& p) { return p.name == t.name(); });
+      if (port == output_ports_.end())
+        fail(HETERO_PROTOCOL_ERROR, "heterod answered with an output '" + t.name() + "' the model does not have");
       const wire::TensorView view = wire::decode_tensor(t, reply.fds, *mappings, "output '" + t.name() + "'");
+      core::Tensor& out = outputs[static_cast<size_t>(port - output_ports_.begin())];
       if (t.data_case() == wire::Tensor::kMemfd) {
-        outputs.push_back(core::Tensor::wrap(view.dtype, view.dims, const_cast<uint8_t*>(view.data), mappings));
+        out = core::Tensor::wrap(view.dtype, view.dims, const_cast<uint8_t*>(view.data), mappings);
       } else {
-        core::Tensor copy = core::Tensor::allocate(view.dtype, view.dims, false);
-        if (view.bytes) std::memcpy(copy.raw(), view.data, view.bytes);
-        outputs.push_back(std::move(copy));
+        out = core::Tensor::allocate(view.dtype, view.dims, false);
+        if (view.bytes) std::memcpy(out.raw(), view.data, view.bytes);
       }
     }
     return mappings;
@@ -193,9 +228,14 @@ class RemoteInferRequest final : public InferRequestImpl {
 
   std::shared_ptr<RemoteConnection> connection_;
   std::string model_;
-  std::vector<Port> ports_;
+  std::vector<Port> ports_, output_ports_;
   std::vector<core::Tensor> inputs_;
   size_t output_count_;
+  // The sequence its calls belong to (0: none) and the next call's flags;
+  // whether the call in flight is a sequence's. Guarded by state_.
+  uint64_t sequence_id_ = 0;
+  uint32_t sequence_flags_ = 0;
+  bool sequenced_ = false;
   core::RequestState state_;
   // Guarded by state_ (bound, taken and recorded under its lock).
   std::vector<core::Tensor> outputs_;
@@ -217,7 +257,13 @@ class RemoteCompiledModel final : public CompiledModelImpl {
   const std::vector<std::string>& submodel_devices() const override { return submodels_; }
   std::vector<uint8_t> export_blob() const override { in_process_only("exporting a compiled model"); }
   std::unique_ptr<InferRequestImpl> create_infer_request() override {
-    return std::make_unique<RemoteInferRequest>(connection_, name_, inputs_, outputs_.size());
+    return std::make_unique<RemoteInferRequest>(connection_, name_, inputs_, outputs_);
+  }
+  void end_sequence(uint64_t id) override {
+    wire::Request request;
+    request.mutable_end_sequence()->set_model(name_);
+    request.mutable_end_sequence()->set_sequence_id(id);
+    connection_->call(request);
   }
 
  private:

@@ -123,6 +123,9 @@ class V2Job final : public InferJob {
   std::vector<std::vector<uint64_t>> realigned;  // inputs copied out of narrower typed fields
   std::vector<size_t> outputs;            // output indices, in reply order
   Clock::time_point client_deadline = Clock::time_point::max();
+  // The sequence it is a call of, as Triton's parameters name it (empty: none).
+  std::string sequence_id;
+  bool sequence_start = false, sequence_end = false;
   // What the completion-queue thread found wrong with the request (OK:
   // nothing), answered on the loop thread, where the model it names counts
   // it with its failures.
@@ -298,7 +301,31 @@ void Service::model_infer(const std::shared_ptr<InferCall>& call) {
         job->client_deadline = std::min(job->client_deadline, job->received + std::chrono::microseconds(value.int64_param()));
         continue;
       }
-      fail(HETERO_INVALID_ARGUMENT, "parameter '" + key + "' is not one heterod takes (timeout: an int64, in us)");
+      // Sequences, as Triton's sequence batcher takes them: an id (a
+      // number, or a string), and flags on the first and the last call.
+      if (key == "sequence_id" && value.parameter_choice_case() == InferParameter::kInt64Param &&
+          value.int64_param() > 0) {
+        job->sequence_id = std::to_string(value.int64_param());
+        continue;
+      }
+      if (key == "sequence_id" && value.parameter_choice_case() == InferParameter::kUint64Param &&
+          value.uint64_param() > 0) {
+        job->sequence_id = std::to_string(value.uint64_param());
+        continue;
+      }
+      if (key == "sequence_id" && value.parameter_choice_case() == InferParameter::kStringParam &&
+          !value.string_param().empty() && value.string_param().size() <= 256) {
+        job->sequence_id = value.string_param();
+        continue;
+      }
+      if ((key == "sequence_start" || key == "sequence_end") &&
+          value.parameter_choice_case() == InferParameter::kBoolParam) {
+        (key == "sequence_start" ? job->sequence_start : job->sequence_end) = value.bool_param();
+        continue;
+      }
+      fail(HETERO_INVALID_ARGUMENT, "parameter '" + key + "' is not one heterod takes (timeout: an int64, in us; "
+                                    "sequence_id: a number above 0 or a string of 1-256 bytes; sequence_start, "
+                                    "sequence_end: bools)");
     }
     for (const auto& output : request.outputs())
       for (const auto& [key, value] : output.parameters())
@@ -335,6 +362,16 @@ void Service::submit_infer(std::unique_ptr<V2Job> job) {
   if (job->refused != HETERO_OK) return refuse(job->refused, job->refusal);
 
   std::string why;
+  if (!job->sequence_id.empty()) {
+    // The v2 listener's sequences are its client's (a uid, or every TCP
+    // client together), not a connection's: gRPC clients reconnect.
+    const SequenceKey key{requester_of_(call.peer()), nullptr, name, job->sequence_id};
+    hetero_status status = HETERO_OK;
+    job->sequence = registry_.sequences().begin_call(model, key, job->sequence_start, job->sequence_end, status, why);
+    if (!job->sequence) return refuse(status, why);
+  } else if (job->sequence_start || job->sequence_end) {
+    return refuse(HETERO_INVALID_ARGUMENT, "sequence_start and sequence_end need a sequence_id");
+  }
   if (const hetero_status placed = model->place_inputs(*job, why); placed != HETERO_OK) return refuse(placed, why);
   const std::vector<std::string>& outputs = model->output_names();
   for (const auto& wanted : request.outputs()) {
@@ -346,8 +383,10 @@ void Service::submit_infer(std::unique_ptr<V2Job> job) {
       return refuse(HETERO_INVALID_ARGUMENT, "output '" + wanted.name() + "' is requested twice");
     job->outputs.push_back(index);
   }
+  // A sequence's state outputs stay in the daemon unless asked for.
   if (request.outputs().empty())
-    for (size_t k = 0; k < outputs.size(); ++k) job->outputs.push_back(k);
+    for (size_t k = 0; k < outputs.size(); ++k)
+      if (!job->sequence || !job->sequence->is_state_output(k)) job->outputs.push_back(k);
 
   job->deadline = std::min(job->client_deadline,
                            job->received + std::chrono::milliseconds(registry_.config().limits.request_timeout_ms));

@@ -53,7 +53,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------ */
 
 #define HETERO_API_VERSION_MAJOR 0
-#define HETERO_API_VERSION_MINOR 6
+#define HETERO_API_VERSION_MINOR 7
 /* (major << 16) | minor, comparable with hetero_api_version(). */
 #define HETERO_API_VERSION ((HETERO_API_VERSION_MAJOR << 16) | HETERO_API_VERSION_MINOR)
 
@@ -514,6 +514,36 @@ HETERO_API hetero_status hetero_infer_request_cancel(hetero_infer_request_t* req
 HETERO_API hetero_status hetero_infer_request_release_memory(hetero_infer_request_t* request);
 /* Waits for a running inference, then frees the request. */
 HETERO_API hetero_status hetero_infer_request_release(hetero_infer_request_t* request);
+
+/* ---- Sequences (API 0.7) ------------------------------------------------- */
+
+/* A model that carries state from call to call (Silero VAD's `state` input
+ * and `stateN` output) can be called by a daemon's client as a sequence: the
+ * daemon keeps the state and feeds each call's state output back as the
+ * next call's state input, so the client binds only the other inputs and is
+ * not sent the state outputs (docs/streams.md). Sequences are the
+ * connection's: a core's, named by ids its caller chooses. A core made with
+ * hetero_core_connect() only; a local core fails with HETERO_NOT_SUPPORTED
+ * (in process, bind the state output as the next inference's input). */
+#define HETERO_SEQUENCE_START 1u /* the call starts the sequence, or starts it again, with zero state */
+#define HETERO_SEQUENCE_END 2u   /* the sequence ends once the call has run */
+
+/* The next inferences of `request` are calls of sequence `sequence_id` (0:
+ * of none); `flags` (HETERO_SEQUENCE_*) apply to the next inference only. A
+ * call sends the inputs bound since the last call, and unbinds them once
+ * sent: a state input left unbound comes from the sequence, one bound
+ * replaces its state (an initial state of the caller's). The state outputs
+ * are not returned: hetero_infer_request_get_output() fails for them with
+ * HETERO_INVALID_ARGUMENT. The daemon answers
+ * HETERO_NOT_FOUND for a call of a sequence not started (or ended, or idle
+ * past its limit), HETERO_BUSY while another call of it runs or past the
+ * client's limit of sequences, HETERO_CANCELLED once its model was reloaded
+ * with changes. Fails with HETERO_BUSY while an inference runs. */
+HETERO_API hetero_status hetero_infer_request_set_sequence(hetero_infer_request_t* request, uint64_t sequence_id,
+                                                           uint32_t flags);
+/* Ends sequence `sequence_id` of `compiled` now, giving back its state.
+ * HETERO_NOT_FOUND when there is none. */
+HETERO_API hetero_status hetero_compiled_model_end_sequence(hetero_compiled_model_t* compiled, uint64_t sequence_id);
 
 /* ---- A daemon's models (API 0.3) ----------------------------------------- */
 

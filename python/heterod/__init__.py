@@ -18,6 +18,7 @@ from .errors import (BlobError, BusyError, CancelledError, DeadlineError, Driver
                      ProtocolError, Status)
 from .model import CompiledModel, Model, Port
 from .request import InferRequest, Inputs, OutputNames
+from .sequence import Sequence
 
 __version__ = "0.1.0"
 
@@ -39,6 +40,6 @@ __all__ = [
     "Driver", "DriverError", "DriverFailure", "HeteroConnectionError", "HeteroError", "HeteroIOError",
     "HeteroPermissionError", "InferRequest", "Inputs", "InternalError", "InvalidArgumentError", "InvalidModelError",
     "Model", "ModelFileNotFoundError", "ModelSource", "NotFoundError", "NotSupportedError", "OutOfMemoryError",
-    "OutputNames", "Port", "ProtocolError", "QueryNode", "ServedModel", "Status", "api_version", "describe_blob",
-    "library_path", "library_version",
+    "OutputNames", "Port", "ProtocolError", "QueryNode", "Sequence", "ServedModel", "Status", "api_version",
+    "describe_blob", "library_path", "library_version",
 ]

@@ -90,6 +90,9 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "hetero_infer_request_wait": (status_t, [_P]),
     "hetero_infer_request_cancel": (status_t, [_P]),
     "hetero_infer_request_release": (status_t, [_P]),
+    # Sequences (API 0.7)
+    "hetero_infer_request_set_sequence": (status_t, [_P, C.c_uint64, C.c_uint32]),
+    "hetero_compiled_model_end_sequence": (status_t, [_P, C.c_uint64]),
     # A daemon's models
     "hetero_core_list_models": (status_t, [handle_p, _P]),
     "hetero_model_list_get_count": (status_t, [_P, size_p]),

@@ -6,7 +6,7 @@ import ctypes as C
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +15,9 @@ from ._lib import int64_p, lib
 from .dtypes import Array, DType
 from .errors import check
 from .request import InferRequest, Inputs, OutputNames
+
+if TYPE_CHECKING:
+    from .sequence import Sequence
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,12 @@ class CompiledModel(_Ports, Handle):
 
     def create_infer_request(self) -> InferRequest:
         return InferRequest(self)
+
+    def sequence(self) -> Sequence:
+        """A stream of calls whose state the daemon keeps (a model served by
+        heterod, with state pairs): see heterod.sequence."""
+        from .sequence import Sequence
+        return Sequence(self)
 
     def infer(self, inputs: Inputs = None, output_names: OutputNames = None) -> dict[str, Array]:
         """One inference on a pooled request; safe from many threads at once

@@ -1,0 +1,84 @@
+"""Sequences: a stateful model a daemon serves, called as a stream.
+
+A model that carries state from call to call (Silero VAD's `state` input and
+`stateN` output) keeps that state in the daemon during a sequence: each call
+gives the other inputs only, the daemon feeds the state the last call left
+back in, and the state outputs are not sent (docs/streams.md):
+
+    with core.open_model("vad") as vad, vad.sequence() as stream:
+        for chunk in chunks:
+            speech = stream.infer({"input": chunk, "sr": sr})["output"]
+
+The first call starts the sequence with zero state (or with a state input it
+gives), reset() makes the next call start again, and leaving the `with`
+block (or close()) ends it, giving its state back. A sequence is its
+connection's: ids are chosen here, unique in this process.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+from ._lib import lib
+from .dtypes import Array
+from .errors import NotFoundError, check
+from .request import InferRequest, Inputs, OutputNames
+
+if TYPE_CHECKING:
+    from .model import CompiledModel
+
+_START, _END = 1, 2  # HETERO_SEQUENCE_START, HETERO_SEQUENCE_END
+_ids = itertools.count(1)
+
+
+class Sequence:
+    """One stream of calls to a daemon's stateful model: see the module's
+    docstring. Make with CompiledModel.sequence(). One call at a time."""
+
+    def __init__(self, compiled: CompiledModel) -> None:
+        self._compiled = compiled
+        self._request = InferRequest(compiled)
+        self.id = next(_ids)
+        self._start = True
+        self._open = False
+
+    def infer(self, inputs: Inputs = None, output_names: OutputNames = None) -> dict[str, Array]:
+        """One call: `inputs` are sent with it alone (a state input given
+        replaces the sequence's state); returns the outputs by name, those
+        of `output_names` or all but the state the daemon keeps."""
+        request = self._request
+        outputs = request._output_indices(output_names)
+        with request._lock:
+            try:
+                request._bind_all(inputs, every_input=False)
+                check(lib.hetero_infer_request_set_sequence(request._handle, self.id, _START if self._start else 0))
+                check(lib.hetero_infer_request_infer(request._handle))
+                self._start, self._open = False, True
+                return request._outputs(outputs, skip_state=output_names is None)
+            finally:
+                request._forget_inputs()  # the library unbound them once sent
+
+    def reset(self) -> None:
+        """The next call starts the sequence again, from zero state."""
+        self._start = True
+
+    def close(self) -> None:
+        """Ends the sequence on the daemon (if a call started it) and lets
+        go of its request. Idempotent."""
+        if self._open:
+            self._open = False
+            try:
+                check(lib.hetero_compiled_model_end_sequence(self._compiled._handle, self.id))
+            except NotFoundError:
+                pass  # ended already: idle past the daemon's limit, or its model reloaded
+        self._request.close()
+
+    def __enter__(self) -> Sequence:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<heterod.Sequence {self.id} {'open' if self._open else 'not started'}>"
