@@ -205,6 +205,7 @@ std::unique_ptr<SequenceCall> SequenceTable::begin_call(const std::shared_ptr<Se
       why = sequence_name(key) + " has a call running: a sequence's calls go one at a time";
       return nullptr;
     }
+    if (s.ended.empty() && s.model.lock() != model) s.ended = "its model was unloaded or reloaded with changes";
     if (!s.ended.empty() && !start) {
       status = HETERO_CANCELLED;
       why = sequence_name(key) + " ended: " + s.ended;
@@ -213,7 +214,7 @@ std::unique_ptr<SequenceCall> SequenceTable::begin_call(const std::shared_ptr<Se
     }
     // Ended by its last call, or started on a model since replaced: a start
     // begins it again, anything else finds it gone.
-    if (s.closed || !s.ended.empty() || s.model.lock() != model) {
+    if (s.closed || !s.ended.empty()) {
       erase(it);
       it = sequences_.end();
     }

@@ -16,7 +16,9 @@
 //   long_node.onnx  one 4096x4096 MatMul (137 GFLOP) between two nodes that
 //               take no time: a node that runs for seconds;
 //   long_conv.onnx  the same with one 3x3 Conv of 256 channels over
-//               384x384 (174 GFLOP).
+//               384x384 (174 GFLOP);
+//   accumulate.onnx  a running sum, stateful: y = totalN = x + total over
+//               float[1, 4], the pair a sequence carries (totalN: total).
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -63,6 +65,14 @@ spin (int64[] m, float[1, 4] x) => (float[1, 4] y) {
     c_out = Identity(c)
     v_out = Neg(v)
   }>
+}
+)ONNX";
+
+const char* const kAccumulate = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+accumulate (float[1, 4] x, float[1, 4] total) => (float[1, 4] y, float[1, 4] totalN) {
+  totalN = Add(x, total)
+  y = Identity(totalN)
 }
 )ONNX";
 
@@ -185,6 +195,7 @@ int main(int argc, char** argv) {
                   write_model(dir + "/long_einsum.onnx", kLongEinsum, false) &&
                   write_model(dir + "/long_deconv.onnx", kLongDeconv, false) &&
                   write_model(dir + "/long_lstm.onnx", kLongLstm, false) &&
-                  write_model(dir + "/activations.onnx", kActivations, false);
+                  write_model(dir + "/activations.onnx", kActivations, false) &&
+                  write_model(dir + "/accumulate.onnx", kAccumulate, false);
   return ok ? 0 : 1;
 }
