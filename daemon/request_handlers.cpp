@@ -148,6 +148,11 @@ void Server::describe(const ModelEntry& entry, wire::ModelInfo& info) const {
     for (const Port& port : d.inputs) set_port(*info.add_inputs(), port);
     for (const Port& port : d.outputs) set_port(*info.add_outputs(), port);
     for (const std::string& device : d.submodel_devices) info.add_submodel_devices(device);
+    for (const auto& [output, input] : d.state) {
+      wire::StatePair& pair = *info.add_state_pairs();
+      pair.set_output(output);
+      pair.set_input(input);
+    }
   } else {
     info.set_name(entry.spec.name);
     info.set_device(entry.spec.device);

@@ -117,6 +117,7 @@ ModelDescription ServedModel::describe() const {
   d.inputs = compiled_.inputs();
   d.outputs = compiled_.outputs();
   d.submodel_devices = compiled_.submodel_devices();
+  for (const StatePair& p : state_pairs_) d.state.emplace_back(output_names_[p.output], input_names_[p.input]);
   return d;
 }
 

@@ -43,6 +43,7 @@ struct ModelDescription {
   uint32_t parallel = 0;
   std::vector<Port> inputs, outputs;
   std::vector<std::string> submodel_devices;
+  std::vector<std::pair<std::string, std::string>> state;  // output, input: what a sequence carries
 };
 
 // A served model's counters since it was loaded, and its latencies (receipt

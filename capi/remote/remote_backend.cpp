@@ -54,10 +54,13 @@ const char* state_name(wire::ModelInfo::State state) {
 
 class RemoteInferRequest final : public InferRequestImpl {
  public:
+  // `state_inputs` and `state_outputs`: which ports a sequence's state
+  // pairs are (wire::ModelInfo::state_pairs).
   RemoteInferRequest(std::shared_ptr<RemoteConnection> connection, std::string model, std::vector<Port> inputs,
-                     std::vector<Port> outputs)
+                     std::vector<Port> outputs, std::vector<bool> state_inputs, std::vector<bool> state_outputs)
       : connection_(std::move(connection)), model_(std::move(model)), ports_(std::move(inputs)),
-        output_ports_(std::move(outputs)), inputs_(ports_.size()), output_count_(output_ports_.size()) {}
+        output_ports_(std::move(outputs)), state_inputs_(std::move(state_inputs)),
+        state_outputs_(std::move(state_outputs)), inputs_(ports_.size()), output_count_(output_ports_.size()) {}
 
   ~RemoteInferRequest() override { state_.wait_idle(); }
 
@@ -70,7 +73,7 @@ class RemoteInferRequest final : public InferRequestImpl {
     if (index >= output_count_) fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range");
     return state_.read_outputs([&] {
       // A sequence's state outputs stay in the daemon.
-      if (outputs_[index].empty() && sequenced_)
+      if (sequenced_ && state_outputs_[index])
         fail(HETERO_INVALID_ARGUMENT, "output '" + output_ports_[index].name +
                                           "' is its sequence's state, which heterod keeps and does not send");
       keepalive = outputs_keepalive_;
@@ -154,17 +157,17 @@ class RemoteInferRequest final : public InferRequestImpl {
       std::vector<wire::OutgoingTensor> tensors;
       for (size_t k = 0; k < inputs_.size(); ++k) {
         const core::Tensor& t = inputs_[k];
-        // A sequence's state inputs may be left to the daemon; it names any
-        // other input missing.
-        if (t.empty() && sequenced_) continue;
+        // A sequence's state inputs are the daemon's unless the call gives one.
+        if (t.empty() && sequenced_ && state_inputs_[k]) continue;
         if (t.empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + ports_[k].name + "' is not set");
         tensors.push_back({ports_[k].name, static_cast<int32_t>(t.dtype()), t.shape(), t.raw(), t.nbytes()});
       }
       wire::UniqueFd fd = wire::encode_tensors(tensors, kMemfdThreshold, *infer->mutable_inputs(), "hetero-inputs");
-      // A sequence's call sends what was bound for it, once: a state input
-      // bound for one call must not reset the state at every later one.
+      // A state input bound for a sequence's call is sent with it alone: it
+      // must not reset the state at every later call.
       if (sequenced_)
-        for (core::Tensor& t : inputs_) t = core::Tensor();
+        for (size_t k = 0; k < inputs_.size(); ++k)
+          if (state_inputs_[k]) inputs_[k] = core::Tensor();
       in_flight_ = connection_->new_id();
       request.set_id(in_flight_);
       return fd;
@@ -229,6 +232,7 @@ class RemoteInferRequest final : public InferRequestImpl {
   std::shared_ptr<RemoteConnection> connection_;
   std::string model_;
   std::vector<Port> ports_, output_ports_;
+  std::vector<bool> state_inputs_, state_outputs_;
   std::vector<core::Tensor> inputs_;
   size_t output_count_;
   // The sequence its calls belong to (0: none) and the next call's flags;
@@ -248,8 +252,17 @@ class RemoteCompiledModel final : public CompiledModelImpl {
   RemoteCompiledModel(std::shared_ptr<RemoteConnection> connection, const wire::ModelInfo& info)
       : connection_(std::move(connection)), name_(info.name()), device_(info.device()),
         inputs_(ports_from(info.inputs())), outputs_(ports_from(info.outputs())),
-        submodels_(info.submodel_devices().begin(), info.submodel_devices().end()) {
+        submodels_(info.submodel_devices().begin(), info.submodel_devices().end()),
+        state_inputs_(inputs_.size()), state_outputs_(outputs_.size()) {
     if (submodels_.empty()) submodels_.push_back(device_);
+    auto mark = [](const std::vector<Port>& ports, std::vector<bool>& marks, const std::string& name) {
+      for (size_t k = 0; k < ports.size(); ++k)
+        if (ports[k].name == name) marks[k] = true;
+    };
+    for (const wire::StatePair& pair : info.state_pairs()) {
+      mark(inputs_, state_inputs_, pair.input());
+      mark(outputs_, state_outputs_, pair.output());
+    }
   }
   const std::vector<Port>& inputs() const override { return inputs_; }
   const std::vector<Port>& outputs() const override { return outputs_; }
@@ -257,7 +270,7 @@ class RemoteCompiledModel final : public CompiledModelImpl {
   const std::vector<std::string>& submodel_devices() const override { return submodels_; }
   std::vector<uint8_t> export_blob() const override { in_process_only("exporting a compiled model"); }
   std::unique_ptr<InferRequestImpl> create_infer_request() override {
-    return std::make_unique<RemoteInferRequest>(connection_, name_, inputs_, outputs_);
+    return std::make_unique<RemoteInferRequest>(connection_, name_, inputs_, outputs_, state_inputs_, state_outputs_);
   }
   void end_sequence(uint64_t id) override {
     wire::Request request;
@@ -271,6 +284,7 @@ class RemoteCompiledModel final : public CompiledModelImpl {
   std::string name_, device_;
   std::vector<Port> inputs_, outputs_;
   std::vector<std::string> submodels_;
+  std::vector<bool> state_inputs_, state_outputs_;  // which ports its state pairs are
 };
 
 class RemoteBackend final : public Backend {

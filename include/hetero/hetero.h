@@ -529,10 +529,11 @@ HETERO_API hetero_status hetero_infer_request_release(hetero_infer_request_t* re
 #define HETERO_SEQUENCE_END 2u   /* the sequence ends once the call has run */
 
 /* The next inferences of `request` are calls of sequence `sequence_id` (0:
- * of none); `flags` (HETERO_SEQUENCE_*) apply to the next inference only. A
- * call sends the inputs bound since the last call, and unbinds them once
- * sent: a state input left unbound comes from the sequence, one bound
- * replaces its state (an initial state of the caller's). The state outputs
+ * of none); `flags` (HETERO_SEQUENCE_*) apply to the next inference only.
+ * Other inputs stay bound as usual, but a state input is the sequence's: one
+ * left unbound comes from the daemon, and one bound is sent with the next
+ * call alone, replacing the sequence's state (an initial state of the
+ * caller's). The state outputs
  * are not returned: hetero_infer_request_get_output() fails for them with
  * HETERO_INVALID_ARGUMENT. The daemon answers
  * HETERO_NOT_FOUND for a call of a sequence not started (or ended, or idle

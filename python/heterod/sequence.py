@@ -44,20 +44,18 @@ class Sequence:
         self._open = False
 
     def infer(self, inputs: Inputs = None, output_names: OutputNames = None) -> dict[str, Array]:
-        """One call: `inputs` are sent with it alone (a state input given
-        replaces the sequence's state); returns the outputs by name, those
-        of `output_names` or all but the state the daemon keeps."""
+        """One call: binds `inputs` (inputs bound earlier stay bound, but a
+        state input is sent with this call alone, replacing the sequence's
+        state) and returns the outputs by name, those of `output_names` or
+        all but the state the daemon keeps."""
         request = self._request
         outputs = request._output_indices(output_names)
         with request._lock:
-            try:
-                request._bind_all(inputs, every_input=False)
-                check(lib.hetero_infer_request_set_sequence(request._handle, self.id, _START if self._start else 0))
-                check(lib.hetero_infer_request_infer(request._handle))
-                self._start, self._open = False, True
-                return request._outputs(outputs, skip_state=output_names is None)
-            finally:
-                request._forget_inputs()  # the library unbound them once sent
+            request._bind_all(inputs, every_input=False)
+            check(lib.hetero_infer_request_set_sequence(request._handle, self.id, _START if self._start else 0))
+            check(lib.hetero_infer_request_infer(request._handle))
+            self._start, self._open = False, True
+            return request._outputs(outputs, skip_state=output_names is None)
 
     def reset(self) -> None:
         """The next call starts the sequence again, from zero state."""

@@ -2,12 +2,15 @@
 // Streaming models (model_set.js STREAMING: Silero VAD v4 and v5) run chunk
 // after chunk with their recurrent state carried from call to call, through
 // every front door, against ONNX Runtime doing the same calls:
-//   c-abi        stream_model (a C client of libhetero) in process, 100 calls
+//   c-abi        stream_model (a C client of libhetero) in process, 1000 calls
 //   blob         the same on the model compiled to a blob by `hetero compile`
 //   hetero       the same split by HETERO across CPU.1 and CPU (the If on
 //                CPU.1, the rest on CPU); must cut more than one submodel
 //   hetero-blob  that split compiled to a blob and imported
-//   daemon       the same through heterod (hetero_core_connect), 100 calls
+//   daemon       the same through heterod (hetero_core_connect), 1000 calls
+//   sequence     the same as a sequence, the state kept in heterod: the
+//                client sends the chunks (the zero state with the first)
+//                and gets the other outputs, 1000 calls
 //   cli          `hetero run` once per chunk, the state carried in .npy files
 //                that each call reads and then replaces (--output NAME=FILE);
 //                the first 20 calls (each is a process of its own)
@@ -44,7 +47,7 @@ function usage(why) {
 }
 
 function parseArgs(argv) {
-  const o = { only: '', calls: 100, cliCalls: 20, keep: '', device: '', programs: [] };
+  const o = { only: '', calls: 1000, cliCalls: 20, keep: '', device: '', programs: [] };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -114,15 +117,16 @@ function readOutput(dir, name, k, cache) {
   return fs.existsSync(file) ? readNpy(file) : null;
 }
 
-// Compares the outputs of a run's calls with the reference.
-function compareRun(dir, ref, calls) {
+// Compares the outputs of a run's calls with the reference: all of them, or
+// those named in `only`.
+function compareRun(dir, ref, calls, only) {
   let maxAbs = 0;
   let bad = 0;
   let total = 0;
   let first = '';
   const cache = {};
   for (let k = 0; k < calls; ++k) {
-    for (const name of ref.outputNames) {
+    for (const name of only || ref.outputNames) {
       const want = ref.refs[k][name];
       const got = readOutput(dir, name, k, cache);
       if (!got) return { ok: false, text: `call ${k}: no output ${name}` };
@@ -268,7 +272,7 @@ async function checkModel(model, o, ctx, work) {
     try {
       const note = await r.go(out);
       const seconds = (Number(process.hrtime.bigint() - started) / 1e9).toFixed(1);
-      const c = compareRun(out, ref, r.calls);
+      const c = compareRun(out, ref, r.calls, r.outputs);
       lines.push(`${r.name}: ${c.text} (${note ? `${note}, ` : ''}${seconds} s)`);
       ok = ok && c.ok;
     } catch (e) {
@@ -292,6 +296,18 @@ async function checkModel(model, o, ctx, work) {
       name: 'daemon',
       calls: o.calls,
       go: (out) => void run(o.stream, [model.name, out, '--connect', d.socket, ...streamArgs], 'daemon'),
+    });
+    // The state fed back in the daemon: only the chunk (and the zero state
+    // once) goes, and only the other outputs come back.
+    const sequenceArgs = ['--calls', String(o.calls), '--sequence', '1',
+      '--chunk', `${model.chunk.name}=${path.join(inputs, `${model.chunk.name}.%ld.npy`)}`];
+    for (const f of model.fixed) sequenceArgs.push('--input', `${f.name}=${io.fixedFile(f)}`);
+    for (const s of model.states) sequenceArgs.push('--input', `${s.input}=${path.join(inputs, `${s.input}.npy`)}`);
+    await attempt({
+      name: 'sequence',
+      calls: o.calls,
+      outputs: io.plainOutputs,
+      go: (out) => void run(o.stream, [model.name, out, '--connect', d.socket, ...sequenceArgs], 'sequence'),
     });
     await attempt({
       name: 'cli-connect',

@@ -19,6 +19,10 @@
  *     --chunk NAME=FMT    input NAME of call k is the file printf(FMT, k)
  *     --calls N           number of calls (default 1)
  *     --feed OUT=IN       output OUT of call k is input IN of call k + 1
+ *     --sequence ID       with --connect: the calls are sequence ID's, whose
+ *                         state heterod keeps (hetero_infer_request_set_sequence);
+ *                         a state input given is the initial state, and the
+ *                         state outputs, which heterod keeps, are not written
  *
  * Writes output NAME of every call as OUT_DIR/NAME.npy, shaped [calls, ...];
  * prints the device.
@@ -45,7 +49,7 @@ static int failed(const char* what) {
 
 static int usage(const char* why) {
   fprintf(stderr, "stream_model: %s\nusage: stream_model MODEL OUT_DIR [--device D] [--shape NAME=DIMS] [--config K=V] "
-                  "[--connect SOCKET] [--input NAME=FILE] [--chunk NAME=FMT] [--calls N] [--feed OUT=IN]\n",
+                  "[--connect SOCKET] [--input NAME=FILE] [--chunk NAME=FMT] [--calls N] [--feed OUT=IN] [--sequence ID]\n",
           why);
   return 2;
 }
@@ -116,7 +120,7 @@ static int write_stacked(const stacked* st, const char* out_dir, const char* nam
 }
 
 static int run(hetero_compiled_model_t* compiled, const char* out_dir, const pair* inputs, size_t input_count,
-               const pair* chunk, long calls, const pair* feeds, size_t feed_count) {
+               const pair* chunk, long calls, const pair* feeds, size_t feed_count, uint64_t sequence) {
   hetero_infer_request_t* request = NULL;
   if (hetero_infer_request_create(&request, compiled)) return failed("cannot create an infer request");
   size_t outputs = 0;
@@ -130,6 +134,9 @@ static int run(hetero_compiled_model_t* compiled, const char* out_dir, const pai
       snprintf(path, sizeof path, chunk->value, k);
       rc = bind_file(request, chunk->key, path);
     }
+    if (rc == 0 && sequence &&
+        hetero_infer_request_set_sequence(request, sequence, k == 0 ? HETERO_SEQUENCE_START : 0))
+      rc = failed("cannot set the sequence");
     if (rc == 0 && hetero_infer_request_infer(request)) {
       char what[64];
       snprintf(what, sizeof what, "call %ld failed", k);
@@ -138,7 +145,13 @@ static int run(hetero_compiled_model_t* compiled, const char* out_dir, const pai
     for (size_t o = 0; rc == 0 && o < outputs; ++o) {
       const char* name = NULL;
       hetero_tensor_t* t = NULL;
-      if (hetero_compiled_model_get_output_name(compiled, &name, o) || hetero_infer_request_get_output(request, &t, o)) {
+      if (hetero_compiled_model_get_output_name(compiled, &name, o)) {
+        rc = failed("cannot list outputs");
+        break;
+      }
+      const hetero_status got = hetero_infer_request_get_output(request, &t, o);
+      if (got == HETERO_INVALID_ARGUMENT && sequence) continue; /* a state output, kept by heterod */
+      if (got) {
         rc = failed("cannot get an output");
         break;
       }
@@ -151,6 +164,7 @@ static int run(hetero_compiled_model_t* compiled, const char* out_dir, const pai
   }
   for (size_t o = 0; rc == 0 && o < outputs; ++o) {
     const char* name = NULL;
+    if (!results[o].data) continue; /* never returned: a sequence's state */
     rc = hetero_compiled_model_get_output_name(compiled, &name, o) ? failed("cannot list outputs")
                                                                     : write_stacked(&results[o], out_dir, name);
   }
@@ -167,6 +181,7 @@ int main(int argc, char** argv) {
   const char* device = "CPU";
   const char* socket = NULL;
   long calls = 1;
+  uint64_t sequence = 0;
   pair inputs[MAX_ARGS], feeds[MAX_ARGS], core_config[MAX_ARGS], compile_config[MAX_ARGS], chunk;
   size_t input_count = 0, feed_count = 0, core_count = 0, compile_count = 0, shape_count = 0;
   const char* shape_names[MAX_ARGS];
@@ -183,6 +198,9 @@ int main(int argc, char** argv) {
       device = value;
     } else if (strcmp(opt, "--connect") == 0) {
       socket = value;
+    } else if (strcmp(opt, "--sequence") == 0) {
+      sequence = strtoull(value, NULL, 10);
+      if (sequence == 0) return usage("--sequence wants an id above 0");
     } else if (strcmp(opt, "--calls") == 0) {
       calls = strtol(value, NULL, 10);
       if (calls < 1) return usage("--calls must be at least 1");
@@ -250,7 +268,7 @@ int main(int argc, char** argv) {
     hetero_compiled_model_get_device(compiled, &on);
     if (strncmp(on, "HETERO:", 7) == 0) hetero_compiled_model_get_submodel_count(compiled, &submodels);
     printf("device %s, %zu submodels\n", on, submodels);
-    rc = run(compiled, out_dir, inputs, input_count, have_chunk ? &chunk : NULL, calls, feeds, feed_count);
+    rc = run(compiled, out_dir, inputs, input_count, have_chunk ? &chunk : NULL, calls, feeds, feed_count, sequence);
   }
   hetero_compiled_model_release(compiled);
   hetero_core_release(core);
