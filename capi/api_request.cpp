@@ -140,9 +140,9 @@ hetero_status hetero_infer_request_set_sequence(hetero_infer_request_t* request,
                                                 uint32_t flags) {
   return guard([&] {
     require(request, "hetero_infer_request_set_sequence", "request");
-    if (flags & ~(HETERO_SEQUENCE_START | HETERO_SEQUENCE_END))
+    if (flags & ~(HETERO_SEQUENCE_START | HETERO_SEQUENCE_END | HETERO_SEQUENCE_STATE_OUTPUTS))
       fail(HETERO_INVALID_ARGUMENT, "hetero_infer_request_set_sequence: flags " + std::to_string(flags) +
-                                        " are not HETERO_SEQUENCE_START and HETERO_SEQUENCE_END");
+                                        " are not HETERO_SEQUENCE_START, _END and _STATE_OUTPUTS");
     if (sequence_id == 0 && flags)
       fail(HETERO_INVALID_ARGUMENT, "hetero_infer_request_set_sequence: flags need a sequence_id");
     request->impl->set_sequence(sequence_id, flags);

@@ -15,12 +15,13 @@ bool NativeInferJob::client_open() const {
 }
 
 void NativeInferJob::take_outputs(std::span<const wire::OutgoingTensor> all) {
-  // A sequence's state outputs stay in the daemon.
+  // A sequence's state outputs stay in the daemon unless asked for.
+  const bool omit_state = sequence && !send_state;
   std::vector<wire::OutgoingTensor> kept;
-  if (sequence)
+  if (omit_state)
     for (size_t k = 0; k < all.size(); ++k)
       if (!sequence->is_state_output(k)) kept.push_back(all[k]);
-  const std::span<const wire::OutgoingTensor> outputs = sequence ? std::span<const wire::OutgoingTensor>(kept) : all;
+  const std::span<const wire::OutgoingTensor> outputs = omit_state ? std::span<const wire::OutgoingTensor>(kept) : all;
   wire::Response response;
   response.set_id(id);
   wire::UniqueFd memfd =

@@ -34,6 +34,7 @@ class NativeInferJob final : public InferJob {
   wire::TensorMappings mappings;           // ... mapped
   std::vector<std::vector<uint64_t>> realigned;  // inline inputs not aligned to their element size
   uint64_t memfd_threshold = 0;
+  bool send_state = false;  // a sequence's call answered with its state outputs too
 
  private:
   std::weak_ptr<Connection> connection_;

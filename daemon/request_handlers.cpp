@@ -285,8 +285,9 @@ void Server::handle_infer(Connection& connection, std::unique_ptr<wire::Request>
     job->sequence =
         registry_->sequences().begin_call(model, key, infer.sequence_start(), infer.sequence_end(), status, why);
     if (!job->sequence) return refuse(status, why);
-  } else if (infer.sequence_start() || infer.sequence_end()) {
-    return refuse(HETERO_INVALID_ARGUMENT, "sequence_start and sequence_end need a sequence_id");
+    job->send_state = infer.sequence_state_outputs();
+  } else if (infer.sequence_start() || infer.sequence_end() || infer.sequence_state_outputs()) {
+    return refuse(HETERO_INVALID_ARGUMENT, "sequence_start, sequence_end and sequence_state_outputs need a sequence_id");
   }
   job->id = id;
   job->memfd_threshold = infer.memfd_threshold();

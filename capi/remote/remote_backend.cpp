@@ -73,7 +73,7 @@ class RemoteInferRequest final : public InferRequestImpl {
     if (index >= output_count_) fail(HETERO_INVALID_ARGUMENT, "output index " + std::to_string(index) + " is out of range");
     return state_.read_outputs([&] {
       // A sequence's state outputs stay in the daemon.
-      if (sequenced_ && state_outputs_[index])
+      if (!state_sent_ && state_outputs_[index])
         fail(HETERO_INVALID_ARGUMENT, "output '" + output_ports_[index].name +
                                           "' is its sequence's state, which heterod keeps and does not send");
       keepalive = outputs_keepalive_;
@@ -151,9 +151,11 @@ class RemoteInferRequest final : public InferRequestImpl {
         infer->set_sequence_id(sequence_id_);
         infer->set_sequence_start(sequence_flags_ & HETERO_SEQUENCE_START);
         infer->set_sequence_end(sequence_flags_ & HETERO_SEQUENCE_END);
-        sequence_flags_ = 0;
+        infer->set_sequence_state_outputs(sequence_flags_ & HETERO_SEQUENCE_STATE_OUTPUTS);
       }
       sequenced_ = sequence_id_ != 0;
+      state_sent_ = !sequenced_ || (sequence_flags_ & HETERO_SEQUENCE_STATE_OUTPUTS);
+      sequence_flags_ = 0;
       std::vector<wire::OutgoingTensor> tensors;
       for (size_t k = 0; k < inputs_.size(); ++k) {
         const core::Tensor& t = inputs_[k];
@@ -206,7 +208,7 @@ class RemoteInferRequest final : public InferRequestImpl {
     // A sequence's call comes back without its state outputs: each output
     // goes to its port by name, and those left out stay empty.
     if (static_cast<size_t>(r.outputs_size()) > output_count_ ||
-        (!sequenced_ && static_cast<size_t>(r.outputs_size()) != output_count_))
+        (state_sent_ && static_cast<size_t>(r.outputs_size()) != output_count_))
       fail(HETERO_PROTOCOL_ERROR, "heterod answered with " + std::to_string(r.outputs_size()) + " outputs, expected " +
                                       std::to_string(output_count_));
     outputs.assign(output_count_, core::Tensor());
@@ -240,6 +242,7 @@ class RemoteInferRequest final : public InferRequestImpl {
   uint64_t sequence_id_ = 0;
   uint32_t sequence_flags_ = 0;
   bool sequenced_ = false;
+  bool state_sent_ = true;  // the call in flight is answered with its state outputs
   core::RequestState state_;
   // Guarded by state_ (bound, taken and recorded under its lock).
   std::vector<core::Tensor> outputs_;

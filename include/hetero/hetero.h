@@ -527,14 +527,15 @@ HETERO_API hetero_status hetero_infer_request_release(hetero_infer_request_t* re
  * (in process, bind the state output as the next inference's input). */
 #define HETERO_SEQUENCE_START 1u /* the call starts the sequence, or starts it again, with zero state */
 #define HETERO_SEQUENCE_END 2u   /* the sequence ends once the call has run */
+#define HETERO_SEQUENCE_STATE_OUTPUTS 4u /* the call returns its state outputs too (an LSTM's h) */
 
 /* The next inferences of `request` are calls of sequence `sequence_id` (0:
  * of none); `flags` (HETERO_SEQUENCE_*) apply to the next inference only.
  * Other inputs stay bound as usual, but a state input is the sequence's: one
  * left unbound comes from the daemon, and one bound is sent with the next
  * call alone, replacing the sequence's state (an initial state of the
- * caller's). The state outputs
- * are not returned: hetero_infer_request_get_output() fails for them with
+ * caller's). The state outputs are not returned unless the call's flags
+ * ask for them: hetero_infer_request_get_output() fails for them with
  * HETERO_INVALID_ARGUMENT. The daemon answers
  * HETERO_NOT_FOUND for a call of a sequence not started (or ended, or idle
  * past its limit), HETERO_BUSY while another call of it runs or past the

@@ -28,7 +28,7 @@ from .request import InferRequest, Inputs, OutputNames
 if TYPE_CHECKING:
     from .model import CompiledModel
 
-_START, _END = 1, 2  # HETERO_SEQUENCE_START, HETERO_SEQUENCE_END
+_START, _STATE_OUTPUTS = 1, 4  # HETERO_SEQUENCE_START, HETERO_SEQUENCE_STATE_OUTPUTS
 _ids = itertools.count(1)
 
 
@@ -46,13 +46,15 @@ class Sequence:
     def infer(self, inputs: Inputs = None, output_names: OutputNames = None) -> dict[str, Array]:
         """One call: binds `inputs` (inputs bound earlier stay bound, but a
         state input is sent with this call alone, replacing the sequence's
-        state) and returns the outputs by name, those of `output_names` or
-        all but the state the daemon keeps."""
+        state) and returns the outputs by name: those of `output_names`
+        (state outputs included), or all but the state the daemon keeps."""
         request = self._request
         outputs = request._output_indices(output_names)
         with request._lock:
             request._bind_all(inputs, every_input=False)
-            check(lib.hetero_infer_request_set_sequence(request._handle, self.id, _START if self._start else 0))
+            # Outputs named may be state outputs (an LSTM's h is its result).
+            flags = (_START if self._start else 0) | (_STATE_OUTPUTS if output_names is not None else 0)
+            check(lib.hetero_infer_request_set_sequence(request._handle, self.id, flags))
             check(lib.hetero_infer_request_infer(request._handle))
             self._start, self._open = False, True
             return request._outputs(outputs, skip_state=output_names is None)

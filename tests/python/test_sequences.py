@@ -1,0 +1,99 @@
+"""Sequences from Python (heterod.sequence): the daemon keeps a stateful
+model's state between calls, so the caller sends the frames alone.
+
+lstm_step.onnx's (h, c) -> (h_out, c_out) are found as its state pairs by
+their names; a sequence of it must reproduce lstm_sequence.onnx, the same
+LSTM over all frames at once, as the stream that feeds the state back itself
+does (test_streaming.py). (Silero VAD as a sequence is checked against ONNX
+Runtime in tests/models/check_streaming.js.)"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import heterod
+from test_streaming import FRAMES, lstm_frames
+
+
+@pytest.fixture(scope="module")
+def expected(remote_core: heterod.Core) -> np.ndarray:
+    with remote_core.open_model("lstm_sequence") as whole:
+        return whole.infer({"xs": lstm_frames()})["ys"][:, 0, 0, :]
+
+
+def test_a_sequence_carries_the_state_in_the_daemon(remote_core: heterod.Core, expected: np.ndarray) -> None:
+    xs = lstm_frames()
+    with remote_core.open_model("lstm_step") as step, step.sequence() as stream:
+        for t in range(FRAMES):
+            # h_out is the LSTM's state and its result: asked for by name.
+            h = stream.infer({"x": xs[t : t + 1]}, output_names=["h_out"])["h_out"]
+            np.testing.assert_allclose(h[0, 0], expected[t], rtol=1e-4, atol=1e-5, err_msg=f"frame {t}")
+        # Not asked for, the state outputs stay in the daemon.
+        assert stream.infer({"x": xs[:1]}) == {}
+        # reset(): the next call starts from zero again.
+        stream.reset()
+        first = stream.infer({"x": xs[:1]}, output_names=["h_out"])["h_out"]
+        np.testing.assert_allclose(first[0, 0], expected[0], rtol=1e-4, atol=1e-5)
+
+
+def test_a_given_state_starts_the_sequence_from_it(remote_core: heterod.Core, expected: np.ndarray) -> None:
+    xs = lstm_frames()
+    with remote_core.open_model("lstm_step") as step:
+        # The state after frame 9, as the stream that carries it itself has it.
+        with step.create_infer_request() as request:
+            h = c = np.zeros((1, 1, 8), np.float32)
+            for t in range(10):
+                out = request.infer({"x": xs[t : t + 1], "h": h, "c": c})
+                h, c = out["h_out"].copy(), out["c_out"].copy()
+        with step.sequence() as stream:
+            out = stream.infer({"x": xs[10:11], "h": h, "c": c}, output_names=["h_out"])
+            np.testing.assert_allclose(out["h_out"][0, 0], expected[10], rtol=1e-4, atol=1e-5)
+            # Sent once: the next call goes on from the daemon's state.
+            out = stream.infer({"x": xs[11:12]}, output_names=["h_out"])
+            np.testing.assert_allclose(out["h_out"][0, 0], expected[11], rtol=1e-4, atol=1e-5)
+
+
+def test_sixty_four_sequences_from_eight_clients(daemon, expected: np.ndarray) -> None:
+    xs = lstm_frames()
+    errors: list[str] = []
+
+    def client(c: int) -> None:
+        try:
+            with heterod.Core.connect(daemon.socket) as core, core.open_model("lstm_step") as step:
+                streams = [step.sequence() for _ in range(8)]
+                # Each sequence starts at its own frame and interleaves with the others.
+                for t in range(FRAMES):
+                    for s, stream in enumerate(streams):
+                        if t < (c + s) % 5:
+                            continue
+                        k = t - (c + s) % 5
+                        h = stream.infer({"x": xs[k : k + 1]}, output_names=["h_out"])["h_out"][0, 0]
+                        np.testing.assert_allclose(h, expected[k], rtol=1e-4, atol=1e-5)
+                for stream in streams:
+                    stream.close()
+        except Exception as e:  # noqa: BLE001 - reported by the test thread
+            errors.append(f"client {c}: {e}")
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_a_model_without_state_has_no_sequence(remote_core: heterod.Core) -> None:
+    with remote_core.open_model("affine") as affine, affine.sequence() as stream:
+        with pytest.raises(heterod.InvalidArgumentError, match="keeps no state"):
+            stream.infer({"x": np.zeros((1, 8), np.float32)})
+
+
+def test_in_process_there_is_no_daemon_to_keep_it(local_core: heterod.Core) -> None:
+    from conftest import SERVED
+
+    with local_core.compile_model(SERVED["lstm_step"][0]) as step, step.sequence() as stream:
+        with pytest.raises(heterod.NotSupportedError, match="kept by heterod"):
+            stream.infer({"x": lstm_frames()[:1]})
