@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -31,6 +32,7 @@ models:
   - {{name: dtypes, path: {MODELS / "dtypes.onnx"}}}
   - {{name: passthrough, path: {MODELS / "passthrough.onnx"}}}
   - {{name: spin, path: {DAEMON_MODELS / "spin.onnx"}, parallel: 1, queue: 1}}
+  - {{name: lstm_step, path: {MODELS / "lstm_step.onnx"}}}
 """
 
 # numpy dtype -> v2 datatype
@@ -593,3 +595,86 @@ def test_a_configured_model_is_unloaded_only_by_a_reload(stub: Any, v2: Stubs) -
     assert index(stub, pb)["passthrough"] == ("READY", "")
     r = stub.ModelInfer(request(pb, "passthrough", {"x": ("FP32", np.ones(4, np.float32))}))
     assert [o.name for o in r.outputs] == ["y", "c"]
+
+
+# ---- Sequences, as Triton's clients send them ---------------------------------------------------------------------
+
+
+def sequence_call(pb: Any, model: str, inputs: dict[str, tuple[str, np.ndarray]], sequence_id: int | str,
+                  start: bool = False, end: bool = False, outputs: tuple[str, ...] = ()) -> Any:
+    r = request(pb, model, inputs, outputs=outputs)
+    if isinstance(sequence_id, str):
+        r.parameters["sequence_id"].string_param = sequence_id
+    else:
+        r.parameters["sequence_id"].int64_param = sequence_id
+    if start:
+        r.parameters["sequence_start"].bool_param = True
+    if end:
+        r.parameters["sequence_end"].bool_param = True
+    return r
+
+
+def test_sequences_keep_their_state_in_the_daemon(stub: Any, v2: Stubs, native: Any) -> None:
+    pb = v2.pb
+    xs = np.random.default_rng(3).uniform(-1, 1, size=(30, 1, 1, 4)).astype(np.float32)
+    # The client that carries the state itself, through the native protocol.
+    expected = []
+    with native.open_model("lstm_step") as step, step.create_infer_request() as r:
+        h = c = np.zeros((1, 1, 8), np.float32)
+        for x in xs:
+            out = r.infer({"x": x, "h": h, "c": c})
+            h, c = out["h_out"].copy(), out["c_out"].copy()
+            expected.append(h)
+    for sequence_id in (7, "microphone-1"):
+        for t, x in enumerate(xs):
+            call = sequence_call(pb, "lstm_step", {"x": ("FP32", x)}, sequence_id, start=t == 0, end=t == len(xs) - 1,
+                                 outputs=("h_out",))
+            np.testing.assert_array_equal(output(stub.ModelInfer(call), "h_out", np.float32), expected[t])
+        # Ended with its last call.
+        e = error_of(stub.ModelInfer, sequence_call(pb, "lstm_step", {"x": ("FP32", xs[0])}, sequence_id))
+        assert e.code() == grpc.StatusCode.NOT_FOUND and f"no sequence '{sequence_id}'" in e.details(), e.details()
+    # Outputs not asked for: all but the state, which the daemon keeps.
+    response = stub.ModelInfer(sequence_call(pb, "lstm_step", {"x": ("FP32", xs[0])}, 9, start=True, end=True))
+    assert [o.name for o in response.outputs] == []
+    for bad, why in ((("sequence_id", "int64_param", 0), "sequence_id"), (("sequence_start", "string_param", "yes"),
+                                                                          "sequence_start")):
+        call = request(pb, "lstm_step", {"x": ("FP32", xs[0])})
+        setattr(call.parameters[bad[0]], bad[1], bad[2])
+        e = error_of(stub.ModelInfer, call)
+        assert e.code() == grpc.StatusCode.INVALID_ARGUMENT and why in e.details(), e.details()
+    e = error_of(stub.ModelInfer, sequence_call(pb, "demo", {"image": ("FP32", demo_input(1))}, 1, start=True))
+    assert e.code() == grpc.StatusCode.INVALID_ARGUMENT and "keeps no state" in e.details(), e.details()
+
+
+SILERO_V5 = Path(os.environ.get("HETERO_TEST_CACHE", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+                                / "heterod-test")) / "node_modules/@ricky0123/vad-web/dist/silero_vad_v5.onnx"
+
+
+def test_silero_vad_as_a_sequence(start_daemon: Any, v2: Stubs) -> None:
+    """Silero VAD v5 over v2 as a sequence, against the native client that
+    carries the state (which check_streaming.js holds to ONNX Runtime)."""
+    if not SILERO_V5.exists():
+        pytest.skip(f"{SILERO_V5} is not there: run scripts/setup.sh --test-data")
+    d = start_daemon("silero", f"""
+socket: {{path: "@SOCKET@"}}
+kserve: {{socket: "@V2_SOCKET@"}}
+models:
+  - {{name: vad, path: {SILERO_V5}}}
+""")
+    stub = v2.rpc.GRPCInferenceServiceStub(d.channel())
+    t = np.arange(512 * 100) / 16000
+    audio = (0.3 * np.sin(2 * np.pi * 220 * t) * (1 + np.sin(2 * np.pi * 3 * t))).astype(np.float32)
+    chunks = audio.reshape(100, 1, 512)
+    sr = np.array(16000, np.int64)
+    with heterod.Core.connect(d.socket) as core, core.open_model("vad") as vad:
+        state = np.zeros((2, 1, 128), np.float32)
+        expected = []
+        for chunk in chunks:
+            out = vad.infer({"input": chunk, "state": state, "sr": sr})
+            state = out["stateN"].copy()
+            expected.append(out["output"].copy())
+    for k, chunk in enumerate(chunks):
+        call = sequence_call(v2.pb, "vad", {"input": ("FP32", chunk), "sr": ("INT64", sr)}, "vad-1", start=k == 0)
+        response = stub.ModelInfer(call)
+        assert [o.name for o in response.outputs] == ["output"]
+        np.testing.assert_array_equal(output(response, "output", np.float32), expected[k])
