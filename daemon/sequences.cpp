@@ -84,11 +84,16 @@ hetero_status SequenceCall::bind(InferJob& job, const std::vector<std::string>& 
     if (given != job.inputs.end()) {
       // The client sets the state: the buffer takes its shape, and the
       // output is stored there after the call.
-      const uint64_t words = (given->bytes + 7) / 8;
-      const int64_t change = static_cast<int64_t>(words * 8) - static_cast<int64_t>(state.words.size() * 8);
-      if (change > 0 && !table_.recharge(s, s.charged + static_cast<uint64_t>(change), why)) return HETERO_BUSY;
-      state.words.resize(words);
-      if (change < 0) table_.recharge(s, s.charged - static_cast<uint64_t>(-change), why);
+      if (given->bytes != state.capacity) {
+        const uint64_t others = s.charged - state.capacity;
+        if (!table_.recharge(s, others + given->bytes, why)) return HETERO_BUSY;
+        state.data.reset(static_cast<uint8_t*>(std::calloc(std::max<size_t>(given->bytes, 1), 1)));
+        if (!state.data) {
+          why = sequence_name(s.key) + ": no memory for its state input '" + name + "'";
+          return HETERO_OUT_OF_MEMORY;
+        }
+        state.capacity = given->bytes;
+      }
       state.dtype = given->dtype;
       state.dims = given->dims;
       state.bytes = given->bytes;
@@ -100,8 +105,7 @@ hetero_status SequenceCall::bind(InferJob& job, const std::vector<std::string>& 
             "' has dims the model does not fix, so the sequence's first call must give it";
       return HETERO_INVALID_ARGUMENT;
     }
-    job.inputs.push_back({name, state.dtype, state.dims, reinterpret_cast<const uint8_t*>(state.words.data()),
-                          state.bytes});
+    job.inputs.push_back({name, state.dtype, state.dims, state.data.get(), state.bytes});
   }
   return HETERO_OK;
 }
@@ -111,7 +115,7 @@ void SequenceCall::store(std::span<const wire::OutgoingTensor> outputs) {
   for (size_t p = 0; p < pairs_.size(); ++p) {
     const wire::OutgoingTensor& out = outputs[pairs_[p].output];
     Sequence::State& state = s.state[p];
-    if (out.bytes != state.bytes) {
+    if (out.bytes != state.capacity) {
       s.closed = true;
       fail(HETERO_INVALID_MODEL, sequence_name(s.key) + " ended: state output '" + std::string(out.name) + "' is " +
                                      describe_dims(out.dims) + ", " + std::to_string(out.bytes) +
@@ -119,7 +123,8 @@ void SequenceCall::store(std::span<const wire::OutgoingTensor> outputs) {
                                      std::to_string(state.bytes) + " bytes");
     }
     // The output may be the input's own memory passed through.
-    std::memmove(state.words.data(), out.data, out.bytes);
+    std::memmove(state.data.get(), out.data, out.bytes);
+    state.bytes = out.bytes;
     state.dims.assign(out.dims.begin(), out.dims.end());
   }
   if (end_) s.closed = true;
@@ -153,8 +158,9 @@ std::vector<Sequence::State> SequenceTable::initial_state(const ServedModel& mod
     size_t elements = 1;
     for (int64_t d : s.dims) elements *= static_cast<size_t>(d);
     s.bytes = elements * core::dtype_size(s.dtype);
-    s.words.assign((s.bytes + 7) / 8, 0);
-    s.known = true;
+    s.data.reset(static_cast<uint8_t*>(std::calloc(std::max<size_t>(s.bytes, 1), 1)));
+    s.capacity = s.bytes;
+    s.known = s.data != nullptr;  // without memory, the first call must give it
   }
   return state;
 }
@@ -246,7 +252,7 @@ std::unique_ptr<SequenceCall> SequenceTable::begin_call(const std::shared_ptr<Se
     // A start resets the state; what a call gives replaces it in bind().
     std::vector<Sequence::State> state = initial_state(*model);
     uint64_t bytes = 0;
-    for (const Sequence::State& st : state) bytes += st.words.size() * 8;
+    for (const Sequence::State& st : state) bytes += st.capacity;
     if (!recharge(s, bytes, why)) {
       status = HETERO_BUSY;
       erase(it);

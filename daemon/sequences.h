@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -67,8 +68,11 @@ class Sequence {
   struct State {
     core::DType dtype = core::DType::Undefined;
     std::vector<int64_t> dims;
-    std::vector<uint64_t> words;  // the bytes, 8-aligned
-    size_t bytes = 0;
+    // The bytes, zeroed when made: calloc'ed, so that a large state's start
+    // costs the loop thread no page faults (fresh pages come zeroed).
+    std::unique_ptr<uint8_t, decltype(&std::free)> data{nullptr, &std::free};
+    size_t capacity = 0;  // bytes data holds
+    size_t bytes = 0;     // bytes of the state now
     bool known = false;  // false until a call gives it, for a state input of unknown shape
   };
 

@@ -18,7 +18,9 @@
 //   long_conv.onnx  the same with one 3x3 Conv of 256 channels over
 //               384x384 (174 GFLOP);
 //   accumulate.onnx  a running sum, stateful: y = totalN = x + total over
-//               float[1, 4], the pair a sequence carries (totalN: total).
+//               float[1, 4], the pair a sequence carries (totalN: total);
+//   big_state.onnx  the same with a state of 16 MiB (float[1, 4194304]) and
+//               a scalar x added to all of it; y is their sum.
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -73,6 +75,14 @@ const char* const kAccumulate = R"ONNX(
 accumulate (float[1, 4] x, float[1, 4] total) => (float[1, 4] y, float[1, 4] totalN) {
   totalN = Add(x, total)
   y = Identity(totalN)
+}
+)ONNX";
+
+const char* const kBigState = R"ONNX(
+<ir_version: 8, opset_import: ["" : 17], producer_name: "heterod-daemon-tests">
+big_state (float[1, 1] x, float[1, 4194304] total) => (float[1, 1] y, float[1, 4194304] totalN) {
+  totalN = Add(total, x)
+  y = ReduceSum<keepdims = 1>(totalN)
 }
 )ONNX";
 
@@ -196,6 +206,7 @@ int main(int argc, char** argv) {
                   write_model(dir + "/long_deconv.onnx", kLongDeconv, false) &&
                   write_model(dir + "/long_lstm.onnx", kLongLstm, false) &&
                   write_model(dir + "/activations.onnx", kActivations, false) &&
-                  write_model(dir + "/accumulate.onnx", kAccumulate, false);
+                  write_model(dir + "/accumulate.onnx", kAccumulate, false) &&
+                  write_model(dir + "/big_state.onnx", kBigState, false);
   return ok ? 0 : 1;
 }

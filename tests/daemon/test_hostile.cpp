@@ -186,7 +186,8 @@ class Hostile : public ::testing::Test {
                                "models:\n"
                                "  - name: demo\n    path: " + demo_model_path() +
                                "\n    shapes: {image: [1, 3, 32, 32]}\n    parallel: 2\n    priority: realtime\n"
-                               "  - name: scale\n    path: " + fixture_path("scale.onnx") + "\n";
+                               "  - name: scale\n    path: " + fixture_path("scale.onnx") + "\n" +
+                               "  - name: acc\n    path: " + fixture_path("accumulate.onnx") + "\n";
     config_ = config;
     SpawnOptions options;
     options.rlimits = {{RLIMIT_AS, kAddressSpace}};
@@ -541,6 +542,94 @@ TEST_F(Hostile, LongNodes) {
                 std::chrono::duration<double, std::milli>(scale_took).count());
     for (const auto& [name, file] : uploads) EXPECT_EQ(ask(*c, unload_request(name)).status(), HETERO_OK);
   });
+}
+
+// Sequences a client opens and never ends (daemon/sequences.h): 10,000
+// starts, of which limits.max_sequences_per_client (256) are kept and the
+// rest refused BUSY; sequences whose state would pass max_sequence_state_mb
+// (64 MiB: three of 16 MiB beside the small ones) refused too, on a model
+// of 16 MiB states the attacker uploads. Meanwhile a well-behaved client's
+// sequence, started before, goes on with the right answers, and when the
+// attacker's connection closes its sequences and their state go with it.
+TEST_F(Hostile, SequencesNeverEnded) {
+  auto good = client();
+  auto call = [](const std::string& model, uint64_t sequence, bool start, float x) {
+    wire::Request r = model == "acc" ? infer_request(model, "x", {1, 4}, {x, x, x, x})
+                                     : infer_request(model, "x", {1, 1}, {x});
+    r.mutable_infer()->set_sequence_id(sequence);
+    r.mutable_infer()->set_sequence_start(start);
+    return r;
+  };
+  ASSERT_EQ(ask(*good, call("acc", 1, true, 1)).status(), HETERO_OK);
+  float sum = 1;
+  survive("10,000 sequences never ended", [&] {
+    auto c = client();
+    size_t kept = 0, refused = 0;
+    std::string refusal;
+    uint64_t id = 0;
+    while (id < 10000) {
+      // 32 in flight at a time, under max_in_flight_per_client.
+      const uint64_t first = id;
+      for (; id < first + 32 && id < 10000; ++id) {
+        wire::Request r = call("acc", id + 1, true, 1);
+        r.set_id(id + 1);
+        c->send(r);
+      }
+      for (uint64_t k = first; k < id; ++k) {
+        const auto reply = c->receive(20s);
+        ASSERT_TRUE(reply) << "a start was never answered";
+        if (reply->status() == HETERO_OK) {
+          ++kept;
+        } else {
+          EXPECT_EQ(reply->status(), HETERO_BUSY) << reply->message();
+          ++refused;
+          refusal = reply->message();
+        }
+      }
+      // The good client's sequence goes on through all of it.
+      if (id % 1024 == 0) {
+        sum += 2;
+        const wire::Response r = ask(*good, call("acc", 1, false, 2));
+        ASSERT_EQ(r.status(), HETERO_OK) << r.message();
+        EXPECT_EQ(r.infer().outputs_size(), 1);
+        EXPECT_EQ(r.infer().outputs(0).inline_data().size(), 16u);
+        float y = 0;
+        std::memcpy(&y, r.infer().outputs(0).inline_data().data(), 4);
+        EXPECT_EQ(y, sum);
+      }
+    }
+    // The good client's one sequence counts too: the uid's limit is 256.
+    EXPECT_EQ(kept, 255u);
+    EXPECT_EQ(refused, 10000u - 255u);
+    EXPECT_NE(refusal.find("limits.max_sequences_per_client"), std::string::npos) << refusal;
+  });
+  survive("sequences of 16 MiB states", [&] {
+    auto c = client();
+    const wire::Response loaded = ask(*c, load_bytes("big_state", read_file(fixture_path("big_state.onnx"))), 60s);
+    ASSERT_EQ(loaded.status(), HETERO_OK) << loaded.message();
+    size_t kept = 0;
+    std::string refusal;
+    for (uint64_t id = 1; id <= 8; ++id) {
+      const wire::Response r = ask(*c, call("big_state", id, true, 1));
+      if (r.status() == HETERO_OK)
+        ++kept;
+      else
+        refusal = r.message();
+    }
+    // 3 x 16 MiB and the good client's 16 bytes: a fourth would pass 64 MiB.
+    EXPECT_EQ(kept, 3u);
+    EXPECT_NE(refusal.find("limits.max_sequence_state_mb"), std::string::npos) << refusal;
+    EXPECT_EQ(ask(*c, unload_request("big_state")).status(), HETERO_OK);
+  });
+  // The attackers' connections closed: their sequences went, the good one's stayed.
+  sum += 2;
+  const wire::Response r = ask(*good, call("acc", 1, false, 2));
+  ASSERT_EQ(r.status(), HETERO_OK) << r.message();
+  float y = 0;
+  std::memcpy(&y, r.infer().outputs(0).inline_data().data(), 4);
+  EXPECT_EQ(y, sum);
+  auto again = client();
+  EXPECT_EQ(ask(*again, call("acc", 2, true, 1)).status(), HETERO_OK);
 }
 
 // A 1.6 KB model of functions that call each other in a doubling chain, 2^40
