@@ -325,6 +325,30 @@ hetero_status hetero_compiled_model_end_sequence(hetero_compiled_model_t* compil
   });
 }
 
+hetero_status hetero_compiled_model_get_state_pair_count(const hetero_compiled_model_t* compiled,
+                                                         size_t* out_count) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_state_pair_count");
+    require(out_count, "hetero_compiled_model_get_state_pair_count", "out_count");
+    *out_count = c.state_pairs().size();
+  });
+}
+
+hetero_status hetero_compiled_model_get_state_pair(const hetero_compiled_model_t* compiled, const char** out_output,
+                                                   const char** out_input, size_t index) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_state_pair");
+    require(out_output, "hetero_compiled_model_get_state_pair", "out_output");
+    require(out_input, "hetero_compiled_model_get_state_pair", "out_input");
+    const auto& pairs = c.state_pairs();
+    if (index >= pairs.size())
+      fail(HETERO_INVALID_ARGUMENT, "state pair index " + std::to_string(index) + " is out of range (the model has " +
+                                        std::to_string(pairs.size()) + ")");
+    *out_output = pairs[index].first.c_str();
+    *out_input = pairs[index].second.c_str();
+  });
+}
+
 hetero_status hetero_compiled_model_is_cached(const hetero_compiled_model_t* compiled, int* out_cached) {
   return guard([&] {
     const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_is_cached");

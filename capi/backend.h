@@ -103,6 +103,11 @@ class CompiledModelImpl {
   // A complete blob (container header included).
   virtual std::vector<uint8_t> export_blob() const = 0;
   virtual std::unique_ptr<InferRequestImpl> create_infer_request() = 0;
+  // Its state pairs (output, input), which a daemon reports for its models.
+  virtual const std::vector<std::pair<std::string, std::string>>& state_pairs() const {
+    static const std::vector<std::pair<std::string, std::string>> none;
+    return none;
+  }
   // hetero_compiled_model_end_sequence(): a daemon's clients only.
   virtual void end_sequence(uint64_t) {
     fail(HETERO_NOT_SUPPORTED, "sequences are kept by heterod, for its clients (hetero_core_connect)");

@@ -240,6 +240,7 @@ void cli_model_options_free(cli_model_options* options);
 int cmd_devices(int argc, char** argv);
 int cmd_info(int argc, char** argv);
 int cmd_run(int argc, char** argv);
+int cmd_stream(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_partition(int argc, char** argv);
 int cmd_compile(int argc, char** argv);

@@ -12,6 +12,7 @@ static const char kHelp[] =
     "  devices   list devices, drivers and driver modules that failed to load\n"
     "  info      describe a model: inputs, outputs, opsets, what each device runs\n"
     "  run       run one inference of a model and write its outputs\n"
+    "  stream    stream a WAV file through a stateful model heterod serves\n"
     "  bench     measure a model's latency and throughput\n"
     "  partition show how a HETERO device splits a model across devices\n"
     "  compile   precompile a model into a blob that run, bench and the C ABI import\n"
@@ -40,6 +41,7 @@ static const command kCommands[] = {
     {"devices", cmd_devices},
     {"info", cmd_info},
     {"run", cmd_run},
+    {"stream", cmd_stream},
     {"bench", cmd_bench},
     {"partition", cmd_partition},
     {"compile", cmd_compile},

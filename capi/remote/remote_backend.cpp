@@ -265,8 +265,10 @@ class RemoteCompiledModel final : public CompiledModelImpl {
     for (const wire::StatePair& pair : info.state_pairs()) {
       mark(inputs_, state_inputs_, pair.input());
       mark(outputs_, state_outputs_, pair.output());
+      state_pairs_.emplace_back(pair.output(), pair.input());
     }
   }
+  const std::vector<std::pair<std::string, std::string>>& state_pairs() const override { return state_pairs_; }
   const std::vector<Port>& inputs() const override { return inputs_; }
   const std::vector<Port>& outputs() const override { return outputs_; }
   const std::string& device() const override { return device_; }
@@ -288,6 +290,7 @@ class RemoteCompiledModel final : public CompiledModelImpl {
   std::vector<Port> inputs_, outputs_;
   std::vector<std::string> submodels_;
   std::vector<bool> state_inputs_, state_outputs_;  // which ports its state pairs are
+  std::vector<std::pair<std::string, std::string>> state_pairs_;  // output, input
 };
 
 class RemoteBackend final : public Backend {

@@ -546,6 +546,15 @@ HETERO_API hetero_status hetero_infer_request_set_sequence(hetero_infer_request_
 /* Ends sequence `sequence_id` of `compiled` now, giving back its state.
  * HETERO_NOT_FOUND when there is none. */
 HETERO_API hetero_status hetero_compiled_model_end_sequence(hetero_compiled_model_t* compiled, uint64_t sequence_id);
+/* A daemon's model's state pairs: what a sequence of it carries, output
+ * `out_output` fed back as input `out_input`. None for a model of no state,
+ * and for a local core's. Strings borrowed, valid until the compiled model
+ * is released. */
+HETERO_API hetero_status hetero_compiled_model_get_state_pair_count(const hetero_compiled_model_t* compiled,
+                                                                    size_t* out_count);
+HETERO_API hetero_status hetero_compiled_model_get_state_pair(const hetero_compiled_model_t* compiled,
+                                                              const char** out_output, const char** out_input,
+                                                              size_t index);
 
 /* ---- A daemon's models (API 0.3) ----------------------------------------- */
 

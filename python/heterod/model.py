@@ -109,6 +109,18 @@ class CompiledModel(_Ports, Handle):
         n = count(lib.hetero_compiled_model_get_submodel_count, self._handle)
         return [borrowed_string(lib.hetero_compiled_model_get_submodel_device, self._handle, i) for i in range(n)]
 
+    @property
+    def state_pairs(self) -> list[tuple[str, str]]:
+        """What a sequence of this model carries, as (output, input) pairs:
+        a daemon's model with state (see sequence()); empty otherwise."""
+        n = count(lib.hetero_compiled_model_get_state_pair_count, self._handle)
+        pairs = []
+        for i in range(n):
+            output, input_ = C.c_char_p(), C.c_char_p()
+            check(lib.hetero_compiled_model_get_state_pair(self._handle, C.byref(output), C.byref(input_), i))
+            pairs.append(((output.value or b"").decode(), (input_.value or b"").decode()))
+        return pairs
+
     def export(self, path: StrPath | None = None) -> bytes | None:
         """The compiled blob (Core.import_model reads it back): returned as
         bytes, or written to `path` atomically (then None). In process only."""

@@ -205,17 +205,12 @@ class InferRequest(Handle):
             raise error(Status.NOT_FOUND, f"the model has no output named '{unknown[0]}' (outputs: {known})")
         return [index[n] for n in names]
 
-    def _outputs(self, indices: list[int], skip_state: bool = False) -> dict[str, Array]:
-        """The outputs `indices`; with `skip_state`, a sequence's call, those
-        its daemon kept as state are left out."""
+    def _outputs(self, indices: list[int]) -> dict[str, Array]:
         inputs = tuple(a for a in self._bound if a is not None)
         outputs = {}
         for i in indices:
             handle = C.c_void_p()
-            code = lib.hetero_infer_request_get_output(self._handle, C.byref(handle), i)
-            if skip_state and code == Status.INVALID_ARGUMENT:
-                continue
-            check(code)
+            check(lib.hetero_infer_request_get_output(self._handle, C.byref(handle), i))
             outputs[self._output_ports[i].name] = _tensors.output_array(_tensors.Tensor(handle), inputs)
         return outputs
 

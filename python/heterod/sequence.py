@@ -42,6 +42,8 @@ class Sequence:
         self.id = next(_ids)
         self._start = True
         self._open = False
+        state = {output for output, _ in compiled.state_pairs}
+        self._plain_outputs = [i for i, p in enumerate(compiled.outputs) if p.name not in state]
 
     def infer(self, inputs: Inputs = None, output_names: OutputNames = None) -> dict[str, Array]:
         """One call: binds `inputs` (inputs bound earlier stay bound, but a
@@ -49,7 +51,7 @@ class Sequence:
         state) and returns the outputs by name: those of `output_names`
         (state outputs included), or all but the state the daemon keeps."""
         request = self._request
-        outputs = request._output_indices(output_names)
+        outputs = request._output_indices(output_names) if output_names is not None else self._plain_outputs
         with request._lock:
             request._bind_all(inputs, every_input=False)
             # Outputs named may be state outputs (an LSTM's h is its result).
@@ -57,7 +59,7 @@ class Sequence:
             check(lib.hetero_infer_request_set_sequence(request._handle, self.id, flags))
             check(lib.hetero_infer_request_infer(request._handle))
             self._start, self._open = False, True
-            return request._outputs(outputs, skip_state=output_names is None)
+            return request._outputs(outputs)
 
     def reset(self) -> None:
         """The next call starts the sequence again, from zero state."""

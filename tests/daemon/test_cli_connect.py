@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import wave
 
 hetero, heterod, demo, fixtures = sys.argv[1:5]
 passed = failed = 0
@@ -130,6 +131,30 @@ def main():
                   "--connect and no command", r.stderr)
             r = plain("models", "--connect", socket, "--connect", socket)
             check(r.returncode == 2 and "given twice" in r.stderr, "--connect twice", r.stderr)
+            # stream: a WAV file through a stateful model, its state kept by the
+            # daemon. accumulate.onnx sums its 4-sample chunks: each line says
+            # what the daemon carried.
+            samples = [1024 * (k % 7 - 3) for k in range(12)] + [512, 512]  # 3 chunks and a padded one
+            pcm = os.path.join(tmp, "pcm.wav")
+            with wave.open(pcm, "wb") as w:
+                w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+                w.writeframes(b"".join(s.to_bytes(2, "little", signed=True) for s in samples))
+            r = cli(socket, "load", "acc", os.path.join(fixtures, "accumulate.onnx"))
+            check(r.returncode == 0, "load a stateful model", r.stdout + r.stderr)
+            r = cli(socket, "stream", "acc", pcm)
+            padded = samples + [0, 0]
+            sums, lines = [0.0] * 4, []
+            for c in range(4):
+                sums = [s + v / 32768 for s, v in zip(sums, padded[4 * c: 4 * c + 4])]
+                lines.append(f"{c * 4 / 16000:.3f} y=" + ",".join(f"{s:.6g}" for s in sums))
+            check(r.returncode == 0 and r.stdout.splitlines() == lines, "stream: one line per chunk, state carried",
+                  r.stdout + r.stderr + "\nexpected:\n" + "\n".join(lines))
+            r = cli(socket, "stream", "demo", pcm)
+            check(r.returncode == 1 and "keeps no state" in r.stderr, "stream a model of no state", r.stderr)
+            r = cli(socket, "stream", "acc", config)
+            check(r.returncode == 1 and "not a WAV file" in r.stderr, "stream a file that is not WAV", r.stderr)
+            r = plain("stream", "acc", pcm)
+            check(r.returncode == 2 and "give --connect" in r.stderr, "stream needs the daemon", r.stderr)
             # An option the daemon's model does not take is said, not dropped.
             r = plain("run", "demo", "--device", "CPU.1", "--connect", socket)
             check(r.returncode == 0 and "warning: --device CPU.1 is ignored: heterod serves 'demo' on CPU" in r.stderr,

@@ -27,6 +27,7 @@ def expected(remote_core: heterod.Core) -> np.ndarray:
 def test_a_sequence_carries_the_state_in_the_daemon(remote_core: heterod.Core, expected: np.ndarray) -> None:
     xs = lstm_frames()
     with remote_core.open_model("lstm_step") as step, step.sequence() as stream:
+        assert step.state_pairs == [("h_out", "h"), ("c_out", "c")]
         for t in range(FRAMES):
             # h_out is the LSTM's state and its result: asked for by name.
             h = stream.infer({"x": xs[t : t + 1]}, output_names=["h_out"])["h_out"]
@@ -95,5 +96,6 @@ def test_in_process_there_is_no_daemon_to_keep_it(local_core: heterod.Core) -> N
     from conftest import SERVED
 
     with local_core.compile_model(SERVED["lstm_step"][0]) as step, step.sequence() as stream:
+        assert step.state_pairs == []
         with pytest.raises(heterod.NotSupportedError, match="kept by heterod"):
             stream.infer({"x": lstm_frames()[:1]})
