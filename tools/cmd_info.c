@@ -189,6 +189,15 @@ static int describe_served(const cli_model_options* o) {
     char device[512];
     printf("runs on: %s\n", cli_describe_device(compiled, device, sizeof device));
     print_ports(compiled, compiled_port);
+    /* What a sequence of it carries (docs/streams.md). */
+    size_t pairs = 0;
+    hetero_compiled_model_get_state_pair_count(compiled, &pairs);
+    if (pairs) puts("state (a sequence feeds each output back as the input):");
+    for (size_t k = 0; k < pairs; ++k) {
+      const char *output = "?", *input = "?";
+      hetero_compiled_model_get_state_pair(compiled, &output, &input, k);
+      printf("  %s -> %s\n", output, input);
+    }
     hetero_compiled_model_release(compiled);
   }
   hetero_core_release(core);

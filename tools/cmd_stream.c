@@ -320,7 +320,8 @@ static int stream(const stream_args* a) {
     }
     long chunk = a->chunk;
     if (!chunk && port_rank >= 1 && port[port_rank - 1] > 0) chunk = (long)port[port_rank - 1];
-    if (rc == CLI_OK && !chunk) rc = cli_usage_error("stream", "the audio input's length is not fixed by the model: give --chunk N");
+    if (rc == CLI_OK && !chunk)
+      rc = cli_usage_error("stream", "the audio input's length is not fixed by the model: give --chunk N");
     dims[rank - 1] = chunk;
     if (rc == CLI_OK && !(samples = calloc((size_t)chunk, sizeof *samples))) rc = CLI_FAILED;
   }

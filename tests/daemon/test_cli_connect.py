@@ -141,6 +141,8 @@ def main():
                 w.writeframes(b"".join(s.to_bytes(2, "little", signed=True) for s in samples))
             r = cli(socket, "load", "acc", os.path.join(fixtures, "accumulate.onnx"))
             check(r.returncode == 0, "load a stateful model", r.stdout + r.stderr)
+            r = cli(socket, "info", "acc")
+            check(r.returncode == 0 and "  totalN -> total" in r.stdout, "info lists the state pairs", r.stdout)
             r = cli(socket, "stream", "acc", pcm)
             padded = samples + [0, 0]
             sums, lines = [0.0] * 4, []

@@ -264,5 +264,16 @@ TEST_F(Sequences, AStatePairTheModelLacksFailsItsLoad) {
   hetero_core_release(core);
 }
 
+TEST_F(Sequences, AnEmptyStateMapTurnsThemOff) {
+  start("", "    state: {}\n");
+  EXPECT_EQ(daemon_->log().find("serves sequences"), std::string::npos) << daemon_->log();
+  Client c(socket_);
+  ASSERT_TRUE(c.ok());
+  Row y{};
+  const Row total{};
+  EXPECT_EQ(c.call(1, HETERO_SEQUENCE_START, Row{}, y, &total), HETERO_INVALID_ARGUMENT);
+  EXPECT_NE(c.error.find("keeps no state"), std::string::npos) << c.error;
+}
+
 }  // namespace
 }  // namespace hetero::test
