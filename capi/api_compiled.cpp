@@ -349,6 +349,18 @@ hetero_status hetero_compiled_model_get_state_pair(const hetero_compiled_model_t
   });
 }
 
+hetero_status hetero_compiled_model_get_input_given(const hetero_compiled_model_t* compiled, int* out_given,
+                                                    size_t index) {
+  return guard([&] {
+    const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_get_input_given");
+    require(out_given, "hetero_compiled_model_get_input_given", "out_given");
+    if (index >= c.inputs().size())
+      fail(HETERO_INVALID_ARGUMENT, "input index " + std::to_string(index) + " is out of range (the model has " +
+                                        std::to_string(c.inputs().size()) + ")");
+    *out_given = c.input_given(index) ? 1 : 0;
+  });
+}
+
 hetero_status hetero_compiled_model_is_cached(const hetero_compiled_model_t* compiled, int* out_cached) {
   return guard([&] {
     const CompiledModelImpl& c = compiled_of(compiled, "hetero_compiled_model_is_cached");

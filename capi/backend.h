@@ -108,6 +108,8 @@ class CompiledModelImpl {
     static const std::vector<std::pair<std::string, std::string>> none;
     return none;
   }
+  // Whether a daemon's config gives input `index` a value.
+  virtual bool input_given(size_t) const { return false; }
   // hetero_compiled_model_end_sequence(): a daemon's clients only.
   virtual void end_sequence(uint64_t) {
     fail(HETERO_NOT_SUPPORTED, "sequences are kept by heterod, for its clients (hetero_core_connect)");

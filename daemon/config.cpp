@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -56,6 +57,15 @@ struct Reader {
     if (s.empty() || ec != std::errc() || end != s.data() + s.size() || value < min || value > max)
       fail_at(node, "'" + field + "' must be a whole number from " + std::to_string(min) + " to " +
                         std::to_string(max));
+    return value;
+  }
+
+  double real(const YAML::Node& node, const std::string& field) const {
+    const std::string s = node.IsScalar() ? node.Scalar() : std::string();
+    double value = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(value))
+      fail_at(node, "'" + field + "' must be a number");
     return value;
   }
 
@@ -274,7 +284,7 @@ ModelSpec read_model(const Reader& r, const YAML::Node& node) {
   ModelSpec m;
   m.line = node.Mark().line >= 0 ? node.Mark().line + 1 : 0;
   const std::set<std::string> keys = {"name",   "path",     "device",   "policy",           "config", "shapes",
-                                      "parallel", "queue", "priority", "max_inference_ms", "state"};
+                                      "parallel", "queue", "priority", "max_inference_ms", "state",  "defaults"};
   r.each(node, "a model", keys, [&](const std::string& key, const YAML::Node& v) {
     if (key == "name") {
       m.name = r.text(v, "name");
@@ -305,6 +315,22 @@ ModelSpec read_model(const Reader& r, const YAML::Node& node) {
     } else if (key == "state") {
       m.state = r.string_map(v, "state");
       m.state_set = true;
+    } else if (key == "defaults") {
+      r.expect_map(v, "defaults");
+      for (const auto& kv : v) {
+        const std::string input = r.text(kv.first, "defaults");
+        const std::string field = "defaults." + input;
+        ModelSpec::InputValue& value = m.defaults[input];
+        value.scalar = kv.second.IsScalar();
+        if (!value.scalar && !kv.second.IsSequence())
+          r.fail_at(kv.second, "'" + field + "' must be a number or a list of numbers");
+        if (kv.second.IsSequence() && kv.second.size() > 4096)
+          r.fail_at(kv.second, "'" + field + "' has more than 4096 values");
+        if (value.scalar)
+          value.values.push_back(r.real(kv.second, field));
+        else
+          for (const YAML::Node& n : kv.second) value.values.push_back(r.real(n, field));
+      }
     } else if (key == "max_inference_ms") {
       m.max_inference_ms = static_cast<uint32_t>(r.number(v, "max_inference_ms", 0, 24u * 3600 * 1000));
     } else {
@@ -401,7 +427,8 @@ std::vector<FileProblem> check_files(const Config& c, bool thorough) {
 bool ModelSpec::same_model(const ModelSpec& o) const {
   return name == o.name && path == o.path && device == o.device && policy == o.policy && config == o.config &&
          shapes == o.shapes && parallel == o.parallel && queue == o.queue && priority == o.priority &&
-         max_inference_ms == o.max_inference_ms && state == o.state && state_set == o.state_set;
+         max_inference_ms == o.max_inference_ms && state == o.state && state_set == o.state_set &&
+         defaults == o.defaults;
 }
 
 bool valid_model_name(const std::string& name) {

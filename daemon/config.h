@@ -94,6 +94,15 @@ struct ModelSpec {
   // (daemon/sequences.h). Unset (state_set false): detected from the names.
   std::map<std::string, std::string> state;
   bool state_set = false;
+  // Inputs the config gives a value, which a call may then leave out (a
+  // stream's constants: Silero VAD's sample rate `sr`): a number, or a list
+  // of numbers for an input of one dim.
+  struct InputValue {
+    std::vector<double> values;
+    bool scalar = true;
+    bool operator==(const InputValue&) const = default;
+  };
+  std::map<std::string, InputValue> defaults;
 
   // Equal for specs that compile to the same model (a reload keeps it).
   bool same_model(const ModelSpec& other) const;

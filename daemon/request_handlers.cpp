@@ -153,6 +153,7 @@ void Server::describe(const ModelEntry& entry, wire::ModelInfo& info) const {
       pair.set_output(output);
       pair.set_input(input);
     }
+    for (const std::string& input : d.defaults) info.add_default_inputs(input);
   } else {
     info.set_name(entry.spec.name);
     info.set_device(entry.spec.device);

@@ -34,6 +34,7 @@ ServedModel::ServedModel(const ModelSpec& spec, CompiledModel compiled, Threads 
       if (!wire::is_valid_utf8(name))
         hetero::fail(HETERO_INVALID_MODEL, "model '" + spec_.name + "': the port name '" +
                                                wire::escape_invalid_utf8(name) + "' is not valid UTF-8");
+  make_defaults();
   state_pairs_ = find_state_pairs(spec_, compiled_.inputs(), compiled_.outputs());
   if (!spec_.state_set && !state_pairs_.empty()) {
     std::string pairs;
@@ -52,6 +53,55 @@ ServedModel::ServedModel(const ModelSpec& spec, CompiledModel compiled, Threads 
     slot->request.reset(request);
     free_slots_.push_back(slot.get());
     slots_.push_back(std::move(slot));
+  }
+}
+
+namespace {
+
+// Value k of a default input's bytes, as a T.
+template <typename T>
+void store_as(uint8_t* out, size_t k, double value) {
+  const T v = static_cast<T>(value);
+  std::memcpy(out + k * sizeof(T), &v, sizeof(T));
+}
+
+}  // namespace
+
+void ServedModel::make_defaults() {
+  const std::vector<Port> ports = compiled_.inputs();
+  for (const auto& [name, value] : spec_.defaults) {
+    const std::string what = "model '" + spec_.name + "': defaults: input '" + name + "'";
+    const auto port = std::find_if(ports.begin(), ports.end(), [&](const Port& p) { return p.name == name; });
+    if (port == ports.end()) hetero::fail(HETERO_INVALID_MODEL, what + ": the model has no such input");
+    DefaultInput& d = defaults_.emplace_back();
+    d.name = name;
+    d.dtype = static_cast<core::DType>(port->dtype);
+    if (!value.scalar) d.dims = {static_cast<int64_t>(value.values.size())};
+    if (port->shape && port->shape->size() != d.dims.size())
+      hetero::fail(HETERO_INVALID_MODEL, what + " has " + std::to_string(port->shape->size()) + " dims, its value " +
+                                             (value.scalar ? "is a number" : "a list"));
+    if (port->shape && !value.scalar && (*port->shape)[0] >= 0 && (*port->shape)[0] != d.dims[0])
+      hetero::fail(HETERO_INVALID_MODEL, what + " takes " + std::to_string((*port->shape)[0]) + " values, " +
+                                             std::to_string(d.dims[0]) + " are given");
+    const size_t size = core::dtype_size(d.dtype);
+    d.bytes = value.values.size() * size;
+    d.words.assign((d.bytes + 7) / 8, 0);
+    auto* out = reinterpret_cast<uint8_t*>(d.words.data());
+    for (size_t k = 0; k < value.values.size(); ++k) {
+      const double v = value.values[k];
+      switch (d.dtype) {
+        case core::DType::F32: store_as<float>(out, k, v); break;
+        case core::DType::F64: store_as<double>(out, k, v); break;
+        case core::DType::I64: store_as<int64_t>(out, k, v); break;
+        case core::DType::I32: store_as<int32_t>(out, k, v); break;
+        case core::DType::I8: store_as<int8_t>(out, k, v); break;
+        case core::DType::U8:
+        case core::DType::Bool: store_as<uint8_t>(out, k, v); break;
+        default:
+          hetero::fail(HETERO_INVALID_MODEL, what + " is " + hetero_dtype_name(port->dtype) +
+                                                 ": defaults are for float, int and bool inputs");
+      }
+    }
   }
 }
 
@@ -118,6 +168,7 @@ ModelDescription ServedModel::describe() const {
   d.outputs = compiled_.outputs();
   d.submodel_devices = compiled_.submodel_devices();
   for (const StatePair& p : state_pairs_) d.state.emplace_back(output_names_[p.output], input_names_[p.input]);
+  for (const DefaultInput& input : defaults_) d.defaults.push_back(input.name);
   return d;
 }
 
@@ -213,6 +264,9 @@ void ServedModel::submit(const std::shared_ptr<ServedModel>& self, std::unique_p
 hetero_status ServedModel::place_inputs(InferJob& job, std::string& why) const {
   if (job.sequence)
     if (const hetero_status bound = job.sequence->bind(job, input_names_, why); bound != HETERO_OK) return bound;
+  for (const DefaultInput& d : defaults_)
+    if (std::none_of(job.inputs.begin(), job.inputs.end(), [&](const wire::TensorView& v) { return v.name == d.name; }))
+      job.inputs.push_back({d.name, d.dtype, d.dims, reinterpret_cast<const uint8_t*>(d.words.data()), d.bytes});
   if (job.inputs.size() != input_names_.size()) {
     why = "model '" + spec_.name + "' takes " + std::to_string(input_names_.size()) + " inputs, the request has " +
           std::to_string(job.inputs.size());

@@ -44,6 +44,7 @@ struct ModelDescription {
   std::vector<Port> inputs, outputs;
   std::vector<std::string> submodel_devices;
   std::vector<std::pair<std::string, std::string>> state;  // output, input: what a sequence carries
+  std::vector<std::string> defaults;  // inputs its config gives values, which a call may leave out
 };
 
 // A served model's counters since it was loaded, and its latencies (receipt
@@ -152,7 +153,8 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   // Loop thread: where each of `job`'s inputs goes among the model's
   // (job.input_index), checked as every front end's requests are: each of
   // the model's inputs given once, and no other; a sequence's call gets the
-  // state inputs it does not give from its sequence. INVALID_ARGUMENT saying
+  // state inputs it does not give from its sequence, and any call the inputs
+  // its config gives values (`defaults:`). INVALID_ARGUMENT saying
   // which is not (`why`), or the sequence's refusal; else OK.
   hetero_status place_inputs(InferJob& job, std::string& why) const;
 
@@ -272,6 +274,17 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
   std::function<void(Clock::time_point)> keep_deadline_;
   std::vector<std::string> input_names_, output_names_;
   std::vector<StatePair> state_pairs_;
+  // The values its config gives inputs (ModelSpec::defaults), for the calls
+  // that leave them out.
+  struct DefaultInput {
+    std::string name;
+    core::DType dtype = core::DType::Undefined;
+    std::vector<int64_t> dims;
+    std::vector<uint64_t> words;  // the bytes, 8-aligned
+    size_t bytes = 0;
+  };
+  std::vector<DefaultInput> defaults_;
+  void make_defaults();
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<Slot*> free_slots_;
   std::deque<std::unique_ptr<InferJob>> queue_;

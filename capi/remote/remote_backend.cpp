@@ -55,12 +55,15 @@ const char* state_name(wire::ModelInfo::State state) {
 class RemoteInferRequest final : public InferRequestImpl {
  public:
   // `state_inputs` and `state_outputs`: which ports a sequence's state
-  // pairs are (wire::ModelInfo::state_pairs).
+  // pairs are (wire::ModelInfo::state_pairs); `optional_inputs`, which
+  // inputs the daemon's config gives values (wire::ModelInfo::default_inputs).
   RemoteInferRequest(std::shared_ptr<RemoteConnection> connection, std::string model, std::vector<Port> inputs,
-                     std::vector<Port> outputs, std::vector<bool> state_inputs, std::vector<bool> state_outputs)
+                     std::vector<Port> outputs, std::vector<bool> state_inputs, std::vector<bool> state_outputs,
+                     std::vector<bool> optional_inputs)
       : connection_(std::move(connection)), model_(std::move(model)), ports_(std::move(inputs)),
         output_ports_(std::move(outputs)), state_inputs_(std::move(state_inputs)),
-        state_outputs_(std::move(state_outputs)), inputs_(ports_.size()), output_count_(output_ports_.size()) {}
+        state_outputs_(std::move(state_outputs)), optional_inputs_(std::move(optional_inputs)),
+        inputs_(ports_.size()), output_count_(output_ports_.size()) {}
 
   ~RemoteInferRequest() override { state_.wait_idle(); }
 
@@ -159,8 +162,9 @@ class RemoteInferRequest final : public InferRequestImpl {
       std::vector<wire::OutgoingTensor> tensors;
       for (size_t k = 0; k < inputs_.size(); ++k) {
         const core::Tensor& t = inputs_[k];
-        // A sequence's state inputs are the daemon's unless the call gives one.
-        if (t.empty() && sequenced_ && state_inputs_[k]) continue;
+        // A sequence's state inputs are the daemon's unless the call gives
+        // one, and so are the inputs its config gives values.
+        if (t.empty() && ((sequenced_ && state_inputs_[k]) || optional_inputs_[k])) continue;
         if (t.empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + ports_[k].name + "' is not set");
         tensors.push_back({ports_[k].name, static_cast<int32_t>(t.dtype()), t.shape(), t.raw(), t.nbytes()});
       }
@@ -234,7 +238,7 @@ class RemoteInferRequest final : public InferRequestImpl {
   std::shared_ptr<RemoteConnection> connection_;
   std::string model_;
   std::vector<Port> ports_, output_ports_;
-  std::vector<bool> state_inputs_, state_outputs_;
+  std::vector<bool> state_inputs_, state_outputs_, optional_inputs_;
   std::vector<core::Tensor> inputs_;
   size_t output_count_;
   // The sequence its calls belong to (0: none) and the next call's flags;
@@ -256,7 +260,7 @@ class RemoteCompiledModel final : public CompiledModelImpl {
       : connection_(std::move(connection)), name_(info.name()), device_(info.device()),
         inputs_(ports_from(info.inputs())), outputs_(ports_from(info.outputs())),
         submodels_(info.submodel_devices().begin(), info.submodel_devices().end()),
-        state_inputs_(inputs_.size()), state_outputs_(outputs_.size()) {
+        state_inputs_(inputs_.size()), state_outputs_(outputs_.size()), default_inputs_(inputs_.size()) {
     if (submodels_.empty()) submodels_.push_back(device_);
     auto mark = [](const std::vector<Port>& ports, std::vector<bool>& marks, const std::string& name) {
       for (size_t k = 0; k < ports.size(); ++k)
@@ -267,15 +271,18 @@ class RemoteCompiledModel final : public CompiledModelImpl {
       mark(outputs_, state_outputs_, pair.output());
       state_pairs_.emplace_back(pair.output(), pair.input());
     }
+    for (const std::string& input : info.default_inputs()) mark(inputs_, default_inputs_, input);
   }
   const std::vector<std::pair<std::string, std::string>>& state_pairs() const override { return state_pairs_; }
+  bool input_given(size_t index) const override { return default_inputs_[index]; }
   const std::vector<Port>& inputs() const override { return inputs_; }
   const std::vector<Port>& outputs() const override { return outputs_; }
   const std::string& device() const override { return device_; }
   const std::vector<std::string>& submodel_devices() const override { return submodels_; }
   std::vector<uint8_t> export_blob() const override { in_process_only("exporting a compiled model"); }
   std::unique_ptr<InferRequestImpl> create_infer_request() override {
-    return std::make_unique<RemoteInferRequest>(connection_, name_, inputs_, outputs_, state_inputs_, state_outputs_);
+    return std::make_unique<RemoteInferRequest>(connection_, name_, inputs_, outputs_, state_inputs_, state_outputs_,
+                                                default_inputs_);
   }
   void end_sequence(uint64_t id) override {
     wire::Request request;
@@ -290,6 +297,7 @@ class RemoteCompiledModel final : public CompiledModelImpl {
   std::vector<Port> inputs_, outputs_;
   std::vector<std::string> submodels_;
   std::vector<bool> state_inputs_, state_outputs_;  // which ports its state pairs are
+  std::vector<bool> default_inputs_;                // which inputs the daemon's config gives values
   std::vector<std::pair<std::string, std::string>> state_pairs_;  // output, input
 };
 

@@ -555,6 +555,11 @@ HETERO_API hetero_status hetero_compiled_model_get_state_pair_count(const hetero
 HETERO_API hetero_status hetero_compiled_model_get_state_pair(const hetero_compiled_model_t* compiled,
                                                               const char** out_output, const char** out_input,
                                                               size_t index);
+/* Whether the daemon's config gives input `index` a value (its `defaults:`,
+ * a stream's constants such as a sample rate), so that an inference may
+ * leave it unbound: *out_given 1 or 0 (always 0 for a local core's). */
+HETERO_API hetero_status hetero_compiled_model_get_input_given(const hetero_compiled_model_t* compiled,
+                                                               int* out_given, size_t index);
 
 /* ---- A daemon's models (API 0.3) ----------------------------------------- */
 

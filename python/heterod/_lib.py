@@ -95,6 +95,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "hetero_compiled_model_end_sequence": (status_t, [_P, C.c_uint64]),
     "hetero_compiled_model_get_state_pair_count": (status_t, [_P, size_p]),
     "hetero_compiled_model_get_state_pair": (status_t, [_P, str_p, str_p, _S]),
+    "hetero_compiled_model_get_input_given": (status_t, [_P, C.POINTER(C.c_int), _S]),
     # A daemon's models
     "hetero_core_list_models": (status_t, [handle_p, _P]),
     "hetero_model_list_get_count": (status_t, [_P, size_p]),

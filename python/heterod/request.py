@@ -56,6 +56,13 @@ class InferRequest(Handle):
         self._input_ports = compiled.inputs
         self._output_ports = compiled.outputs
         self._input_index = {p.name: i for i, p in enumerate(self._input_ports)}
+        # Inputs a daemon's config gives values, which a call may leave out.
+        self._given_by_daemon: set[int] = set()
+        for i in range(len(self._input_ports)):
+            given = C.c_int()
+            check(lib.hetero_compiled_model_get_input_given(compiled._handle, C.byref(given), i))
+            if given.value:
+                self._given_by_daemon.add(i)
         # The arrays lent to the library, by input: they must stay alive while bound.
         self._bound: list[Array | None] = [None] * len(self._input_ports)
         self._lock = threading.Lock()
@@ -160,7 +167,8 @@ class InferRequest(Handle):
                 given.add(self._bind(i, value))
         else:
             raise TypeError(f"inputs must be a dict, a list of arrays or an array, not {type(inputs).__name__}")
-        missing = [p.name for i, p in enumerate(self._input_ports) if i not in given]
+        missing = [p.name for i, p in enumerate(self._input_ports)
+                   if i not in given and i not in self._given_by_daemon]
         if every_input and missing:
             raise error(Status.INVALID_ARGUMENT,
                               f"required inputs are missing: {', '.join(repr(n) for n in missing)} (every call of "

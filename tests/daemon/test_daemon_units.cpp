@@ -134,6 +134,11 @@ TEST_F(ConfigFile, ErrorsNameFileLineAndKey) {
       {"limits:\n  max_connections: 8\nmodels: []\nlimits:\n  max_connections: 512\n",
        ":4: 'limits' is given twice (first at line 1)"},
       {"models:\n  - name: a\n    path: x\n    name: b\n", ":4: 'name' is given twice (first at line 2)"},
+      {"models:\n  - name: a\n    path: x\n    state: [stateN]\n", ":4: 'state' must be a mapping"},
+      {"models:\n  - name: a\n    path: x\n    defaults: {sr: fast}\n", ":4: 'defaults.sr' must be a number"},
+      {"models:\n  - name: a\n    path: x\n    defaults: {sr: {a: 1}}\n",
+       ":4: 'defaults.sr' must be a number or a list of numbers"},
+      {"limits:\n  sequence_idle_ms: 5\n", ":2: 'limits.sequence_idle_ms' must be a whole number from 100"},
   };
   for (const Case& c : cases) {
     const std::string error = error_of(c.text);
@@ -224,6 +229,16 @@ TEST_F(ConfigFile, SameModelSpotsChanges) {
   const daemon::Config b = read("models:\n  - {name: m, path: x.onnx, parallel: 2}\n");
   EXPECT_TRUE(a.models[0].same_model(a.models[0]));
   EXPECT_FALSE(a.models[0].same_model(b.models[0]));
+  // What a sequence carries and what the config gives inputs are the model's too.
+  const daemon::Config c = read("models:\n  - {name: m, path: x.onnx, state: {hN: h}}\n");
+  const daemon::Config d = read("models:\n  - {name: m, path: x.onnx, defaults: {sr: 16000}}\n");
+  const daemon::Config e = read("models:\n  - {name: m, path: x.onnx, defaults: {sr: [16000, 8000]}}\n");
+  EXPECT_FALSE(a.models[0].same_model(c.models[0]));
+  EXPECT_FALSE(a.models[0].same_model(d.models[0]));
+  EXPECT_FALSE(d.models[0].same_model(e.models[0]));
+  EXPECT_EQ(c.models[0].state.at("hN"), "h");
+  EXPECT_EQ(e.models[0].defaults.at("sr").values, (std::vector<double>{16000, 8000}));
+  EXPECT_FALSE(e.models[0].defaults.at("sr").scalar);
 }
 
 // ---- Frames --------------------------------------------------------------------

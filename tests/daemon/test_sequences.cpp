@@ -275,5 +275,51 @@ TEST_F(Sequences, AnEmptyStateMapTurnsThemOff) {
   EXPECT_NE(c.error.find("keeps no state"), std::string::npos) << c.error;
 }
 
+// `defaults:` give an input a value, so that a call may leave it out (a
+// stream's constants). spin.onnx negates x m times: with m = 3 given by the
+// config, a call of x alone answers -x.
+TEST(StreamDefaults, AConfiguredInputValueLetsACallLeaveItOut) {
+  TempDir dir;
+  const std::string socket = dir.path() + "/heterod.sock";
+  const std::string spin = fixture_path("spin.onnx");
+  DaemonProcess daemon(dir.path(), "socket:\n  path: " + socket + "\nmodels:\n"
+                                   "  - {name: odd, path: " + spin + ", defaults: {m: 3}}\n"
+                                   "  - {name: even, path: " + spin + ", defaults: {m: 4}}\n"
+                                   "  - {name: nope, path: " + spin + ", defaults: {k: 3}}\n"
+                                   "  - {name: list, path: " + spin + ", defaults: {m: [1, 2]}}\n");
+  ASSERT_TRUE(daemon.wait_ready(socket)) << daemon.log();
+  hetero_core_t* core = connect_or_fail(socket);
+  ASSERT_TRUE(core);
+  for (const auto& [name, sign] : {std::pair{"odd", -1.0f}, std::pair{"even", 1.0f}}) {
+    hetero_compiled_model_t* compiled = nullptr;
+    ASSERT_EQ(hetero_compiled_model_open(&compiled, core, name), HETERO_OK) << hetero_last_error();
+    hetero_infer_request_t* request = nullptr;
+    hetero_infer_request_create(&request, compiled);
+    // Only x is bound: libhetero leaves m to the daemon, which gives it.
+    Row x = {1, -2, 3, -4};
+    hetero_tensor_t* t = nullptr;
+    hetero_tensor_wrap(&t, HETERO_DTYPE_FLOAT32, kRowDims.data(), 2, x.data(), sizeof x);
+    EXPECT_EQ(hetero_infer_request_set_input_by_name(request, "x", t), HETERO_OK);
+    hetero_tensor_release(t);
+    ASSERT_EQ(hetero_infer_request_infer(request), HETERO_OK) << hetero_last_error();
+    hetero_tensor_t* out = nullptr;
+    ASSERT_EQ(hetero_infer_request_get_output(request, &out, 0), HETERO_OK);
+    void* data = nullptr;
+    hetero_tensor_get_data(out, &data);
+    Row y{};
+    std::memcpy(y.data(), data, sizeof y);
+    hetero_tensor_release(out);
+    EXPECT_EQ(y, (Row{sign * 1, sign * -2, sign * 3, sign * -4})) << name;
+    hetero_infer_request_release(request);
+    hetero_compiled_model_release(compiled);
+  }
+  const std::string log = daemon.log();
+  EXPECT_NE(log.find("model 'nope': defaults: input 'k': the model has no such input"), std::string::npos) << log;
+  EXPECT_NE(log.find("model 'list': defaults: input 'm' has 0 dims, its value a list"), std::string::npos) << log;
+  hetero_core_release(core);
+  daemon.signal(SIGTERM);
+  EXPECT_EQ(daemon.wait_exit(), 0) << daemon.log();
+}
+
 }  // namespace
 }  // namespace hetero::test

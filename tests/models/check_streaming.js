@@ -8,9 +8,10 @@
 //                CPU.1, the rest on CPU); must cut more than one submodel
 //   hetero-blob  that split compiled to a blob and imported
 //   daemon       the same through heterod (hetero_core_connect), 1000 calls
-//   sequence     the same as a sequence, the state kept in heterod: the
-//                client sends the chunks (the zero state with the first)
-//                and gets the other outputs, 1000 calls
+//   sequence     the same as a sequence, the state kept in heterod and the
+//                sample rate given by its config (`defaults:`): the client
+//                sends the chunks alone (the zero state with the first) and
+//                gets the other outputs, 1000 calls
 //   cli          `hetero run` once per chunk, the state carried in .npy files
 //                that each call reads and then replaces (--output NAME=FILE);
 //                the first 20 calls (each is a process of its own)
@@ -171,12 +172,15 @@ function cliLoop(o, model, target, io, outDir, calls, connect) {
   }
 }
 
-// heterod on a socket in `dir`, serving `model` as `name`; resolves once it answers.
-async function startDaemon(o, dir, name, file) {
+// heterod on a socket in `dir`, serving `model` as `name`, its scalar fixed
+// inputs (the sample rate) given values by the config, so that a call may
+// leave them out; resolves once it answers.
+async function startDaemon(o, dir, name, file, model) {
   const socket = path.join(dir, 'heterod.sock');
   const config = path.join(dir, 'heterod.yaml');
+  const defaults = model.fixed.filter((f) => f.shape.length === 0).map((f) => `${f.name}: ${Number(f.data[0])}`);
   fs.writeFileSync(config, `socket: {path: ${socket}}\nmodel_dirs: [${path.dirname(file)}]\nmodels:\n` +
-    `  - {name: ${name}, path: ${file}, device: CPU}\n`);
+    `  - {name: ${name}, path: ${file}, device: CPU, defaults: {${defaults.join(', ')}}}\n`);
   const log = fs.openSync(path.join(dir, 'heterod.log'), 'w');
   const daemon = spawn(o.heterod, ['--config', config], { stdio: ['ignore', log, log] });
   let exited = null;
@@ -286,7 +290,7 @@ async function checkModel(model, o, ctx, work) {
   // Through the daemon: a C client, then the CLI.
   let d = null;
   try {
-    d = await startDaemon(o, dir, model.name, file);
+    d = await startDaemon(o, dir, model.name, file, model);
   } catch (e) {
     lines.push(`daemon: ${e.message}`);
     return { ok: false, lines };
@@ -297,11 +301,13 @@ async function checkModel(model, o, ctx, work) {
       calls: o.calls,
       go: (out) => void run(o.stream, [model.name, out, '--connect', d.socket, ...streamArgs], 'daemon'),
     });
-    // The state fed back in the daemon: only the chunk (and the zero state
-    // once) goes, and only the other outputs come back.
+    // The state fed back in the daemon and the sample rate given by its
+    // config: only the chunk (and the zero state once) goes, and only the
+    // other outputs come back.
     const sequenceArgs = ['--calls', String(o.calls), '--sequence', '1',
       '--chunk', `${model.chunk.name}=${path.join(inputs, `${model.chunk.name}.%ld.npy`)}`];
-    for (const f of model.fixed) sequenceArgs.push('--input', `${f.name}=${io.fixedFile(f)}`);
+    for (const f of model.fixed.filter((f) => f.shape.length > 0))
+      sequenceArgs.push('--input', `${f.name}=${io.fixedFile(f)}`);
     for (const s of model.states) sequenceArgs.push('--input', `${s.input}=${path.join(inputs, `${s.input}.npy`)}`);
     await attempt({
       name: 'sequence',

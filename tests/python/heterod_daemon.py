@@ -29,20 +29,24 @@ class Daemon:
         return self.log.read_text(errors="replace")
 
 
-def config_text(socket: str, models: Models, model_dirs: Sequence[Path] = ()) -> str:
+def config_text(socket: str, models: Models, model_dirs: Sequence[Path] = (),
+                extra: Optional[Mapping[str, str]] = None) -> str:
+    """The config; `extra` adds YAML to a model's entry by name ("defaults: {m: 3}")."""
     lines = [f"socket: {{path: {socket}}}", f"model_dirs: [{', '.join(str(d) for d in model_dirs)}]", "models:"]
     for name, (path, shapes) in models.items():
         shape_text = ", shapes: {" + ", ".join(f"{k}: {list(v)}" for k, v in shapes.items()) + "}" if shapes else ""
-        lines.append(f"  - {{name: {name}, path: {path}, parallel: 4{shape_text}}}")
+        more = f", {extra[name]}" if extra and name in extra else ""
+        lines.append(f"  - {{name: {name}, path: {path}, parallel: 4{shape_text}{more}}}")
     return "\n".join(lines) + "\n"
 
 
 @contextmanager
-def running_daemon(tmp: Path, models: Models, model_dirs: Sequence[Path] = ()) -> Iterator[Daemon]:
+def running_daemon(tmp: Path, models: Models, model_dirs: Sequence[Path] = (),
+                   extra: Optional[Mapping[str, str]] = None) -> Iterator[Daemon]:
     """heterod ($HETEROD) serving `models` on a socket in `tmp`."""
     socket = str(tmp / "heterod.sock")
     config = tmp / "heterod.yaml"
-    config.write_text(config_text(socket, models, model_dirs))
+    config.write_text(config_text(socket, models, model_dirs, extra))
     log = tmp / "heterod.log"
     with open(log, "wb") as log_file:
         process = subprocess.Popen([os.environ["HETEROD"], "--config", str(config)], stderr=log_file)

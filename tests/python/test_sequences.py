@@ -99,3 +99,18 @@ def test_in_process_there_is_no_daemon_to_keep_it(local_core: heterod.Core) -> N
         assert step.state_pairs == []
         with pytest.raises(heterod.NotSupportedError, match="kept by heterod"):
             stream.infer({"x": lstm_frames()[:1]})
+
+
+def test_inputs_the_daemon_gives_may_be_left_out(tmp_path) -> None:
+    """`defaults:` give spin.onnx's iteration count m (it negates x m times):
+    a call gives x alone, through the pooled infer too."""
+    from conftest import DAEMON_MODELS
+    from heterod_daemon import running_daemon
+
+    spin = DAEMON_MODELS / "spin.onnx"
+    x = np.array([[1, -2, 3, -4]], np.float32)
+    with running_daemon(tmp_path, {"odd": (spin, None)}, extra={"odd": "defaults: {m: 3}"}) as d, \
+            heterod.Core.connect(d.socket) as core, core.open_model("odd") as odd:
+        np.testing.assert_array_equal(odd.infer({"x": x})["y"], -x)
+        with pytest.raises(heterod.InvalidArgumentError, match="required inputs are missing: 'x'"):
+            odd.infer({})
