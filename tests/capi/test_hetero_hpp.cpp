@@ -209,6 +209,11 @@ TEST(HeteroHpp, DaemonClient) {
     request.set_input("x", hetero::Tensor::wrap(std::span(x), {1, 4}));
     request.infer();
     EXPECT_EQ(to_vector(request.output("y").data<float>()), kY);
+    // tiny keeps no state: no sequence of it (tests/daemon/test_sequences.cpp has one that does).
+    EXPECT_TRUE(tiny.state_pairs().empty());
+    request.set_sequence(1, HETERO_SEQUENCE_START);
+    EXPECT_EQ(error_of([&] { request.infer(); }).status(), HETERO_INVALID_ARGUMENT);
+    EXPECT_EQ(error_of([&] { tiny.end_sequence(1); }).status(), HETERO_NOT_FOUND);
 
     core.load_model("tiny2", fixture("tiny.onnx"));
     EXPECT_EQ(core.models().size(), 2u);
