@@ -562,7 +562,8 @@ TEST_F(Hostile, SequencesNeverEnded) {
   };
   ASSERT_EQ(ask(*good, call("acc", 1, true, 1)).status(), HETERO_OK);
   float sum = 1;
-  survive("10,000 sequences never ended", [&] {
+  // 10,000 starts from one connection, which then closes.
+  auto flood = [&] {
     auto c = client();
     size_t kept = 0, refused = 0;
     std::string refusal;
@@ -602,8 +603,9 @@ TEST_F(Hostile, SequencesNeverEnded) {
     EXPECT_EQ(kept, 255u);
     EXPECT_EQ(refused, 10000u - 255u);
     EXPECT_NE(refusal.find("limits.max_sequences_per_client"), std::string::npos) << refusal;
-  });
-  survive("sequences of 16 MiB states", [&] {
+  };
+  // Sequences of an upload whose state is 16 MiB.
+  auto big_states = [&] {
     auto c = client();
     const wire::Response loaded = ask(*c, load_bytes("big_state", read_file(fixture_path("big_state.onnx"))), 60s);
     ASSERT_EQ(loaded.status(), HETERO_OK) << loaded.message();
@@ -616,10 +618,22 @@ TEST_F(Hostile, SequencesNeverEnded) {
       else
         refusal = r.message();
     }
-    // 3 x 16 MiB and the good client's 16 bytes: a fourth would pass 64 MiB.
+    // 3 x 16 MiB beside the good client's and the probe's 16 bytes: a fourth would pass 64 MiB.
     EXPECT_EQ(kept, 3u);
     EXPECT_NE(refusal.find("limits.max_sequence_state_mb"), std::string::npos) << refusal;
     EXPECT_EQ(ask(*c, unload_request("big_state")).status(), HETERO_OK);
+  };
+  survive("10,000 sequences never ended, then 16 MiB states", [&] {
+    flood();
+    // Once the daemon has seen the flood's connection close, its sequences are gone.
+    auto probe = client();
+    bool freed = false;
+    for (int k = 0; k < 250 && !freed; ++k) {
+      freed = ask(*probe, call("acc", 99, true, 1)).status() == HETERO_OK;
+      if (!freed) std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_TRUE(freed) << "the flood's sequences outlived its connection";
+    big_states();
   });
   // The attackers' connections closed: their sequences went, the good one's stayed.
   sum += 2;

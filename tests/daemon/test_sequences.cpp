@@ -151,7 +151,7 @@ TEST_F(Sequences, AStateTheCallGivesReplacesTheSequences) {
 
 TEST_F(Sequences, ManyClientsEachKeepTheirOwn) {
   start();
-  constexpr int kClients = 8, kSequencesEach = 8, kCalls = 50;
+  constexpr int kClients = 8, kSequencesEach = 8, kCalls = 20;
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
   for (int c = 0; c < kClients; ++c)

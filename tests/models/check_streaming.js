@@ -2,16 +2,17 @@
 // Streaming models (model_set.js STREAMING: Silero VAD v4 and v5) run chunk
 // after chunk with their recurrent state carried from call to call, through
 // every front door, against ONNX Runtime doing the same calls:
-//   c-abi        stream_model (a C client of libhetero) in process, 1000 calls
+//   c-abi        stream_model (a C client of libhetero) in process, 100 calls
 //   blob         the same on the model compiled to a blob by `hetero compile`
 //   hetero       the same split by HETERO across CPU.1 and CPU (the If on
 //                CPU.1, the rest on CPU); must cut more than one submodel
 //   hetero-blob  that split compiled to a blob and imported
-//   daemon       the same through heterod (hetero_core_connect), 1000 calls
+//   daemon       the same through heterod (hetero_core_connect), 100 calls
 //   sequence     the same as a sequence, the state kept in heterod and the
 //                sample rate given by its config (`defaults:`): the client
 //                sends the chunks alone (the zero state with the first) and
-//                gets the other outputs, 1000 calls
+//                gets the other outputs: 1000 calls (--sequence-calls), on
+//                audio of their own, against ONNX Runtime's 1000
 //   cli          `hetero run` once per chunk, the state carried in .npy files
 //                that each call reads and then replaces (--output NAME=FILE);
 //                the first 20 calls (each is a process of its own)
@@ -22,7 +23,8 @@
 // atol 1e-4 (|got - ref| <= atol + rtol * |ref|); the report gives the
 // largest error over all calls.
 //
-//   node check_streaming.js HETERO HETEROD STREAM_MODEL [--only NAME] [--calls N] [--cli-calls N] [--keep DIR]
+//   node check_streaming.js HETERO HETEROD STREAM_MODEL [--only NAME] [--calls N] [--cli-calls N]
+//                           [--sequence-calls N] [--keep DIR]
 //                           [--device D]
 //
 // Skips (exit 77) without the test cache, as check_models.js does.
@@ -43,12 +45,12 @@ const SKIP = 77;
 
 function usage(why) {
   console.error(`check_streaming: ${why}\nusage: node check_streaming.js HETERO HETEROD STREAM_MODEL ` +
-    '[--only NAME] [--calls N] [--cli-calls N] [--keep DIR] [--device D]');
+    '[--only NAME] [--calls N] [--cli-calls N] [--sequence-calls N] [--keep DIR] [--device D]');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const o = { only: '', calls: 1000, cliCalls: 20, keep: '', device: '', programs: [] };
+  const o = { only: '', calls: 100, sequenceCalls: 1000, cliCalls: 20, keep: '', device: '', programs: [] };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     const value = () => {
@@ -58,6 +60,7 @@ function parseArgs(argv) {
     if (a === '--only') o.only = value();
     else if (a === '--calls') o.calls = Number(value());
     else if (a === '--cli-calls') o.cliCalls = Number(value());
+    else if (a === '--sequence-calls') o.sequenceCalls = Number(value());
     else if (a === '--keep') o.keep = value();
     else if (a === '--device') o.device = value();
     else if (a.startsWith('--')) usage(`unknown option ${a}`);
@@ -66,7 +69,8 @@ function parseArgs(argv) {
   if (o.programs.length !== 3) usage('HETERO, HETEROD and STREAM_MODEL are required');
   [o.hetero, o.heterod, o.stream] = o.programs;
   for (const p of o.programs) if (!fs.existsSync(p)) usage(`${p} does not exist`);
-  if (!(o.calls >= 1) || !(o.cliCalls >= 1)) usage('--calls and --cli-calls must be at least 1');
+  if (!(o.calls >= 1) || !(o.cliCalls >= 1) || !(o.sequenceCalls >= 1))
+    usage('--calls, --cli-calls and --sequence-calls must be at least 1');
   o.cliCalls = Math.min(o.cliCalls, o.calls);
   return o;
 }
@@ -276,7 +280,7 @@ async function checkModel(model, o, ctx, work) {
     try {
       const note = await r.go(out);
       const seconds = (Number(process.hrtime.bigint() - started) / 1e9).toFixed(1);
-      const c = compareRun(out, ref, r.calls, r.outputs);
+      const c = compareRun(out, r.ref || ref, r.calls, r.outputs);
       lines.push(`${r.name}: ${c.text} (${note ? `${note}, ` : ''}${seconds} s)`);
       ok = ok && c.ok;
     } catch (e) {
@@ -303,15 +307,21 @@ async function checkModel(model, o, ctx, work) {
     });
     // The state fed back in the daemon and the sample rate given by its
     // config: only the chunk (and the zero state once) goes, and only the
-    // other outputs come back.
-    const sequenceArgs = ['--calls', String(o.calls), '--sequence', '1',
-      '--chunk', `${model.chunk.name}=${path.join(inputs, `${model.chunk.name}.%ld.npy`)}`];
+    // other outputs come back. A longer stream, on audio of its own.
+    const long = path.join(dir, 'long');
+    fs.mkdirSync(long, { recursive: true });
+    const longChunks = audioChunks(model, o.sequenceCalls, 5000 + STREAMING.indexOf(model));
+    longChunks.forEach((c, k) => writeNpy(path.join(long, `${model.chunk.name}.${k}.npy`), c));
+    const longRef = await reference(model, file, longChunks, ctx);
+    const sequenceArgs = ['--calls', String(o.sequenceCalls), '--sequence', '1',
+      '--chunk', `${model.chunk.name}=${path.join(long, `${model.chunk.name}.%ld.npy`)}`];
     for (const f of model.fixed.filter((f) => f.shape.length > 0))
       sequenceArgs.push('--input', `${f.name}=${io.fixedFile(f)}`);
     for (const s of model.states) sequenceArgs.push('--input', `${s.input}=${path.join(inputs, `${s.input}.npy`)}`);
     await attempt({
       name: 'sequence',
-      calls: o.calls,
+      calls: o.sequenceCalls,
+      ref: longRef,
       outputs: io.plainOutputs,
       go: (out) => void run(o.stream, [model.name, out, '--connect', d.socket, ...sequenceArgs], 'sequence'),
     });
