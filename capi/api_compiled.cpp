@@ -11,6 +11,7 @@
 #include "core/blob_container.h"
 #include "core/device_string.h"
 #include "core/mapped_file.h"
+#include "pipeline/pipeline_spec.h"
 
 using namespace hetero::capi;
 using hetero::fail;
@@ -144,7 +145,8 @@ hetero_status hetero_model_file_format(hetero_model_format* out_format, const ch
     require(out_format, "hetero_model_file_format", "out_format");
     require(path, "hetero_model_file_format", "path");
     const hetero::core::MappedBytes bytes = hetero::core::map_file(path);
-    *out_format = hetero::core::has_blob_magic({bytes.data, bytes.size}) ? HETERO_MODEL_FORMAT_BLOB
+    *out_format = hetero::pipeline::is_pipeline_path(path)               ? HETERO_MODEL_FORMAT_PIPELINE
+                  : hetero::core::has_blob_magic({bytes.data, bytes.size}) ? HETERO_MODEL_FORMAT_BLOB
                                                                          : HETERO_MODEL_FORMAT_ONNX;
   });
 }

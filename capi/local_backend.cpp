@@ -14,6 +14,8 @@
 #include "partition/hetero_driver.h"
 #include "partition/plan.h"
 #include "partition/plan_format.h"
+#include "pipeline/pipeline_model.h"
+#include "pipeline/pipeline_spec.h"
 
 namespace hetero::capi {
 
@@ -196,6 +198,14 @@ class LocalBackend final : public Backend {
   std::unique_ptr<CompiledModelImpl> compile_file(const std::string& path, const InputShapes& shapes,
                                                   const std::string& device, const Config& config) override {
     ProgressCall reporting(progress());
+    if (pipeline::is_pipeline_path(path)) {
+      // A model made of models (docs/streams.md): its inputs' shapes are its file's.
+      if (!shapes.empty())
+        fail(HETERO_INVALID_ARGUMENT, path + " is a pipeline, whose inputs take no shapes from its caller");
+      core::LoadedModel loaded;
+      loaded.compiled = pipeline::compile_pipeline(*runtime_, path, device, config);
+      return std::make_unique<LocalCompiledModel>(runtime_, std::move(loaded));
+    }
     return std::make_unique<LocalCompiledModel>(runtime_,
                                                 runtime_->load_file(path, import_options(shapes), device, config));
   }

@@ -39,6 +39,18 @@ void require(hetero_status status) {
 void resolve_model(hetero_core_t* core, const ModelSpec& m) {
   hetero_model_format format = HETERO_MODEL_FORMAT_ONNX;
   require(hetero_model_file_format(&format, m.path.c_str()));
+  if (format == HETERO_MODEL_FORMAT_PIPELINE) {
+    // Its models are named in its file, and their ports wired there: the
+    // check of a pipeline is its compile (each model through the cache).
+    hetero_compiled_model_t* compiled = nullptr;
+    const CompileArgs args(m);
+    require(hetero_compiled_model_open_file(&compiled, core, m.path.c_str(), args.shape_names.data(),
+                                            args.shape_dims.data(), args.shape_ranks.data(), args.shape_names.size(),
+                                            m.device.c_str(), args.key_ptrs.data(), args.value_ptrs.data(),
+                                            args.keys.size()));
+    hetero_compiled_model_release(compiled);
+    return;
+  }
   if (format == HETERO_MODEL_FORMAT_BLOB) {
     // A HETERO blob names its devices inside; its import resolves them.
     if (m.device.rfind("HETERO", 0) == 0) return;

@@ -473,7 +473,7 @@ static int open_session(loader* l, cli_session* s) {
   /* Only input files that may size an ONNX model's dynamic dims need the
    * model read before it is compiled; with a cache and none, the model is
    * not even read when its blob is there (hetero_compile_file). */
-  rc = !s->imported && l->o->inputs.count ? compile_onnx(l, s) : open_model_file(l, s);
+  rc = format == HETERO_MODEL_FORMAT_ONNX && l->o->inputs.count ? compile_onnx(l, s) : open_model_file(l, s);
   s->load_seconds = cli_now() - start;
   cli_progress_clear();
   return rc == CLI_OK ? prepare_inputs(l, s) : rc;

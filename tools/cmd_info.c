@@ -148,13 +148,18 @@ static int describe_onnx(const cli_model_options* o, const cli_strings* devices)
 
 /* A blob: its device and ports once imported (hetero blob info says the
  * rest: versions, config, sections). */
-static int describe_blob(const cli_model_options* o) {
+/* A blob, or a pipeline (compiled, as its ports come from its models). */
+static int describe_compiled(const cli_model_options* o, hetero_model_format format) {
   cli_session s;
   int rc = cli_session_open(&s, o, "info");
   if (rc != CLI_OK) return rc;
   char device[512];
-  printf("model %s: a compiled blob for %s (hetero blob info %s describes it)\n", o->model,
-         cli_describe_device(s.compiled, device, sizeof device), o->model);
+  if (format == HETERO_MODEL_FORMAT_BLOB)
+    printf("model %s: a compiled blob for %s (hetero blob info %s describes it)\n", o->model,
+           cli_describe_device(s.compiled, device, sizeof device), o->model);
+  else
+    printf("model %s: a pipeline, its models compiled for %s\n", o->model,
+           cli_describe_device(s.compiled, device, sizeof device));
   print_ports(s.compiled, compiled_port);
   cli_session_close(&s);
   return CLI_OK;
@@ -232,7 +237,7 @@ int cmd_info(int argc, char** argv) {
   } else if (rc == CLI_OK && hetero_model_file_format(&format, a.o.model)) {
     rc = cli_call_failed("cannot open the model");
   } else if (rc == CLI_OK) {
-    rc = format == HETERO_MODEL_FORMAT_BLOB ? describe_blob(&a.o) : describe_onnx(&a.o, &a.devices);
+    rc = format == HETERO_MODEL_FORMAT_ONNX ? describe_onnx(&a.o, &a.devices) : describe_compiled(&a.o, format);
   }
   cli_model_options_free(&a.o);
   cli_strings_free(&a.devices);

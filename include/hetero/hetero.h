@@ -53,7 +53,7 @@ extern "C" {
 /* ---- Versions ------------------------------------------------------------ */
 
 #define HETERO_API_VERSION_MAJOR 0
-#define HETERO_API_VERSION_MINOR 7
+#define HETERO_API_VERSION_MINOR 8
 /* (major << 16) | minor, comparable with hetero_api_version(). */
 #define HETERO_API_VERSION ((HETERO_API_VERSION_MAJOR << 16) | HETERO_API_VERSION_MINOR)
 
@@ -302,11 +302,14 @@ HETERO_API hetero_status hetero_blob_describe(char** out_text, const void* data,
  * [{"name", "device", "size"}]. Caller frees *out_json with hetero_free().
  * (API 0.4) */
 HETERO_API hetero_status hetero_blob_describe_json(char** out_json, const void* data, size_t size);
-/* What a model file holds, told by its first bytes: a blob starts with the
- * blob magic; anything else is taken for ONNX. (API 0.4) */
+/* What a model file holds: a pipeline (models made into one, described in
+ * YAML: docs/streams.md) when its name ends in .yaml or .yml (API 0.8);
+ * else, told by its first bytes, a blob when they are the blob magic, and
+ * ONNX otherwise. (API 0.4) */
 typedef enum hetero_model_format {
   HETERO_MODEL_FORMAT_ONNX = 0,
-  HETERO_MODEL_FORMAT_BLOB = 1
+  HETERO_MODEL_FORMAT_BLOB = 1,
+  HETERO_MODEL_FORMAT_PIPELINE = 2
 } hetero_model_format;
 /* The format of the file at `path`. Fails with HETERO_NOT_FOUND / IO_ERROR
  * for the file. (API 0.4) */
