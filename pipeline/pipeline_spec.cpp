@@ -201,7 +201,8 @@ class Reader {
       if (key == "model") {
         st.model = model_path(kv.second, what);
       } else if (key == "device") {
-        if (!kv.second.IsScalar() || kv.second.Scalar().empty()) fail_at(kv.second, what + ": 'device' is a device name");
+        if (!kv.second.IsScalar() || kv.second.Scalar().empty())
+          fail_at(kv.second, what + ": 'device' is a device name");
         st.device = kv.second.Scalar();
       } else if (key == "inputs") {
         if (!kv.second.IsMap()) fail_at(kv.second, what + ": 'inputs' maps the model's inputs to what they read");
