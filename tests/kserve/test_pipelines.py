@@ -328,3 +328,24 @@ def test_v2_sequence(daemon: Daemon, v2: Stubs, streams: Any, model: str, sequen
     with pytest.raises(grpc.RpcError) as e:
         stub.ModelInfer(v2_call(v2.pb, model, chunks[0], sequence_id, False, False))
     assert e.value.code() == grpc.StatusCode.NOT_FOUND, e.value.details()
+
+
+def test_a_reload_keeps_the_sequence_of_an_unchanged_pipeline_and_ends_a_changed_ones(
+        native: Any, daemon: Daemon, streams: Any) -> None:
+    chunks, want = streams["vad"]
+    half = len(chunks) // 2
+    got = []
+    with native.open_model("vad") as m, m.sequence() as s:
+        got += [np.array(s.infer({"audio": c})["probability"]) for c in chunks[:half]]
+        native.reload()  # the config and the pipeline file as they were: the sequence goes on
+        got += [np.array(s.infer({"audio": c})["probability"]) for c in chunks[half:]]
+        compare("vad", "native across a reload", got, want)
+        pipeline = ROOT / "pipeline-models" / "silero_vad.yaml"
+        later = pipeline.stat().st_mtime_ns + 10**9
+        os.utime(pipeline, ns=(later, later))
+        native.reload()  # the file changed: the model is compiled again, and its sequences end
+        with pytest.raises(heterod.CancelledError) as e:
+            s.infer({"audio": chunks[0]})
+        assert "vad" in str(e.value), str(e.value)
+        s.reset()  # a new start runs on the new model
+        assert np.array(s.infer({"audio": chunks[0]})["probability"]).shape == want[0].shape
