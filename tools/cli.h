@@ -146,6 +146,7 @@ typedef struct cli_model_options {
   hetero_core_t* core;     /* NULL, or a core of another session to use rather than one of
                               the session's own (in process, with the same driver settings) */
   bool quiet;              /* --quiet: no progress line on a terminal */
+  bool ports_only;         /* the session makes no input tensors (info reads the ports alone) */
 } cli_model_options;
 
 /* A compiled (or imported) model with one input tensor per model input,

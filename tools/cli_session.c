@@ -460,7 +460,7 @@ static int open_session(loader* l, cli_session* s) {
         strcmp(served_on, l->o->device) != 0)
       cli_warning("--device %s is ignored: heterod serves '%s' on %s (hetero load serves a model on another device)",
                   l->o->device, l->o->model, served_on);
-    return rc == CLI_OK ? prepare_inputs(l, s) : rc;
+    return rc == CLI_OK && !l->o->ports_only ? prepare_inputs(l, s) : rc;
   }
 
   hetero_model_format format = HETERO_MODEL_FORMAT_ONNX;
@@ -476,7 +476,7 @@ static int open_session(loader* l, cli_session* s) {
   rc = format == HETERO_MODEL_FORMAT_ONNX && l->o->inputs.count ? compile_onnx(l, s) : open_model_file(l, s);
   s->load_seconds = cli_now() - start;
   cli_progress_clear();
-  return rc == CLI_OK ? prepare_inputs(l, s) : rc;
+  return rc == CLI_OK && !l->o->ports_only ? prepare_inputs(l, s) : rc;
 }
 
 int cli_session_open(cli_session* s, const cli_model_options* o, const char* command) {

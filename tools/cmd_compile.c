@@ -81,6 +81,13 @@ int cmd_compile(int argc, char** argv) {
   int rc = cli_parse(&kCompile, argc, argv, take_compile, &a);
   if (rc == CLI_OK && !a.o.model) rc = cli_usage_error("compile", "no MODEL given");
   if (rc == CLI_OK && !a.output) rc = cli_usage_error("compile", "no output given (-o BLOB)");
+  hetero_model_format format = HETERO_MODEL_FORMAT_ONNX;
+  if (rc == CLI_OK && hetero_model_file_format(&format, a.o.model) == HETERO_OK &&
+      format == HETERO_MODEL_FORMAT_PIPELINE) {
+    cli_error("%s is a pipeline, which is not exported as a blob: compile each of its models, or give heterod a "
+              "cache_dir, which keeps their blobs (docs/streams.md)", a.o.model);
+    rc = CLI_FAILED;
+  }
   cli_planning p;
   if (rc == CLI_OK) rc = cli_planning_open(&p, &a.o, "compile");
   if (rc == CLI_OK) {

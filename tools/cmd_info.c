@@ -237,6 +237,7 @@ int cmd_info(int argc, char** argv) {
   } else if (rc == CLI_OK && hetero_model_file_format(&format, a.o.model)) {
     rc = cli_call_failed("cannot open the model");
   } else if (rc == CLI_OK) {
+    a.o.ports_only = true;
     rc = format == HETERO_MODEL_FORMAT_ONNX ? describe_onnx(&a.o, &a.devices) : describe_compiled(&a.o, format);
   }
   cli_model_options_free(&a.o);

@@ -74,8 +74,9 @@ def main() -> int:
 def run(o: argparse.Namespace, heterod, work: Path, socket: Path) -> int:
     rng = np.random.default_rng(3)
     chunks = int(o.seconds * 16000) // CHUNK
-    audio = (3000 * rng.standard_normal(chunks * CHUNK)).astype(np.float32)  # int16 range, as openWakeWord takes
-    audio.tofile(work / "audio.f32")
+    audio = (0.1 * rng.standard_normal(chunks * CHUNK)).astype(np.float32)  # the pipeline takes [-1, 1]...
+    pcm = audio * np.float32(32767)  # ...and its models int16's range, as its first stage scales it
+    pcm.tofile(work / "audio.f32")
 
     local = heterod.Core()
     mel, emb, cls = (local.compile_model(str(work / f), "CPU").create_infer_request() for f in FILES)
@@ -93,7 +94,7 @@ def run(o: argparse.Namespace, heterod, work: Path, socket: Path) -> int:
         times = []
         for k in range(chunks):
             t0 = time.perf_counter()
-            out = mel.infer({"input": audio[k * CHUNK:(k + 1) * CHUNK].reshape(1, CHUNK)})["output"]
+            out = mel.infer({"input": pcm[k * CHUNK:(k + 1) * CHUNK].reshape(1, CHUNK)})["output"]
             spent = time.perf_counter() - t0
             frames = np.concatenate([frames, out.reshape(-1, 32) / 10 + 2])
             while len(frames) >= 76:

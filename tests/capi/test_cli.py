@@ -12,6 +12,7 @@ import ast
 import ctypes as C
 import json
 import os
+import shutil
 import pty
 import struct
 import subprocess
@@ -163,6 +164,22 @@ def main(lib_path, fixtures):
     if "no OPENCL driver" not in r[1]:  # PoCL here: a dynamic dim keeps the GPU driver off, and it says why
         check(r[0] == 0 and "OPENCL: runs 0 of 3 nodes; not:\n    MatMul_0 (MatMul): output 'xw' has no static shape"
               in r[1], "info says why a device runs no node", show(r))
+
+    # A pipeline (docs/streams.md): info, run and compile take its file as a model's.
+    shutil.copy(dynamic, os.path.join(work, "tiny_dynamic.onnx"))
+    pipeline = os.path.join(work, "doubled.yaml")
+    with open(pipeline, "w") as f:
+        f.write("inputs: {x: {dtype: float32, shape: [1, 4]}}\n"
+                "stages:\n  - {name: m, model: tiny_dynamic.onnx, inputs: {x: x}}\n"
+                "  - {name: twice, scale: {input: m.y, a: 2}}\noutputs: {y2: twice}\n")
+    r = hetero("info", pipeline)
+    check(r[0] == 0 and "a pipeline, its models compiled for CPU" in r[1] and "x: float32 1x4" in r[1]
+          and "y2: float32 ?x3" in r[1], "info of a pipeline", show(r))
+    r = hetero("run", pipeline)
+    check(r[0] == 0 and "output 0 'y2': float32 1x3" in r[1], "run of a pipeline", show(r))
+    r = hetero("compile", pipeline, "-o", os.path.join(work, "doubled.blob"))
+    check(r[0] == 1 and "is a pipeline, which is not exported as a blob" in r[2], "a pipeline is not compiled to a blob",
+          show(r))
 
     # run: a .pb input bound by position, outputs written in graph order.
     out = os.path.join(work, "out")

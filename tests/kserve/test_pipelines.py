@@ -181,8 +181,9 @@ def streams() -> dict[str, Any]:
     work.mkdir()
     audio = speech()
     assert len(audio) % WAKEWORD_CHUNK == 0
-    # openWakeWord reads audio in int16 range, Silero VAD in [-1, 1].
-    inputs = {"wakeword": np.round(audio * 32767).astype(np.float32), "vad": audio}
+    # Both pipelines take audio in [-1, 1]; openWakeWord's engine takes it in
+    # int16's range, as the pipeline's first stage scales it (in float32 too).
+    inputs = {"wakeword": audio * np.float32(32767), "vad": audio}
     jobs = {}
     for model, pipeline, chunk in (("wakeword", "openwakeword", WAKEWORD_CHUNK), ("vad", "silero", VAD_CHUNK)):
         inputs[model].astype("<f4").tofile(work / f"{model}.f32")
@@ -198,7 +199,7 @@ def streams() -> dict[str, Any]:
         print(texts[model])
         calls = json.loads((work / f"{model}.json").read_text())["calls"]
         chunk = WAKEWORD_CHUNK if model == "wakeword" else VAD_CHUNK
-        chunks = [inputs[model][None, k:k + chunk] for k in range(0, len(audio), chunk)]
+        chunks = [audio[None, k:k + chunk] for k in range(0, len(audio), chunk)]
         assert len(calls) == len(chunks)
         out[model] = (chunks, [np.array(c, np.float32).reshape(-1, 1) for c in calls])
     # The audio makes the outputs swing: scores well above the noise, VAD both ways.
