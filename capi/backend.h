@@ -82,14 +82,10 @@ class InferRequestImpl {
   virtual void cancel() = 0;
   // hetero_infer_request_release_memory().
   virtual void release_memory() = 0;
-  // hetero_infer_request_set_sequence(): a daemon's clients only.
-  virtual void set_sequence(uint64_t, uint32_t) { no_sequences(); }
-
- protected:
-  [[noreturn]] static void no_sequences() {
-    fail(HETERO_NOT_SUPPORTED, "sequences are kept by heterod, for its clients (hetero_core_connect); in process, "
-                               "bind a state output as the next inference's input");
-  }
+  // hetero_infer_request_set_sequence(): the next call's sequence (0: none)
+  // and flags. A daemon keeps a sequence's state for its clients, the
+  // compiled model in process (capi/local_sequences.h).
+  virtual void set_sequence(uint64_t id, uint32_t flags) = 0;
 };
 
 class CompiledModelImpl {
@@ -103,17 +99,13 @@ class CompiledModelImpl {
   // A complete blob (container header included).
   virtual std::vector<uint8_t> export_blob() const = 0;
   virtual std::unique_ptr<InferRequestImpl> create_infer_request() = 0;
-  // Its state pairs (output, input), which a daemon reports for its models.
-  virtual const std::vector<std::pair<std::string, std::string>>& state_pairs() const {
-    static const std::vector<std::pair<std::string, std::string>> none;
-    return none;
-  }
+  // Its state pairs (output, input): a daemon's for its model, or found by
+  // their names in process.
+  virtual const std::vector<std::pair<std::string, std::string>>& state_pairs() const = 0;
   // Whether a daemon's config gives input `index` a value.
   virtual bool input_given(size_t) const { return false; }
-  // hetero_compiled_model_end_sequence(): a daemon's clients only.
-  virtual void end_sequence(uint64_t) {
-    fail(HETERO_NOT_SUPPORTED, "sequences are kept by heterod, for its clients (hetero_core_connect)");
-  }
+  // hetero_compiled_model_end_sequence().
+  virtual void end_sequence(uint64_t id) = 0;
   // Imported from the core's blob cache rather than compiled.
   bool from_cache = false;
 };

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "capi/backend.h"
+#include "capi/local_sequences.h"
 #include "core/json.h"
 #include "core/error.h"
 #include "core/onnx_import.h"
@@ -87,27 +88,108 @@ class LocalModel final : public ModelImpl {
 
 class LocalInferRequest final : public InferRequestImpl {
  public:
-  LocalInferRequest(RuntimePtr runtime, std::shared_ptr<driver::CompiledModel> compiled)
-      : runtime_(std::move(runtime)), compiled_(std::move(compiled)), request_(compiled_->create_infer_request()) {
+  LocalInferRequest(RuntimePtr runtime, std::shared_ptr<driver::CompiledModel> compiled,
+                    std::shared_ptr<LocalSequences> sequences)
+      : runtime_(std::move(runtime)), compiled_(std::move(compiled)), sequences_(std::move(sequences)),
+        request_(compiled_->create_infer_request()), given_(compiled_->inputs().size()) {
     if (!request_) fail(HETERO_DRIVER_ERROR, "the driver returned no infer request");
   }
 
-  void set_input(size_t index, const core::Tensor& tensor) override { request_->set_input(index, tensor); }
+  void set_input(size_t index, const core::Tensor& tensor) override {
+    request_->set_input(index, tensor);
+    given_[index] = true;
+  }
   core::Tensor output(size_t index, std::shared_ptr<const void>& keepalive) override {
+    if (state_kept_ && sequences_->is_state_output(index))
+      fail(HETERO_INVALID_ARGUMENT, "output '" + compiled_->outputs()[index].name +
+                                        "' is its sequence's state, which the sequence keeps: ask for it with "
+                                        "HETERO_SEQUENCE_STATE_OUTPUTS");
     core::Tensor t = request_->output(index);
     keepalive = runtime_;
     return t;
   }
-  void infer() override { request_->infer(); }
-  void start_async(std::function<void(std::exception_ptr)> done) override { request_->start_async(std::move(done)); }
+  void infer() override {
+    const Call call = begin_call();
+    try {
+      request_->infer();
+    } catch (...) {
+      end_call(call, false);
+      throw;
+    }
+    end_call(call, true);
+  }
+  void start_async(std::function<void(std::exception_ptr)> done) override {
+    const Call call = begin_call();
+    try {
+      request_->start_async([this, call, done = std::move(done)](std::exception_ptr error) {
+        end_call(call, !error);
+        done(error);
+      });
+    } catch (...) {
+      end_call(call, false);
+      throw;
+    }
+  }
   std::exception_ptr wait() override { return request_->wait(); }
   void cancel() override { request_->cancel(); }
   void release_memory() override { request_->release_memory(); }
+  void set_sequence(uint64_t id, uint32_t flags) override {
+    if (id && sequences_->pairs().empty()) (void)sequences_->begin(id, true);  // fails, saying why
+    sequence_id_ = id;
+    sequence_flags_ = flags;
+  }
 
  private:
+  // The sequence a call belongs to (id 0: none), as set_sequence() said.
+  struct Call {
+    uint64_t id = 0;
+    uint32_t flags = 0;
+  };
+
+  // Binds the sequence's state to each state input this call does not give.
+  Call begin_call() {
+    const Call call{sequence_id_, sequence_flags_};
+    if (call.id) {
+      std::vector<core::Tensor> state = sequences_->begin(call.id, call.flags & HETERO_SEQUENCE_START);
+      try {
+        const auto& pairs = sequences_->pairs();
+        for (size_t p = 0; p < pairs.size(); ++p) {
+          const size_t input = pairs[p].first;
+          if (given_[input]) continue;
+          if (state[p].empty())
+            fail(HETERO_INVALID_ARGUMENT, "state input '" + compiled_->inputs()[input].name +
+                                              "' has no shape a zero state could take: give it with the "
+                                              "sequence's first call");
+          request_->set_input(input, state[p]);
+        }
+      } catch (...) {
+        sequences_->finish(call.id, {}, false);
+        throw;
+      }
+    }
+    std::fill(given_.begin(), given_.end(), false);
+    sequence_flags_ = 0;
+    state_kept_ = call.id && !(call.flags & HETERO_SEQUENCE_STATE_OUTPUTS);
+    return call;
+  }
+
+  // Keeps the state outputs of a call that ran, and gives the turn back.
+  void end_call(const Call& call, bool ran) {
+    if (!call.id) return;
+    std::vector<core::Tensor> state;
+    if (ran)
+      for (const auto& [input, output] : sequences_->pairs()) state.push_back(request_->output(output));
+    sequences_->finish(call.id, std::move(state), call.flags & HETERO_SEQUENCE_END);
+  }
+
   RuntimePtr runtime_;
   std::shared_ptr<driver::CompiledModel> compiled_;
+  std::shared_ptr<LocalSequences> sequences_;
   std::unique_ptr<driver::InferRequest> request_;
+  std::vector<bool> given_;  // inputs bound since the last call
+  uint64_t sequence_id_ = 0;
+  uint32_t sequence_flags_ = 0;  // the next call's
+  bool state_kept_ = false;      // the last call's state outputs are its sequence's
 };
 
 class LocalCompiledModel final : public CompiledModelImpl {
@@ -119,6 +201,7 @@ class LocalCompiledModel final : public CompiledModelImpl {
     outputs_ = ports_from_driver(compiled_->outputs());
     device_ = compiled_->device();
     submodel_devices_ = compiled_->submodel_devices();
+    sequences_ = std::make_shared<LocalSequences>(inputs_, outputs_);
     from_cache = loaded.from_cache;
   }
 
@@ -128,8 +211,10 @@ class LocalCompiledModel final : public CompiledModelImpl {
   const std::vector<std::string>& submodel_devices() const override { return submodel_devices_; }
   std::vector<uint8_t> export_blob() const override { return runtime_->export_blob(*compiled_, origin_); }
   std::unique_ptr<InferRequestImpl> create_infer_request() override {
-    return std::make_unique<LocalInferRequest>(runtime_, compiled_);
+    return std::make_unique<LocalInferRequest>(runtime_, compiled_, sequences_);
   }
+  const std::vector<std::pair<std::string, std::string>>& state_pairs() const override { return sequences_->names(); }
+  void end_sequence(uint64_t id) override { sequences_->end(id); }
 
  private:
   RuntimePtr runtime_;
@@ -138,6 +223,7 @@ class LocalCompiledModel final : public CompiledModelImpl {
   std::vector<Port> inputs_, outputs_;
   std::string device_;
   std::vector<std::string> submodel_devices_;
+  std::shared_ptr<LocalSequences> sequences_;
 };
 
 const core::Model& local_model(const ModelImpl& model) {

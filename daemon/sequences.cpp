@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/state_pairs.h"
 #include "daemon/served_model.h"
 
 namespace hetero::daemon {
@@ -47,15 +48,7 @@ std::vector<StatePair> find_state_pairs(const ModelSpec& spec, const std::vector
     }
     return pairs;
   }
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const std::string& x = inputs[i].name;
-    for (const std::string& candidate : {x + "N", x + "n", x + "_out", x + "_next", "next_" + x, "new_" + x}) {
-      const std::ptrdiff_t o = index_of(outputs, candidate);
-      if (o < 0 || outputs[static_cast<size_t>(o)].dtype != inputs[i].dtype) continue;
-      pairs.push_back({i, static_cast<size_t>(o)});
-      break;
-    }
-  }
+  for (const auto& [input, output] : core::state_pairs_by_name(inputs, outputs)) pairs.push_back({input, output});
   return pairs;
 }
 

@@ -521,13 +521,14 @@ HETERO_API hetero_status hetero_infer_request_release(hetero_infer_request_t* re
 /* ---- Sequences (API 0.7) ------------------------------------------------- */
 
 /* A model that carries state from call to call (Silero VAD's `state` input
- * and `stateN` output) can be called by a daemon's client as a sequence: the
- * daemon keeps the state and feeds each call's state output back as the
- * next call's state input, so the client binds only the other inputs and is
- * not sent the state outputs (docs/streams.md). Sequences are the
- * connection's: a core's, named by ids its caller chooses. A core made with
- * hetero_core_connect() only; a local core fails with HETERO_NOT_SUPPORTED
- * (in process, bind the state output as the next inference's input). */
+ * and `stateN` output) can be called as a sequence: the daemon, or in
+ * process the compiled model (API 0.8), keeps the state and feeds each
+ * call's state output back as the next call's state input, so the caller
+ * binds only the other inputs and is not sent the state outputs
+ * (docs/streams.md). Sequences are a core's connection's, or a compiled
+ * model's in process, named by ids their caller chooses. In process the
+ * state pairs are found by their names only, and there are no limits: the
+ * caller ends its sequences, or they go with the compiled model. */
 #define HETERO_SEQUENCE_START 1u /* the call starts the sequence, or starts it again, with zero state */
 #define HETERO_SEQUENCE_END 2u   /* the sequence ends once the call has run */
 #define HETERO_SEQUENCE_STATE_OUTPUTS 4u /* the call returns its state outputs too (an LSTM's h) */
@@ -539,7 +540,8 @@ HETERO_API hetero_status hetero_infer_request_release(hetero_infer_request_t* re
  * call alone, replacing the sequence's state (an initial state of the
  * caller's). The state outputs are not returned unless the call's flags
  * ask for them: hetero_infer_request_get_output() fails for them with
- * HETERO_INVALID_ARGUMENT. The daemon answers
+ * HETERO_INVALID_ARGUMENT. A model without state pairs fails with
+ * HETERO_INVALID_ARGUMENT. The daemon (and the compiled model) answers
  * HETERO_NOT_FOUND for a call of a sequence not started (or ended, or idle
  * past its limit), HETERO_BUSY while another call of it runs or past the
  * client's limit of sequences, HETERO_CANCELLED once its model was reloaded
@@ -549,10 +551,11 @@ HETERO_API hetero_status hetero_infer_request_set_sequence(hetero_infer_request_
 /* Ends sequence `sequence_id` of `compiled` now, giving back its state.
  * HETERO_NOT_FOUND when there is none. */
 HETERO_API hetero_status hetero_compiled_model_end_sequence(hetero_compiled_model_t* compiled, uint64_t sequence_id);
-/* A daemon's model's state pairs: what a sequence of it carries, output
- * `out_output` fed back as input `out_input`. None for a model of no state,
- * and for a local core's. Strings borrowed, valid until the compiled model
- * is released. */
+/* A model's state pairs: what a sequence of it carries, output `out_output`
+ * fed back as input `out_input`: a daemon's model's as the daemon serves it,
+ * a local core's found by their names (API 0.8; none before). None for a
+ * model of no state. Strings borrowed, valid until the compiled model is
+ * released. */
 HETERO_API hetero_status hetero_compiled_model_get_state_pair_count(const hetero_compiled_model_t* compiled,
                                                                     size_t* out_count);
 HETERO_API hetero_status hetero_compiled_model_get_state_pair(const hetero_compiled_model_t* compiled,

@@ -347,7 +347,7 @@ class InferRequest {
     callback_ = std::move(callback);
   }
   void wait() { detail::check(hetero_infer_request_wait(get())); }
-  // The next inferences are calls of a daemon's sequence `id` (0: none);
+  // The next inferences are calls of sequence `id` (0: none);
   // `flags` (HETERO_SEQUENCE_*) are the next call's (docs/streams.md).
   void set_sequence(uint64_t id, uint32_t flags = 0) {
     detail::check(hetero_infer_request_set_sequence(get(), id, flags));
@@ -427,7 +427,7 @@ class CompiledModel {
   void export_file(const std::string& path) const {
     detail::check(hetero_compiled_model_export_file(get(), path.c_str()));
   }
-  // What a sequence of a daemon's model carries: (output, input) pairs.
+  // What a sequence of the model carries: (output, input) pairs.
   std::vector<std::pair<std::string, std::string>> state_pairs() const {
     size_t n = 0;
     detail::check(hetero_compiled_model_get_state_pair_count(get(), &n));
@@ -439,7 +439,7 @@ class CompiledModel {
     }
     return out;
   }
-  // Ends a daemon's sequence `id`, giving back its state.
+  // Ends sequence `id`, giving back its state.
   void end_sequence(uint64_t id) { detail::check(hetero_compiled_model_end_sequence(get(), id)); }
   InferRequest create_infer_request() {
     hetero_infer_request_t* r = nullptr;

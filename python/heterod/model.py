@@ -111,8 +111,9 @@ class CompiledModel(_Ports, Handle):
 
     @property
     def state_pairs(self) -> list[tuple[str, str]]:
-        """What a sequence of this model carries, as (output, input) pairs:
-        a daemon's model with state (see sequence()); empty otherwise."""
+        """What a sequence of this model carries, as (output, input) pairs
+        (see sequence()): a daemon's model's as it serves it, a model
+        compiled in process's found by their names; empty for no state."""
         n = count(lib.hetero_compiled_model_get_state_pair_count, self._handle)
         pairs = []
         for i in range(n):
@@ -138,8 +139,9 @@ class CompiledModel(_Ports, Handle):
         return InferRequest(self)
 
     def sequence(self) -> Sequence:
-        """A stream of calls whose state the daemon keeps (a model served by
-        heterod, with state pairs): see heterod.sequence."""
+        """A stream of calls whose state the daemon keeps (or, in process,
+        this compiled model) for a model with state pairs: see
+        heterod.sequence."""
         from .sequence import Sequence
         return Sequence(self)
 

@@ -1,9 +1,10 @@
-"""Sequences: a stateful model a daemon serves, called as a stream.
+"""Sequences: a stateful model called as a stream.
 
 A model that carries state from call to call (Silero VAD's `state` input and
-`stateN` output) keeps that state in the daemon during a sequence: each call
-gives the other inputs only, the daemon feeds the state the last call left
-back in, and the state outputs are not sent (docs/streams.md):
+`stateN` output) keeps that state in the daemon during a sequence (or, in
+process, in the compiled model): each call gives the other inputs only, the
+state the last call left is fed back in, and the state outputs are not sent
+(docs/streams.md):
 
     with core.open_model("vad") as vad, vad.sequence() as stream:
         for chunk in chunks:
@@ -12,7 +13,8 @@ back in, and the state outputs are not sent (docs/streams.md):
 The first call starts the sequence with zero state (or with a state input it
 gives), reset() makes the next call start again, and leaving the `with`
 block (or close()) ends it, giving its state back. A sequence is its
-connection's: ids are chosen here, unique in this process.
+connection's (its compiled model's in process): ids are chosen here, unique
+in this process.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ _ids = itertools.count(1)
 
 
 class Sequence:
-    """One stream of calls to a daemon's stateful model: see the module's
+    """One stream of calls to a stateful model: see the module's
     docstring. Make with CompiledModel.sequence(). One call at a time."""
 
     def __init__(self, compiled: CompiledModel) -> None:
@@ -49,7 +51,7 @@ class Sequence:
         """One call: binds `inputs` (inputs bound earlier stay bound, but a
         state input is sent with this call alone, replacing the sequence's
         state) and returns the outputs by name: those of `output_names`
-        (state outputs included), or all but the state the daemon keeps."""
+        (state outputs included), or all but the state the sequence keeps."""
         request = self._request
         outputs = request._output_indices(output_names) if output_names is not None else self._plain_outputs
         with request._lock:
@@ -66,7 +68,7 @@ class Sequence:
         self._start = True
 
     def close(self) -> None:
-        """Ends the sequence on the daemon (if a call started it) and lets
+        """Ends the sequence (if a call started it) and lets
         go of its request. Idempotent."""
         if self._open:
             self._open = False
