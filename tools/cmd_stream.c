@@ -1,7 +1,8 @@
-/* hetero --connect SOCKET stream MODEL AUDIO.wav: a WAV file through a
- * daemon's stateful model chunk by chunk, as one sequence whose state heterod
- * keeps (docs/streams.md), one line per chunk with its outputs. The file is
- * read a chunk at a time, however long it is. */
+/* hetero [--connect SOCKET] stream MODEL AUDIO.wav: a WAV file through a
+ * stateful model (a pipeline's windows are state too) chunk by chunk, as one
+ * sequence whose state heterod keeps, or in process the compiled model
+ * (docs/streams.md), one line per chunk with its outputs. The file is read a
+ * chunk at a time, however long it is. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -24,17 +25,20 @@ static const cli_opt kOptions[] = {
 
 static const cli_command kCommand = {
     "stream",
-    "MODEL AUDIO.wav --connect SOCKET [options]",
+    "MODEL AUDIO.wav [--connect SOCKET] [options]",
     "Streams a WAV file (mono, 16-bit PCM or 32-bit float, samples scaled to\n"
-    "[-1, 1)) through MODEL, a stateful model heterod serves, as one sequence:\n"
-    "the daemon keeps the model's state from chunk to chunk, so each call sends\n"
-    "the chunk and the other inputs only. Prints one line per chunk: its start\n"
-    "time in seconds, then each output that is not state (up to 8 values).\n"
+    "[-1, 1)) through MODEL, a stateful model, as one sequence: with --connect\n"
+    "MODEL is a model heterod serves, which keeps its state; without, a model\n"
+    "file (ONNX, a blob or a pipeline .yaml) run on the CPU in process. The\n"
+    "state goes from chunk to chunk, so each call gives the chunk and the\n"
+    "other inputs only. Prints one line per chunk: its start time in seconds,\n"
+    "then each output that is not state (up to 8 values).\n"
     "A last partial chunk is padded with zeros.\n",
     kOptions,
     "Silero VAD (16 kHz), 512 samples a call:\n"
     "\n"
-    "  hetero --connect stream vad speech.wav --chunk 512 --scalar sr=16000\n",
+    "  hetero --connect stream vad speech.wav --chunk 512 --scalar sr=16000\n"
+    "  hetero stream silero_vad.yaml speech.wav --chunk 1600    # the shipped pipeline\n",
 };
 
 typedef struct stream_args {
@@ -270,8 +274,6 @@ static void print_outputs(hetero_compiled_model_t* compiled, hetero_infer_reques
 }
 
 static int stream(const stream_args* a) {
-  if (!cli_connect)
-    return cli_usage_error("stream", "stream runs a model heterod serves, which keeps its state: give --connect");
   wav w;
   if (!wav_open(&w, a->wav)) {
     if (w.file) fclose(w.file);
@@ -284,10 +286,13 @@ static int stream(const stream_args* a) {
   bool* given = NULL;
   size_t inputs = 0;
   int rc = cli_core_open(&core, NULL);
-  if (rc == CLI_OK && hetero_compiled_model_open(&compiled, core, a->model)) rc = cli_call_failed(a->model);
+  if (rc == CLI_OK && (cli_connect ? hetero_compiled_model_open(&compiled, core, a->model)
+                                   : hetero_compiled_model_open_file(&compiled, core, a->model, NULL, NULL, NULL, 0,
+                                                                     "CPU", NULL, NULL, 0)))
+    rc = cli_call_failed(a->model);
   size_t pairs = 0;
   if (rc == CLI_OK && !hetero_compiled_model_get_state_pair_count(compiled, &pairs) && pairs == 0) {
-    cli_error("model '%s' keeps no state (heterod found no state pairs in it): run it with 'hetero run'", a->model);
+    cli_error("model '%s' keeps no state (no state pairs were found in it): run it with 'hetero run'", a->model);
     rc = CLI_FAILED;
   }
   if (rc == CLI_OK && hetero_infer_request_create(&request, compiled)) rc = cli_call_failed("infer request");

@@ -18,6 +18,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import wave
 
 passed = failed = 0
 
@@ -177,6 +178,23 @@ def main(lib_path, fixtures):
           and "y2: float32 ?x3" in r[1], "info of a pipeline", show(r))
     r = hetero("run", pipeline)
     check(r[0] == 0 and "output 0 'y2': float32 1x3" in r[1], "run of a pipeline", show(r))
+    # stream in process: a pipeline whose window makes it a sequence, a WAV file through it.
+    framed = os.path.join(work, "framed.yaml")
+    with open(framed, "w") as f:
+        f.write("inputs: {audio: {dtype: float32, shape: [1, -1]}}\n"
+                "stages:\n  - {name: frames, window: {input: audio, axis: 1, size: 4, step: 4}}\n"
+                "  - {name: m, model: tiny_dynamic.onnx, inputs: {x: frames}}\n"
+                "  - {name: ys, concat: {input: m.y, axis: 0}}\noutputs: {ys: ys}\n")
+    wav = os.path.join(work, "ramp.wav")
+    with wave.open(wav, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(struct.pack("<20h", *range(0, 20000, 1000)))
+    r = hetero("stream", framed, wav, "--chunk", "6")
+    lines = r[1].splitlines()
+    check(r[0] == 0 and len(lines) == 4 and lines[0].startswith("0.000 ys=") and lines[0].count(",") == 2
+          and lines[1].count(",") == 5 and lines[2].count(",") == 2, "stream a WAV file through a pipeline", show(r))
     r = hetero("compile", pipeline, "-o", os.path.join(work, "doubled.blob"))
     check(r[0] == 1 and "is a pipeline, which is not exported as a blob" in r[2], "a pipeline is not compiled to a blob",
           show(r))
