@@ -154,7 +154,7 @@ class PipelineStep final : public core::InferStep {
     }
     std::vector<core::Tensor> carry;
     for (const StateLink& link : stage.state) carry.push_back(inputs[link.pipeline_input]);
-    const auto model_inputs = stage.model->inputs();
+    const auto& model_inputs = stage.model->inputs();
     for (size_t k = 0; k < runs; ++k) {
       if (cancel_requested()) core::fail_cancelled();
       try {
@@ -283,7 +283,7 @@ class Compiler {
     }
     layout_.inputs.insert(layout_.inputs.end(), state_inputs.begin(), state_inputs.end());
     for (const auto& [name, source] : spec.outputs) {
-      const int v = values_.at(source.name);
+      const int v = value_of(source, spec.file + ":" + std::to_string(source.line) + ": output '" + name + "'");
       if (layout_.values[v].many)
         fail(HETERO_INVALID_ARGUMENT, spec.file + ":" + std::to_string(source.line) + ": output '" + name +
                                           "' reads '" + source.name + "', which a window upstream makes any number "
@@ -303,6 +303,20 @@ class Compiler {
   }
 
  private:
+  // The value `source` reads. The file's reader checked that its stage is
+  // above; a model stage's output name is checked here, with the model's.
+  int value_of(const SourceSpec& source, const std::string& what) const {
+    const auto it = values_.find(source.name);
+    if (it != values_.end()) return it->second;
+    const std::string stage = source.name.substr(0, source.name.find('.'));
+    std::string names;
+    for (const auto& [name, index] : values_)
+      if (name.rfind(stage + ".", 0) == 0) names += (names.empty() ? "'" : ", '") + name + "'";
+    std::string message = what + " reads '" + source.name + "', which stage '" + stage + "' does not make (";
+    message += names.empty() ? "it makes nothing by that name)" : "it makes " + names + ")";
+    fail(HETERO_INVALID_ARGUMENT, message);
+  }
+
   int add_value(const std::string& name, driver::Port port, bool many) {
     port.name = name;
     layout_.values.push_back({std::move(port), many});
@@ -356,8 +370,7 @@ class Compiler {
         stage.inputs[i].constant = constant_tensor(source, ins[i], what);
         continue;
       }
-      const int v = values_.find(source.name) != values_.end() ? values_.at(source.name) : -1;
-      if (v < 0) fail(HETERO_INVALID_ARGUMENT, what + " reads '" + source.name + "', which no stage above makes");
+      const int v = value_of(source, what);
       if (layout_.values[v].port.dtype != ins[i].dtype)
         fail(HETERO_INVALID_ARGUMENT, what + " is " + core::dtype_name(ins[i].dtype) + ", but '" + source.name +
                                           "' is " + core::dtype_name(layout_.values[v].port.dtype));
@@ -391,7 +404,7 @@ class Compiler {
 
   void compile_builtin(const StageSpec& st, Stage& stage, std::vector<driver::Port>& state_inputs,
                        std::vector<driver::Port>& state_outputs) {
-    stage.input = values_.at(st.input.name);
+    stage.input = value_of(st.input, stage.what);
     const Value in = layout_.values[stage.input];
     driver::Port port = in.port;
     const auto axis = [&](int64_t axis) {

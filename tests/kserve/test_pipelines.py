@@ -32,6 +32,7 @@ import pytest
 
 import heterod
 from conftest import ROOT, Daemon, Stubs
+from test_kserve import sequence_call
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent.parent
@@ -292,28 +293,14 @@ def test_native_sequence(native: Any, streams: Any, model: str) -> None:
     compare(model, "native", got, want)
 
 
-def v2_call(pb: Any, model: str, chunk: np.ndarray, sequence_id: int | str, start: bool, end: bool) -> Any:
-    r = pb.ModelInferRequest(model_name=model)
-    r.inputs.add(name="audio", datatype="FP32", shape=chunk.shape)
-    r.raw_input_contents.append(np.ascontiguousarray(chunk).tobytes())
-    if isinstance(sequence_id, str):
-        r.parameters["sequence_id"].string_param = sequence_id
-    else:
-        r.parameters["sequence_id"].int64_param = sequence_id
-    if start:
-        r.parameters["sequence_start"].bool_param = True
-    if end:
-        r.parameters["sequence_end"].bool_param = True
-    return r
-
-
 @pytest.mark.parametrize("model,sequence_id", [("wakeword", 42), ("vad", "microphone-1")])
 def test_v2_sequence(daemon: Daemon, v2: Stubs, streams: Any, model: str, sequence_id: int | str) -> None:
     chunks, want = streams[model]
     stub = v2.rpc.GRPCInferenceServiceStub(daemon.channel())
     got = []
     for k, chunk in enumerate(chunks):
-        response = stub.ModelInfer(v2_call(v2.pb, model, chunk, sequence_id, k == 0, k == len(chunks) - 1))
+        response = stub.ModelInfer(sequence_call(v2.pb, model, {"audio": ("FP32", chunk)}, sequence_id, k == 0,
+                                                 k == len(chunks) - 1))
         assert [o.name for o in response.outputs] == [OUTPUT[model]], f"call {k}: {response.outputs}"
         tensor = response.outputs[0]
         # An output with no window this call is [0, 1], empty: no typed contents, raw contents empty.
@@ -327,7 +314,7 @@ def test_v2_sequence(daemon: Daemon, v2: Stubs, streams: Any, model: str, sequen
     compare(model, "v2", got, want)
     # sequence_end ended it.
     with pytest.raises(grpc.RpcError) as e:
-        stub.ModelInfer(v2_call(v2.pb, model, chunks[0], sequence_id, False, False))
+        stub.ModelInfer(sequence_call(v2.pb, model, {"audio": ("FP32", chunks[0])}, sequence_id))
     assert e.value.code() == grpc.StatusCode.NOT_FOUND, e.value.details()
 
 

@@ -169,6 +169,11 @@ TEST_F(PipelineTest, NamesTheLineOfEachMistake) {
        "5", "gather them with a concat stage");
   says(std::string(kInput) + "stages:\n  - {name: d, model: double.onnx, inputs: {input: audio}}\noutputs: {o: d.y}\n",
        "3", "has no input 'input' (its inputs: 'x')");
+  says(std::string(kInput) + "stages:\n  - {name: d, model: double.onnx, inputs: {x: audio}}\n"
+                             "  - {name: s, scale: {input: d.z}}\noutputs: {o: s}\n",
+       "4", "reads 'd.z', which stage 'd' does not make (it makes 'd.y')");
+  says(std::string(kInput) + "stages:\n  - {name: d, model: double.onnx, inputs: {x: audio}}\noutputs: {o: d.z}\n",
+       "4", "output 'o' reads 'd.z'");
   says(std::string(kInput) + "stages:\n  - {name: t, model: times_k.onnx, inputs: {x: audio}}\noutputs: {o: t.y}\n",
        "3", "model input 'k' reads nothing");
   says(std::string(kInput) + "stages:\n  - {name: d, model: missing.onnx, inputs: {x: audio}}\noutputs: {o: d.y}\n",
