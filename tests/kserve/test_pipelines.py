@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ NEEDED = [CACHE / "onnxruntime-node", OWW / "src" / "WakeWordEngine.js", SILERO 
           *(m for links in MODEL_LINKS.values() for m in links.values())]
 
 RATE = 16000
+MANY_STREAMS = 64      # Silero VAD sequences at once, a second of audio each
 WAKEWORD_CHUNK = 1280  # openWakeWord's frame: 80 ms
 VAD_CHUNK = 400        # not Silero's 512: the pipeline cuts frames across calls
 # The state each pipeline keeps, (output, input): its window stages' windows
@@ -171,7 +173,8 @@ def speech(seconds: float = 10.0, seed: int = 7) -> np.ndarray:
 @pytest.fixture(scope="module")
 def streams() -> dict[str, Any]:
     """The audio each pipeline gets, cut into its calls, and the reference's
-    outputs of each call: {"wakeword": (chunks, calls), "vad": ...}."""
+    outputs of each call: {"wakeword": (chunks, calls), "vad": ...}; and
+    "vad64": 64 streams of a second each, (chunks, calls) for each."""
     node = shutil.which("node")
     if not node:
         pytest.skip("node is not on PATH")
@@ -184,12 +187,15 @@ def streams() -> dict[str, Any]:
     assert len(audio) % WAKEWORD_CHUNK == 0
     # Both pipelines take audio in [-1, 1]; openWakeWord's engine takes it in
     # int16's range, as the pipeline's first stage scales it (in float32 too).
-    inputs = {"wakeword": audio * np.float32(32767), "vad": audio}
+    many = speech(MANY_STREAMS, seed=11)  # a second of its own for each stream
+    inputs = {"wakeword": audio * np.float32(32767), "vad": audio, "vad64": many}
     jobs = {}
-    for model, pipeline, chunk in (("wakeword", "openwakeword", WAKEWORD_CHUNK), ("vad", "silero", VAD_CHUNK)):
+    for model, pipeline, chunk, extra in (("wakeword", "openwakeword", WAKEWORD_CHUNK, []),
+                                          ("vad", "silero", VAD_CHUNK, []),
+                                          ("vad64", "silero", VAD_CHUNK, ["--streams", str(MANY_STREAMS)])):
         inputs[model].astype("<f4").tofile(work / f"{model}.f32")
         jobs[model] = subprocess.Popen([node, str(REFERENCE), pipeline, str(work / f"{model}.f32"),
-                                        str(work / f"{model}.json"), "--chunk", str(chunk)],
+                                        str(work / f"{model}.json"), "--chunk", str(chunk), *extra],
                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     texts = {model: job.communicate(timeout=120)[0].strip() for model, job in jobs.items()}
     out: dict[str, Any] = {}
@@ -200,6 +206,13 @@ def streams() -> dict[str, Any]:
         print(texts[model])
         calls = json.loads((work / f"{model}.json").read_text())["calls"]
         chunk = WAKEWORD_CHUNK if model == "wakeword" else VAD_CHUNK
+        if model == "vad64":
+            streams = many.reshape(MANY_STREAMS, 1, -1)
+            assert len(calls) == MANY_STREAMS
+            out[model] = [([s[:, k:k + chunk] for k in range(0, s.shape[1], chunk)],
+                           [np.array(c, np.float32).reshape(-1, 1) for c in stream_calls])
+                          for s, stream_calls in zip(streams, calls)]
+            continue
         chunks = [audio[None, k:k + chunk] for k in range(0, len(audio), chunk)]
         assert len(calls) == len(chunks)
         out[model] = (chunks, [np.array(c, np.float32).reshape(-1, 1) for c in calls])
@@ -240,9 +253,10 @@ def native(daemon: Daemon) -> Iterator[Any]:
         yield core
 
 
-def compare(model: str, front: str, got: list[np.ndarray], want: list[np.ndarray]) -> None:
+def compare(model: str, front: str, got: list[np.ndarray], want: list[np.ndarray], check: str = "") -> None:
     """Each call's output against the reference call's: same shape (n x 1),
-    then values (openWakeWord's call by call, Silero's all together)."""
+    then values (openWakeWord's call by call, Silero's all together). The
+    largest errors are kept under `check` (default: the model and front)."""
     assert len(got) == len(want)
     for k, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == np.float32 and g.shape == w.shape, \
@@ -253,7 +267,8 @@ def compare(model: str, front: str, got: list[np.ndarray], want: list[np.ndarray
             np.testing.assert_allclose(g, w, rtol=0, atol=1e-4, err_msg=f"{model} via {front}, call {k}")
     else:
         np.testing.assert_allclose(got_all, want_all, rtol=1e-3, atol=1e-4, err_msg=f"{model} via {front}")
-    ERRORS[f"{model} via {front}, absolute"] = float(np.abs(got_all - want_all).max())
+    key = check or f"{model} via {front}"
+    ERRORS[f"{key}, absolute"] = max(ERRORS.get(f"{key}, absolute", 0.0), float(np.abs(got_all - want_all).max()))
     if model == "wakeword":
         # Scores of 1e-6 pass atol 1e-4 whatever they are: how far the logits are.
         logit = lambda p: np.log(np.maximum(p, 1e-30) / np.maximum(1 - p, 1e-30))  # noqa: E731
@@ -337,3 +352,32 @@ def test_a_reload_keeps_the_sequence_of_an_unchanged_pipeline_and_ends_a_changed
         assert "vad" in str(e.value), str(e.value)
         s.reset()  # a new start runs on the new model
         assert np.array(s.infer({"audio": chunks[0]})["probability"]).shape == want[0].shape
+
+
+def test_sixty_four_vad_sequences_from_eight_clients(daemon: Daemon, streams: Any) -> None:
+    """Eight clients, each with its own connection and eight sequences of
+    the VAD, their calls interleaved: every sequence against its own
+    reference."""
+    errors: list[str] = []
+
+    def client(c: int) -> None:
+        try:
+            with heterod.Core.connect(daemon.socket) as core, core.open_model("vad") as m:
+                mine = streams["vad64"][8 * c:8 * c + 8]
+                sequences = [m.sequence() for _ in mine]
+                got: list[list[np.ndarray]] = [[] for _ in mine]
+                for k in range(len(mine[0][0])):
+                    for s, (chunks, _) in enumerate(mine):
+                        got[s].append(np.array(sequences[s].infer({"audio": chunks[k]})["probability"]))
+                for s, (_, want) in enumerate(mine):
+                    sequences[s].close()
+                    compare("vad", f"client {c}, sequence {s}", got[s], want, check="vad, 8 clients x 8 sequences")
+        except Exception as e:  # noqa: BLE001 - reported by the test's thread
+            errors.append(f"client {c}: {e}")
+
+    threads = [threading.Thread(target=client, args=(c,)) for c in range(MANY_STREAMS // 8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]

@@ -21,11 +21,13 @@
 // is a call too. OUT.json is
 //   {"pipeline": ..., "chunk": N, "calls": [[score, ...], ...], "flat": [...]}
 // with calls[k] the outputs of call k and flat all of them in order, and
+// with --streams N (silero) the audio is N streams of equal length, each from
+// a fresh state, and calls holds each stream's calls: [[[...], ...], ...]; and
 // call_ms[k] the wall time of call k (tests/bench/bench_pipeline.py reads
 // it, with --threads 2 as the benchmarks run ONNX Runtime).
 // tests/kserve/test_pipelines.py holds heterod's pipelines to it.
 //
-//   node stream_reference.js openwakeword|silero AUDIO.f32 OUT.json [--chunk N] [--threads N]
+//   node stream_reference.js openwakeword|silero AUDIO.f32 OUT.json [--chunk N] [--threads N] [--streams N]
 //
 // Exits 77 (skipped) without the test cache (scripts/setup.sh --test-data).
 'use strict';
@@ -41,18 +43,21 @@ const callMs = [];  // the wall time of each call
 
 function usage(why) {
   console.error(`stream_reference: ${why}\n` +
-    'usage: node stream_reference.js openwakeword|silero AUDIO.f32 OUT.json [--chunk N] [--threads N]');
+    'usage: node stream_reference.js openwakeword|silero AUDIO.f32 OUT.json [--chunk N] [--threads N] [--streams N]');
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const o = { chunk: 0, positional: [] };
+  const o = { chunk: 0, streams: 1, positional: [] };
   for (let i = 0; i < argv.length; ++i) {
     const a = argv[i];
     if (a === '--chunk') {
       if (i + 1 >= argv.length) usage('--chunk needs a value');
       o.chunk = Number(argv[++i]);
       if (!Number.isInteger(o.chunk) || o.chunk < 1) usage('--chunk must be a whole number above 0');
+    } else if (a === '--streams') {
+      o.streams = Number(argv[++i]);
+      if (!Number.isInteger(o.streams) || o.streams < 1) usage('--streams must be a whole number above 0');
     } else if (a === '--threads') {
       const n = Number(argv[++i]);
       if (!Number.isInteger(n) || n < 1) usage('--threads must be a whole number above 0');
@@ -149,11 +154,15 @@ async function openwakeword(audio, chunk, cache, ortNode) {
   return calls;
 }
 
-async function silero(audio, chunk, cache) {
+async function openSilero(cache) {
   const lib = need(path.join(cache, 'node_modules', '@jjhbw', 'silero-vad', 'lib.js'));
   const weights = need(path.join(path.dirname(lib), 'weights', 'silero_vad_16k_op15.onnx'));
   const { loadSileroVad } = require(lib); // the SileroVad class is not exported
-  const vad = await loadSileroVad(weights, { sessionOptions: THREADS });
+  return loadSileroVad(weights, { sessionOptions: THREADS });
+}
+
+async function silero(audio, chunk, vad) {
+  vad.resetStates();
   const FRAME = 512;
   const calls = [];
   let frameStart = 0; // the first sample of the next frame
@@ -177,10 +186,21 @@ async function main() {
   }
   const audio = readAudio(o.audio);
   const chunk = o.chunk || (o.pipeline === 'openwakeword' ? 1280 : 512);
-  const calls = o.pipeline === 'openwakeword'
-    ? await openwakeword(audio, chunk, cache, ort)
-    : await silero(audio, chunk, cache);
-  const flat = calls.flat();
+  let calls;
+  if (o.pipeline === 'openwakeword') {
+    if (o.streams !== 1) usage('--streams is for silero');
+    calls = await openwakeword(audio, chunk, cache, ort);
+  } else {
+    const vad = await openSilero(cache);
+    const length = Math.floor(audio.length / o.streams);
+    if (o.streams > 1 && length * o.streams !== audio.length)
+      usage(`${audio.length} samples are no whole number of --streams ${o.streams}`);
+    calls = [];
+    for (let k = 0; k < o.streams; ++k)
+      calls.push(await silero(audio.subarray(k * length, (k + 1) * length), chunk, vad));
+    if (o.streams === 1) calls = calls[0];
+  }
+  const flat = calls.flat(Infinity);
   fs.writeFileSync(o.out, JSON.stringify({ pipeline: o.pipeline, chunk, calls, flat, call_ms: callMs }));
   const shown = flat.slice(0, 4).map((v) => v.toPrecision(4)).join(', ');
   console.log(`stream_reference: ${o.pipeline}: ${calls.length} calls of ${chunk} samples, ${flat.length} outputs` +
