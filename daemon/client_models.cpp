@@ -64,6 +64,15 @@ hetero_status ModelRegistry::admit_client_model(ModelSpec& spec, int64_t client,
     why = "model '" + spec.name + "': a policy file can only be named in the daemon's config";
     return HETERO_INVALID_ARGUMENT;
   }
+  // A pipeline holds an infer request of each of its models, each bounded as
+  // a model is: a client's pipeline of many stages would hold many times what
+  // it is charged. The box's owner serves pipelines from the config.
+  hetero_model_format format = HETERO_MODEL_FORMAT_ONNX;
+  if (!spec.path.empty() && hetero_model_file_format(&format, spec.path.c_str()) == HETERO_OK &&
+      format == HETERO_MODEL_FORMAT_PIPELINE) {
+    why = "model '" + spec.name + "': " + spec.path + " is a pipeline, which only the daemon's config serves";
+    return HETERO_PERMISSION_DENIED;
+  }
   // ...and their bytes together: the file's size for a path, as the model's
   // weights take about that much once compiled.
   if (!spec.path.empty()) {

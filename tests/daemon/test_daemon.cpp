@@ -580,6 +580,24 @@ TEST_F(Daemon, AnIdleModelGivesBackItsInferencesMemory) {
   EXPECT_LT(idle, before + 32 * 1024) << "RSS stayed at " << idle / 1024 << " MiB";
 }
 
+// A pipeline holds a request of each of its models, more than a client's
+// model is charged: a client may not load one (the config serves them).
+TEST_F(Daemon, AClientMayNotLoadAPipeline) {
+  start();
+  const std::string pipeline = fixture_dir() + "/client_pipeline.yaml";
+  std::ofstream(pipeline) << "inputs: {x: {dtype: float32, shape: [1, 4]}}\n"
+                             "stages: [{name: s, scale: {input: x}}]\noutputs: {y: s}\n";
+  RawClient client(socket_);
+  ASSERT_TRUE(client.hello());
+  client.send(load_path_request("mine", pipeline, 1));
+  auto reply = client.receive(std::chrono::seconds(60));
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status(), HETERO_PERMISSION_DENIED) << reply->message();
+  EXPECT_NE(reply->message().find("is a pipeline, which only the daemon's config serves"), std::string::npos)
+      << reply->message();
+  ::unlink(pipeline.c_str());
+}
+
 // Unloading a model answers its running request CANCELLED instead of waiting
 // for an inference that would never end.
 TEST_F(Daemon, UnloadCancelsRunningInferences) {
