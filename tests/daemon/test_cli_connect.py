@@ -155,8 +155,9 @@ def main():
             check(r.returncode == 1 and "keeps no state" in r.stderr, "stream a model of no state", r.stderr)
             r = cli(socket, "stream", "acc", config)
             check(r.returncode == 1 and "not a WAV file" in r.stderr, "stream a file that is not WAV", r.stderr)
-            r = plain("stream", "acc", pcm)
-            check(r.returncode == 2 and "give --connect" in r.stderr, "stream needs the daemon", r.stderr)
+            r = plain("stream", "acc", pcm)  # without --connect, "acc" is a model file, run in process
+            check(r.returncode == 1 and "acc: No such file or directory" in r.stderr,
+                  "stream without --connect opens a model file", r.stderr)
             # An option the daemon's model does not take is said, not dropped.
             r = plain("run", "demo", "--device", "CPU.1", "--connect", socket)
             check(r.returncode == 0 and "warning: --device CPU.1 is ignored: heterod serves 'demo' on CPU" in r.stderr,
