@@ -134,7 +134,7 @@ class LocalInferRequest final : public InferRequestImpl {
   void cancel() override { request_->cancel(); }
   void release_memory() override { request_->release_memory(); }
   void set_sequence(uint64_t id, uint32_t flags) override {
-    if (id && sequences_->pairs().empty()) (void)sequences_->begin(id, true);  // fails, saying why
+    if (id) sequences_->require_state();
     sequence_id_ = id;
     sequence_flags_ = flags;
   }

@@ -33,10 +33,14 @@ std::vector<core::Tensor> LocalSequences::zero_state() const {
   return state;
 }
 
-std::vector<core::Tensor> LocalSequences::begin(uint64_t id, bool start) {
+void LocalSequences::require_state() const {
   if (pairs_.empty())
     fail(HETERO_INVALID_ARGUMENT, "the model has no state pairs (an input and an output named as its next value, "
                                   "such as 'state' and 'stateN'): it has no state a sequence could keep");
+}
+
+std::vector<core::Tensor> LocalSequences::begin(uint64_t id, bool start) {
+  require_state();
   std::lock_guard lock(mutex_);
   auto it = sequences_.find(id);
   if (it == sequences_.end() && !start)

@@ -30,12 +30,14 @@ class LocalSequences {
   // (input index, output index) of each pair.
   const std::vector<std::pair<size_t, size_t>>& pairs() const noexcept { return pairs_; }
   bool is_state_output(size_t output) const;
+  // INVALID_ARGUMENT when the model has no state pairs: no sequence of it.
+  void require_state() const;
 
   // Takes sequence `id`'s turn for one call, `start` making it (or starting
   // it again) with zero state: the state to bind to each pair's input, empty
   // for one whose shape is unknown (the call must give it). NOT_FOUND (no
-  // such sequence, and no start), BUSY (a call of it runs), INVALID_ARGUMENT
-  // (the model has no state pairs).
+  // such sequence, and no start), BUSY (a call of it runs), or
+  // require_state()'s refusal.
   std::vector<core::Tensor> begin(uint64_t id, bool start);
   // Gives the turn back after the call: `state` holds each pair's output, or
   // is empty when the call failed (the state stays as it was); `end` ends

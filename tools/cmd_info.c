@@ -147,8 +147,8 @@ static int describe_onnx(const cli_model_options* o, const cli_strings* devices)
 }
 
 /* A blob: its device and ports once imported (hetero blob info says the
- * rest: versions, config, sections). */
-/* A blob, or a pipeline (compiled, as its ports come from its models). */
+ * rest: versions, config, sections); or a pipeline, compiled, as its ports
+ * come from its models. */
 static int describe_compiled(const cli_model_options* o, hetero_model_format format) {
   cli_session s;
   int rc = cli_session_open(&s, o, "info");
