@@ -39,6 +39,18 @@ void write_all(int fd, std::span<const uint8_t> bytes, std::span<const int> fds,
   }
 }
 
+// Sleeps until `fd` has something to read, its end included. Why not
+// sleep in recvmsg: a thread asleep there is woken each time the daemon
+// reads what this side wrote (a Unix socket's write-space wake-up does not
+// say which event it is for), so every call would wake its caller once for
+// nothing, as the daemon takes the request; on a virtual machine that is a
+// sleeping vCPU's wake-up. poll() sleeps for the events it names.
+void await_readable(int fd) {
+  pollfd ready{fd, POLLIN | POLLRDHUP, 0};
+  while (::poll(&ready, 1, -1) < 0 && errno == EINTR) {
+  }
+}
+
 }  // namespace
 
 // The highest status this library knows (include/hetero/status.h); a newer
@@ -289,8 +301,10 @@ bool RemoteConnection::read_once(Clock::time_point spin_until) {
     ::sched_yield();  // a daemon thread waiting for this core runs first
   }
   if (n == -EAGAIN || n == -EINTR) {
-    do n = wire::receive(fd_.get(), buffer_, fds);
-    while (n == -EINTR || ((n == -EAGAIN || n == -EWOULDBLOCK) && greeted_));
+    do {
+      if (greeted_) await_readable(fd_.get());
+      n = wire::receive(fd_.get(), buffer_, fds, greeted_ ? MSG_DONTWAIT : 0);
+    } while (n == -EINTR || ((n == -EAGAIN || n == -EWOULDBLOCK) && greeted_));
   }
   if (n == -EAGAIN || n == -EWOULDBLOCK)  // the receive timeout, before the Hello's reply
     return end(HETERO_CONNECTION_ERROR,
