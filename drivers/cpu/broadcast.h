@@ -125,7 +125,7 @@ inline Broadcast plan_broadcast(const std::vector<const core::Shape*>& shapes, c
 template <size_t N, typename Fn>
 void for_each_segment(KernelRun& r, const Broadcast& b, Fn&& fn) {
   if (b.numel == 0) return;
-  const bool parallel = b.numel > kParallelThreshold;
+  const bool parallel = r.parallel(b.numel > kParallelThreshold);
   const size_t threads = parallel ? static_cast<size_t>(r.threads()) : 1;
   const size_t nd = b.dims.size();
   // Bytes one output element moves: N inputs and the output, taken as 4

@@ -64,6 +64,34 @@ void for_checkpoint_blocks(KernelRun& r, int64_t units, double work_per_unit, Bo
   }
 }
 
+// body(i) for every i in [begin, end): on the team of the calling thread
+// when `parallel` (KernelRun::parallel), else on this thread alone. Not an
+// OpenMP `if` clause: with one, libgomp still opens a region of one thread,
+// with its futex wake-up at the end. `body` must not throw.
+template <typename Body>
+void parallel_for(bool parallel, int64_t begin, int64_t end, Body&& body) {
+  if (!parallel) {
+    for (int64_t i = begin; i < end; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = begin; i < end; ++i) body(i);
+}
+
+// body() once on every thread of the calling thread's team when `parallel`,
+// else once on this thread (where omp_get_num_threads() is 1 and an
+// `omp for` inside runs every iteration), opening no region: as
+// parallel_for. `body` must not throw.
+template <typename Body>
+void parallel_region(bool parallel, Body&& body) {
+  if (!parallel) {
+    body();
+    return;
+  }
+#pragma omp parallel
+  body();
+}
+
 // The driver's parallel loop: body(i) for every i in [0, units) on the
 // kernel's threads (on this one alone, opening no OpenMP region, unless
 // `parallel`), in blocks as above. `body` must not throw: it runs inside an

@@ -80,6 +80,13 @@ class KernelRun {
   virtual void set_output(size_t i, core::Tensor tensor) = 0;
   virtual dnnl::stream& stream() = 0;
   virtual int threads() const = 0;
+  // Whether a loop `big` enough to split runs on the team (parallel_for in
+  // checkpoint_blocks.h): never on a team of one. libgomp builds a team even
+  // for one thread, and ends it with a futex wake-up once the thread has had
+  // helpers: a system call per node, 10-20 us on a virtual machine, more
+  // than a small node's whole work (the melspectrogram paid four per
+  // inference).
+  bool parallel(bool big) const { return big && threads() > 1; }
   // The frame running this kernel, for kernels that run subgraphs.
   virtual const Frame& frame() const = 0;
   // What the frame does between two nodes (RunControl::at_node_boundary):

@@ -60,9 +60,9 @@ void cast_into(KernelRun& r, const Tensor& x, Tensor& y) {
       using D = typename decltype(dst_tag)::type;
       const S* s = x.data<S>();
       D* d = y.data<D>();
+      const bool parallel = r.parallel(n > int64_t(kParallelThreshold));
       for_checkpoint_blocks(r, n, sizeof(S) + sizeof(D), [&](int64_t begin, int64_t end) {
-#pragma omp parallel for schedule(static) if (n > int64_t(kParallelThreshold))
-        for (int64_t i = begin; i < end; ++i) d[i] = convert<D>(s[i]);
+        parallel_for(parallel, begin, end, [&](int64_t i) { d[i] = convert<D>(s[i]); });
       });
     });
   });

@@ -280,10 +280,9 @@ void ConvTransposeKernel::run_patches(KernelRun& r, const Entry& e, const core::
   // Row (n, h, w) holds the kh x kw patch of output pixels at (h*kh, w*kw).
   const int64_t out_h = p.h * p.kh, out_w = p.w * p.kw;
   float* out = y.data<float>();
-  const bool parallel = y.numel() > 65536;
+  const bool parallel = r.parallel(y.numel() > 65536);
   if (channels_last_) {
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t nh = 0; nh < p.n * p.h; ++nh) {
+    parallel_for(parallel, 0, p.n * p.h, [&](int64_t nh) {
       const int64_t n = nh / p.h, h = nh % p.h;
       for (int64_t w = 0; w < p.w; ++w) {
         const float* row = rows + (n * pixels + h * p.w + w) * k;
@@ -291,10 +290,9 @@ void ConvTransposeKernel::run_patches(KernelRun& r, const Entry& e, const core::
           std::memcpy(out + ((n * out_h + h * p.kh + i) * out_w + w * p.kw) * p.oc, row + i * p.kw * p.oc,
                       static_cast<size_t>(p.kw * p.oc) * sizeof(float));
       }
-    }
+    });
   } else {
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t no = 0; no < p.n * p.oc; ++no) {
+    parallel_for(parallel, 0, p.n * p.oc, [&](int64_t no) {
       const int64_t n = no / p.oc, o = no % p.oc;
       float* plane = out + no * out_h * out_w;
       for (int64_t h = 0; h < p.h; ++h)
@@ -303,7 +301,7 @@ void ConvTransposeKernel::run_patches(KernelRun& r, const Entry& e, const core::
           for (int64_t i = 0; i < p.kh; ++i)
             for (int64_t j = 0; j < p.kw; ++j) plane[(h * p.kh + i) * out_w + w * p.kw + j] = row[(i * p.kw + j) * p.oc];
         }
-    }
+    });
   }
   if (!post_.empty() && !p.fused_post_ops) post_.apply(out, y.shape(), r);
 }

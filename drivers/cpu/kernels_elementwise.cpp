@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "drivers/cpu/broadcast.h"
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
@@ -240,16 +241,14 @@ bool pow_fast_path(KernelRun& r, const Tensor& base, double e, Tensor& out) {
   const B* x = base.data<B>();
   B* y = out.data<B>();
   const int64_t n = static_cast<int64_t>(base.numel());
-  const bool parallel = n > int64_t(kParallelThreshold);
+  const bool parallel = r.parallel(n > int64_t(kParallelThreshold));
   if (e == 2) {
     for_checkpoint_blocks(r, n, 2 * sizeof(B), [&](int64_t begin, int64_t end) {
-#pragma omp parallel for if (parallel)
-      for (int64_t i = begin; i < end; ++i) y[i] = x[i] * x[i];
+      parallel_for(parallel, begin, end, [&](int64_t i) { y[i] = x[i] * x[i]; });
     });
   } else if (e == 0.5 && std::is_floating_point_v<B>) {
     for_checkpoint_blocks(r, n, 2 * sizeof(B), [&](int64_t begin, int64_t end) {
-#pragma omp parallel for if (parallel)
-      for (int64_t i = begin; i < end; ++i) y[i] = static_cast<B>(std::sqrt(x[i]));
+      parallel_for(parallel, begin, end, [&](int64_t i) { y[i] = static_cast<B>(std::sqrt(x[i])); });
     });
   } else if (e == 1) {
     std::memcpy(y, x, base.nbytes());

@@ -196,15 +196,14 @@ template <typename T, typename Acc>
 void global_pool_cl(KernelRun& r, const PoolParams& prm, const PoolGeometry& g, const T* in, T* out) {
   const int64_t plane = g.in_plane(), C = g.c;
   const bool max = prm.kind == PoolKind::Max;
-  const bool parallel = g.n * C * plane > 16384;
+  const bool parallel = r.parallel(g.n * C * plane > 16384);
   const Acc identity = max ? std::numeric_limits<Acc>::lowest() : Acc(0);
   std::vector<Acc> image(static_cast<size_t>(C));
   for (int64_t n = 0; n < g.n; ++n) {
     const T* img = in + n * plane * C;
     std::fill(image.begin(), image.end(), identity);
     for_checkpoint_blocks(r, plane, double(C) * sizeof(T), [&](int64_t first, int64_t last) {
-#pragma omp parallel if (parallel)
-      {
+      parallel_region(parallel, [&] {
         const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
         // Slices of whole cache lines (16 floats) where there are enough channels.
         const int64_t per = std::max<int64_t>((C + threads - 1) / threads, std::min<int64_t>(C, 16));
@@ -222,7 +221,7 @@ void global_pool_cl(KernelRun& r, const PoolParams& prm, const PoolGeometry& g, 
           Acc* mine = image.data() + c0;
           for (int64_t c = 0; c < c1 - c0; ++c) mine[c] = max ? std::max(mine[c], acc[c]) : mine[c] + acc[c];
         }
-      }
+      });
     });
     for (int64_t c = 0; c < C; ++c)
       out[n * C + c] = static_cast<T>(max ? image[c] : image[c] / static_cast<Acc>(plane));
@@ -239,7 +238,8 @@ void pool(KernelRun& r, const PoolParams& prm, const PoolGeometry& g, const T* i
   };
   // Each output position reads its window: taps x the channels it pools.
   const double taps = double(g.k[0]) * double(g.k[1]) * double(g.k[2]) * sizeof(T);
-  const bool parallel = g.n * g.c * out_plane > 1 && g.n * g.c * out_plane * g.k[0] * g.k[1] * g.k[2] > 16384;
+  const bool parallel =
+      r.parallel(g.n * g.c * out_plane > 1 && g.n * g.c * out_plane * g.k[0] * g.k[1] * g.k[2] > 16384);
   if (prm.channels_last) {
     if (prm.global && prm.kind != PoolKind::Lp) {
       global_pool_cl<T, Acc>(r, prm, g, in, out);
@@ -247,8 +247,7 @@ void pool(KernelRun& r, const PoolParams& prm, const PoolGeometry& g, const T* i
     }
     const int64_t work = g.n * out_plane;
     for_checkpoint_blocks(r, work, taps * double(g.c), [&](int64_t first, int64_t last) {
-#pragma omp parallel if (parallel)
-      {
+      parallel_region(parallel, [&] {
         std::vector<Acc> acc(static_cast<size_t>(g.c));
 #pragma omp for schedule(static)
         for (int64_t w = first; w < last; ++w) {
@@ -256,7 +255,7 @@ void pool(KernelRun& r, const PoolParams& prm, const PoolGeometry& g, const T* i
           position(w % out_plane, o);
           pool_position_cl<T, Acc>(prm, g, in + w / out_plane * in_plane * g.c, out + w * g.c, acc.data(), o);
         }
-      }
+      });
     });
     return;
   }

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/dtype_dispatch.h"
@@ -277,19 +278,17 @@ class GlobalAveragePoolKernel final : public Kernel {
     with_8bit_type(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* v = x.data<T>();
-      const bool parallel = x.numel() > (size_t{1} << 16);
+      const bool parallel = r.parallel(x.numel() > (size_t{1} << 16));
       if (!channels_last_) {
-#pragma omp parallel for schedule(static) if (parallel)
-        for (int64_t nc = 0; nc < N * C; ++nc) {
+        parallel_for(parallel, 0, N * C, [&](int64_t nc) {
           int32_t s = 0;
           for (int64_t p = 0; p < plane; ++p) s += v[nc * plane + p];
           sum[static_cast<size_t>(nc)] = s;
-        }
+        });
         return;
       }
       for (int64_t n = 0; n < N; ++n) {
-#pragma omp parallel if (parallel)
-        {
+        parallel_region(parallel, [&] {
           const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
           const int64_t per = (C + threads - 1) / threads, c0 = std::min(C, t * per), c1 = std::min(C, c0 + per);
           int32_t* s = sum.data() + n * C;
@@ -297,7 +296,7 @@ class GlobalAveragePoolKernel final : public Kernel {
             const T* row = v + (n * plane + p) * C;
             for (int64_t c = c0; c < c1; ++c) s[c] += row[c];
           }
-        }
+        });
       }
     });
     // As ONNX Runtime requantizes: (sum - zx * count) * (sx / (sy * count)),

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "drivers/cpu/broadcast.h"
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dtype_dispatch.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
@@ -203,7 +204,7 @@ template <typename R, bool kShift = false, typename T>
 void reduce(KernelRun& r, const T* x, T* y, const ReduceLayout& L, const T* shift = nullptr) {
   using Acc = typename R::Acc;
   const size_t n = L.count(), outputs = L.outputs();
-  const bool parallel = outputs * n > kParallelThreshold;
+  const bool parallel = r.parallel(outputs * n > kParallelThreshold);
   const int64_t threads = parallel ? r.threads() : 1;
   auto sh = [shift](size_t j) { return kShift ? shift[j] : T(0); };
   auto shifted = [](T v, T s) { return kShift ? static_cast<T>(v - s) : v; };
@@ -360,7 +361,7 @@ void arg_reduce(KernelRun& r, const T* x, int64_t* y, const AxisSplit& s, bool l
     if constexpr (kMax) return last ? v >= best : v > best;
     else return last ? v <= best : v < best;
   };
-  const bool parallel = s.outer * s.n * s.inner > kParallelThreshold;
+  const bool parallel = r.parallel(s.outer * s.n * s.inner > kParallelThreshold);
   const int64_t outer = static_cast<int64_t>(s.outer);
   const double work = double(s.n) * double(s.inner) * sizeof(T);
   if (s.inner == 1) {
@@ -375,8 +376,7 @@ void arg_reduce(KernelRun& r, const T* x, int64_t* y, const AxisSplit& s, bool l
   }
   // Blocks of [n, inner]: track the best of every inner position at once.
   for_checkpoint_blocks(r, outer, work, [&](int64_t begin, int64_t end) {
-#pragma omp parallel if (parallel)
-    {
+    parallel_region(parallel, [&] {
       std::vector<T> best(s.inner);  // per-thread scratch
 #pragma omp for schedule(static)
       for (int64_t o = begin; o < end; ++o) {
@@ -394,7 +394,7 @@ void arg_reduce(KernelRun& r, const T* x, int64_t* y, const AxisSplit& s, bool l
           }
         }
       }
-    }
+    });
   });
 }
 
@@ -430,11 +430,10 @@ std::unique_ptr<Kernel> arg_kernel(const KernelBuild& b) {
 template <typename T>
 void cumsum(KernelRun& r, const T* x, T* y, const AxisSplit& s, bool exclusive, bool reverse) {
   using Acc = SumAcc<T>;
-  const bool parallel = s.outer * s.n * s.inner > kParallelThreshold;
+  const bool parallel = r.parallel(s.outer * s.n * s.inner > kParallelThreshold);
   const double work = 2.0 * double(s.n) * double(s.inner) * sizeof(T);
   for_checkpoint_blocks(r, static_cast<int64_t>(s.outer), work, [&](int64_t begin, int64_t end) {
-#pragma omp parallel if (parallel)
-    {
+    parallel_region(parallel, [&] {
       std::vector<Acc> acc(s.inner);  // per-thread running sums of one block
 #pragma omp for schedule(static)
       for (int64_t o = begin; o < end; ++o) {
@@ -454,7 +453,7 @@ void cumsum(KernelRun& r, const T* x, T* y, const AxisSplit& s, bool exclusive, 
           }
         }
       }
-    }
+    });
   });
 }
 

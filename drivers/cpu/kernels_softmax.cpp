@@ -113,13 +113,12 @@ void normalize_block(Norm norm, const T* x, T* y, size_t n, size_t inner, std::v
 
 template <typename T>
 void normalize(KernelRun& r, Norm norm, const T* x, T* y, const AxisSplit& s) {
-  const bool parallel = s.outer * s.n * s.inner > kParallelThreshold;
+  const bool parallel = r.parallel(s.outer * s.n * s.inner > kParallelThreshold);
   const int64_t outer = static_cast<int64_t>(s.outer);
   // Three passes over each [n, inner] block: a max, the exponentials, a scale.
   const double work = 3.0 * double(s.n) * double(s.inner) * sizeof(T);
   for_checkpoint_blocks(r, outer, work, [&](int64_t begin, int64_t end) {
-#pragma omp parallel if (parallel)
-    {
+    parallel_region(parallel, [&] {
       std::vector<T> m, sums;  // per-thread scratch for the block form
 #pragma omp for schedule(static)
       for (int64_t o = begin; o < end; ++o) {
@@ -127,7 +126,7 @@ void normalize(KernelRun& r, Norm norm, const T* x, T* y, const AxisSplit& s) {
         if (s.inner == 1) normalize_row(norm, x + off, y + off, s.n);
         else normalize_block(norm, x + off, y + off, s.n, s.inner, m, sums);
       }
-    }
+    });
   });
 }
 

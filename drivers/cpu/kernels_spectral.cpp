@@ -139,15 +139,16 @@ class DftPlans {
 // not throw), in checkpoint blocks of lines.
 template <typename Fn>
 void for_each_line(KernelRun& r, const DftPlan& plan, int64_t lines, Fn&& fn) {
-  const bool parallel = lines > 1 && static_cast<double>(lines) * static_cast<double>(plan.n) > 16384;
-  const int teams = parallel ? std::max(1, r.threads()) : 1;
+  const bool parallel = r.parallel(lines > 1 && static_cast<double>(lines) * static_cast<double>(plan.n) > 16384);
+  // Working memory for each thread of the team parallel_for opens.
+  const int teams = parallel ? std::max(1, omp_get_max_threads()) : 1;
   std::vector<DftPlan::Work> work;
   for (int t = 0; t < teams; ++t) work.push_back(plan.make_work());
   // A line's transform: about n log n complex multiply-adds of 32 bytes.
   const double n = static_cast<double>(std::max<int64_t>(plan.n, 2));
   for_checkpoint_blocks(r, lines, 32.0 * n * std::log2(n), [&](int64_t begin, int64_t end) {
-#pragma omp parallel for num_threads(teams) if (parallel) schedule(static)
-    for (int64_t line = begin; line < end; ++line) fn(work[static_cast<size_t>(omp_get_thread_num())], line);
+    parallel_for(parallel, begin, end,
+                 [&](int64_t line) { fn(work[static_cast<size_t>(omp_get_thread_num())], line); });
   });
 }
 

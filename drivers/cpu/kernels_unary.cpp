@@ -22,9 +22,9 @@ using core::Tensor;
 // vectorise.
 template <typename T, typename O, typename Fn>
 void map_elements(KernelRun& r, const T* x, O* y, size_t n, const Fn& fn) {
+  const bool parallel = r.parallel(n > kParallelThreshold);
   for_checkpoint_blocks(r, static_cast<int64_t>(n), sizeof(T) + sizeof(O), [&](int64_t begin, int64_t end) {
-#pragma omp parallel for schedule(static) if (n > kParallelThreshold)
-    for (int64_t i = begin; i < end; ++i) y[i] = static_cast<O>(fn(x[i]));
+    parallel_for(parallel, begin, end, [&](int64_t i) { y[i] = static_cast<O>(fn(x[i])); });
   });
 }
 

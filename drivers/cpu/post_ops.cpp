@@ -1,3 +1,4 @@
+#include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/post_ops.h"
 
 #include <algorithm>
@@ -171,9 +172,9 @@ void PostOpChain::apply(float* data, const core::Shape& shape, KernelRun& run) c
   for (const PostOp& op : ops_) {
     if (!op.binary()) {
       const int64_t count = static_cast<int64_t>(n);
+      const bool parallel = run.parallel(count > 32768);
       for_checkpoint_blocks(run, count, 2 * sizeof(float), [&](int64_t begin, int64_t end) {
-#pragma omp parallel for schedule(static) if (count > 32768)
-        for (int64_t i = begin; i < end; ++i) data[i] = eltwise(op, data[i]);
+        parallel_for(parallel, begin, end, [&](int64_t i) { data[i] = eltwise(op, data[i]); });
       });
       continue;
     }

@@ -114,17 +114,16 @@ class DirectionRun {
   // `cell(n, gate row)`; a sequence past its end writes zeros to Y instead.
   template <typename Cell>
   void each_running_row(int64_t t, int64_t col0, int64_t cols, Cell&& cell) {
-#pragma omp parallel for schedule(static) if (parallel_)
-    for (int64_t n = 0; n < N_; ++n) {
+    parallel_for(parallel_, 0, N_, [&](int64_t n) {
       if (masked(t, n)) {
         emit(t, n, nullptr);
-        continue;
+        return;
       }
       float* gate = hr_ + n * GH_;
       const float* xr = xw_ + x_row(t, n) * GH_;
       for (int64_t k = col0; k < col0 + cols; ++k) gate[k] += xr[k];
       cell(n, gate);
-    }
+    });
   }
 
   // xw = X·W^T + Wb + Rb, for every step (the biases that are plain sums; a
@@ -145,11 +144,10 @@ class DirectionRun {
       const int64_t count = std::min(step, rows - first);
       gemm_bt(r.node(), count, GH_, I, a_.x + first * I, I, w_, I, xw_ + first * GH_, GH_);
       if (bias.empty()) continue;
-#pragma omp parallel for schedule(static) if (parallel_)
-      for (int64_t row = first; row < first + count; ++row) {
+      parallel_for(parallel_, first, first + count, [&](int64_t row) {
         float* xr = xw_ + row * GH_;
         for (int64_t k = 0; k < GH_; ++k) xr[k] += bias[k];
-      }
+      });
     }
   }
 
@@ -219,11 +217,10 @@ class DirectionRun {
     const int64_t H = H_;
     gemm_bt(node, N_, lbr ? GH_ : 2 * H, H, h_, H, r_, H, hr_, GH_);
     const float* bias_rh = bias_r_ ? bias_r_ + 2 * H : nullptr;
-#pragma omp parallel for schedule(static) if (parallel_)
-    for (int64_t n = 0; n < N_; ++n) {
+    parallel_for(parallel_, 0, N_, [&](int64_t n) {
       if (masked(t, n)) {
         std::fill_n(rh_ + n * H, H, 0.0f);  // a row the second product reads, then ignores
-        continue;
+        return;
       }
       float* gate = hr_ + n * GH_;
       const float* xr = xw_ + x_row(t, n) * GH_;
@@ -239,7 +236,7 @@ class DirectionRun {
         float* rh = rh_ + n * H;
         for (int64_t k = 0; k < H; ++k) rh[k] = reset[k] * h[k];
       }
-    }
+    });
     if (!lbr) gemm_bt(node, N_, H, H, rh_, H, r_ + 2 * H * H, H, hr_ + 2 * H, GH_);
     // The candidate: its xw columns are still to add without linear_before_reset.
     each_running_row(t, 2 * H, lbr ? 0 : H, [&](int64_t n, float* gate) {
