@@ -63,16 +63,22 @@ class CpuInferStep final : public core::InferStep {
   std::vector<core::Tensor> run(const std::vector<core::Tensor>& inputs) override {
     std::vector<core::Tensor> outputs;
     const int width = width_->next();
-    auto job = [&] { outputs = execute(inputs, width); };
+    int ran = width;
+    // Timed as the caller waits: a team wider than one is handed to a
+    // stream thread and back (two thread wake-ups, on a virtual machine as
+    // long as a small model's inference), which the width trial must weigh.
+    const auto called = WidthChoice::Clock::now();
+    auto job = [&] { outputs = execute(inputs, width, ran); };
     // One thread wide, it runs on the caller's thread while a stream is free
     // (Scheduler::run_here), leaving the caller's OpenMP setting as it was.
+    bool ran_here = false;
     if (width == 1) {
       const int callers_threads = omp_get_max_threads();
-      const bool ran = scheduler_->run_here(program_->priority, job);
+      ran_here = scheduler_->run_here(program_->priority, job);
       omp_set_num_threads(callers_threads);
-      if (ran) return outputs;
     }
-    scheduler_->run(program_->priority, job);
+    if (!ran_here) scheduler_->run(program_->priority, job);
+    width_->record(width, ran, WidthChoice::Clock::now() - called);
     return outputs;
   }
   void release_memory() override { frame_.release_memory(); }
@@ -81,7 +87,12 @@ class CpuInferStep final : public core::InferStep {
       std::vector<core::Tensor> outputs;
       std::exception_ptr error;
       try {
-        outputs = execute(inputs, width_->next());
+        // Every width is handed over alike: timed on the stream.
+        const int width = width_->next();
+        int ran = width;
+        const auto started = WidthChoice::Clock::now();
+        outputs = execute(inputs, width, ran);
+        width_->record(width, ran, WidthChoice::Clock::now() - started);
       } catch (...) {
         error = std::current_exception();
       }
@@ -93,17 +104,15 @@ class CpuInferStep final : public core::InferStep {
   }
 
  private:
-  // `width`: as wide as pays for this model (width_choice.h); narrower
-  // while other work takes the cores (team_width.h). OpenMP's thread count
-  // is per calling thread: set it for the stream's.
-  std::vector<core::Tensor> execute(const std::vector<core::Tensor>& inputs, int width) {
+  // `width`: as wide as pays for this model (width_choice.h); `ran`, how
+  // wide it ran: narrower while other work takes the cores (team_width.h).
+  // OpenMP's thread count is per calling thread: set it for the stream's.
+  std::vector<core::Tensor> execute(const std::vector<core::Tensor>& inputs, int width, int& ran) {
     const TeamWidth::Scope team(TeamWidth::current(), width);
-    omp_set_num_threads(team.width());
-    frame_.set_threads(team.width());
-    const auto started = WidthChoice::Clock::now();
-    std::vector<core::Tensor> outputs = frame_.run(inputs);
-    width_->record(width, team.width(), WidthChoice::Clock::now() - started);
-    return outputs;
+    ran = team.width();
+    omp_set_num_threads(ran);
+    frame_.set_threads(ran);
+    return frame_.run(inputs);
   }
 
   std::shared_ptr<const CpuProgram> program_;

@@ -20,12 +20,14 @@
 // depends on the model and on how it is called, so each compiled model
 // measures: its first inferences alternate between the candidate widths (1,
 // 2, 4, ... up to the compiled width), and it keeps the narrowest whose
-// median is within 5% of the fastest. It tries again kRetrial later, and
-// twice as late each time the answer stays the same (up to
-// kLongestInterval): how a model is called changes. A model whose inference
-// takes more than kAlwaysWide at the compiled width gains nothing
-// measurable from a narrower team: it stays as compiled (and is timed again
-// after kLongestInterval).
+// median is within 5% of the fastest (a synchronous inference timed as its
+// caller waits, the hand-over to a stream thread and back included: a team
+// wider than one pays that, one thread runs on the caller's own). It tries
+// again kRetrial later, and twice as late each time the answer stays the
+// same (up to kLongestInterval): how a model is called changes. A model
+// whose inference takes more than kAlwaysWide at the compiled width gains
+// nothing measurable from a narrower team: it stays as compiled (and is
+// timed again after kLongestInterval).
 //
 // Any thread; the streams running one model's inferences share one.
 #pragma once
