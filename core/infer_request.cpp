@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/job_spin.h"
 #include "core/ports.h"
 #include "core/request_state.h"
 
@@ -161,14 +162,25 @@ class StepInferRequest final : public driver::InferRequest {
   }
 
   void worker_loop() {
+    JobSpin spin;  // looks for the next inference a little before sleeping
     std::unique_lock lock(worker_mutex_);
     for (;;) {
+      if (!stopping_ && !pending_) {
+        lock.unlock();
+        spin.look([&] {
+          const std::lock_guard look(worker_mutex_);
+          return stopping_ || pending_;
+        });
+        lock.lock();
+      }
       worker_cv_.wait(lock, [&] { return stopping_ || pending_; });
       if (stopping_) return;
       const std::vector<Tensor> inputs = std::move(*pending_);
       pending_.reset();
       lock.unlock();
+      spin.took();
       run_started(inputs);
+      spin.finished();
       lock.lock();
     }
   }

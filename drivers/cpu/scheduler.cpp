@@ -10,6 +10,7 @@
 #include <exception>
 #include <semaphore>
 
+#include "core/job_spin.h"
 #include "core/thread_slice.h"
 #include "drivers/cpu/cpu_budget.h"
 #include "drivers/cpu/team_width.h"
@@ -191,11 +192,16 @@ bool Scheduler::run_here(core::Priority priority, const std::function<void()>& f
     const Scheduler* const outer_stream = tls_stream_of;
     ~Turn() {
       tls_stream_of = outer_stream;
+      bool queued;
       {
         std::lock_guard lock(scheduler.mutex_);
         --scheduler.busy_;
+        queued = scheduler.any_queued();
       }
-      scheduler.work_cv_.notify_one();  // a job queued meanwhile may take the turn
+      // A job queued meanwhile takes the turn. With none, waking a stream
+      // thread only to find nothing costs a thread wake-up per inference
+      // (on a virtual machine, often a sleeping vCPU's).
+      if (queued) scheduler.work_cv_.notify_one();
     }
   } turn{*this};
   tls_stream_of = this;  // a synchronous run inside it runs at once, as on a stream
@@ -246,17 +252,6 @@ bool Scheduler::any_queued() const {
   return false;
 }
 
-// A stream that just finished looks for work a little before it sleeps: a
-// caller's next synchronous inference usually follows within tens of
-// microseconds (heterod's round trip to its client is about 40), and waking
-// a sleeping thread costs about as much on a virtual machine. It yields as it
-// looks, so a thread with work on its core runs; the cost is bounded at
-// 100 us of one core per inference, when no next one comes.
-void Scheduler::spin_for_work() const {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
-  while (!any_queued() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
-}
-
 void Scheduler::lane_loop() {
   tls_stream_of = this;
   constexpr int kRealtime = static_cast<int>(core::Priority::Realtime);
@@ -288,11 +283,14 @@ void Scheduler::stream_loop(int index) {
   int applied_nice = 0;
   std::unique_lock lock(mutex_);
   if (pin_) pin_to_cores(index * threads_, threads_);
+  // A stream that just finished looks for work a little before it sleeps,
+  // while its callers send the next job soon after (core/job_spin.h).
+  core::JobSpin spin;
   for (;;) {
     std::function<void()> fn;
     if (!any_queued()) {
       lock.unlock();
-      spin_for_work();
+      spin.look([&] { return any_queued(); });
       lock.lock();
     }
     work_cv_.wait(lock, [&] {
@@ -312,8 +310,10 @@ void Scheduler::stream_loop(int index) {
       renice_team(base_nice_, nice, threads);
       applied_nice = nice;
     }
+    spin.took();
     fn();
     fn = nullptr;  // the job's captures go before the next wait
+    spin.finished();
     lock.lock();
     --busy_;
   }

@@ -102,7 +102,6 @@ class Scheduler {
   void stream_loop(int index);
   void lane_loop();
   bool any_queued() const;
-  void spin_for_work() const;
   // The first queued job of the highest priority above `floor`, up to
   // `ceiling`; empty when none.
   std::function<void()> pop_above_locked(int floor, int ceiling);
