@@ -52,9 +52,7 @@ Config blob_config(Config config) {
 // hetero_compiled_model_open_*: a blob is refused when it is not what the
 // caller asked for (`device` null: any).
 void check_opened_blob(const CompiledModelImpl& blob, const char* device, const Backend::InputShapes& shapes) {
-  using hetero::core::parse_device_string;
-  if (device && parse_device_string(device).to_string() != parse_device_string(blob.device()).to_string())
-    fail(HETERO_BLOB_MISMATCH, "the blob is compiled for " + blob.device() + ", not " + device);
+  if (device) hetero::core::check_blob_device(blob.device(), device);
   for (const auto& [name, shape] : shapes) {
     const auto port = std::find_if(blob.inputs().begin(), blob.inputs().end(),
                                    [&](const Port& p) { return p.name == name; });

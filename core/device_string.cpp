@@ -73,4 +73,9 @@ DeviceString parse_device_string(const std::string& text) {
   return ds;
 }
 
+void check_blob_device(const std::string& blob_device, const std::string& wanted) {
+  if (parse_device_string(wanted).to_string() != parse_device_string(blob_device).to_string())
+    fail(HETERO_BLOB_MISMATCH, "the blob is compiled for " + blob_device + ", not " + wanted);
+}
+
 }  // namespace hetero::core

@@ -31,4 +31,10 @@ inline constexpr const char* kHeteroDriverName = "HETERO";
 // Fails with INVALID_ARGUMENT saying what is wrong with `text`.
 DeviceString parse_device_string(const std::string& text);
 
+// Fails with BLOB_MISMATCH unless a blob compiled for `blob_device` is one
+// for `wanted` (compared as parsed, so "CPU.0" and "CPU" differ but
+// spellings of one device do not): a blob opened where a device is asked
+// for must not run on another one.
+void check_blob_device(const std::string& blob_device, const std::string& wanted);
+
 }  // namespace hetero::core

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/blob_container.h"
+#include "core/device_string.h"
 #include "core/error.h"
 #include "core/infer_request.h"
 #include "core/mapped_file.h"
@@ -332,10 +333,14 @@ class Compiler {
     return ports.size() - 1;
   }
 
+  // A blob must be one for the stage's device, as hetero_compiled_model_open_file() has it.
   std::unique_ptr<driver::CompiledModel> load(const std::string& path, const std::string& device) const {
     const core::MappedBytes bytes = core::map_file(path);
-    if (core::has_blob_magic({bytes.data, bytes.size})) return runtime_.import_blob({bytes.data, bytes.size}, config_);
-    return runtime_.load_file(path, core::ImportOptions{}, device, config_).compiled;
+    if (!core::has_blob_magic({bytes.data, bytes.size}))
+      return runtime_.load_file(path, core::ImportOptions{}, device, config_).compiled;
+    std::unique_ptr<driver::CompiledModel> blob = runtime_.import_blob({bytes.data, bytes.size}, config_);
+    core::check_blob_device(blob->device(), device);
+    return blob;
   }
 
   void compile_model(const StageSpec& st, Stage& stage, std::vector<driver::Port>& state_inputs,

@@ -186,6 +186,31 @@ TEST_F(PipelineTest, NamesTheLineOfEachMistake) {
        "unknown key 'extra'");
 }
 
+// A stage may name a compiled blob, which runs only on the device it was
+// compiled for, as hetero_compiled_model_open_file() has it.
+TEST_F(PipelineTest, RunsABlobStageOnlyOnItsDevice) {
+  const core::LoadedModel loaded = runtime().load_file(dir() + "/double.onnx", {}, "CPU", {});
+  const std::vector<uint8_t> blob = runtime().export_blob(*loaded.compiled, loaded.origin);
+  std::ofstream(dir() + "/double.blob", std::ios::binary)
+      .write(reinterpret_cast<const char*>(blob.data()), static_cast<std::streamsize>(blob.size()));
+  const std::string text = std::string(kInput) + "stages:\n  - {name: d, model: double.blob, inputs: {x: audio}}\n"
+                                                 "outputs: {o: d.y}\n";
+  const auto compiled = compile_pipeline(runtime(), write_file("blob.yaml", text), "CPU", {});
+  auto request = compiled->create_infer_request();
+  request->set_input(0, Tensor::from_vector(std::vector<float>{1, 2}, {1, 2}));
+  request->infer();
+  const Tensor doubled = request->output(0);
+  EXPECT_EQ(std::vector<float>(doubled.values<float>().begin(), doubled.values<float>().end()),
+            (std::vector<float>{2, 4}));
+
+  const std::string elsewhere = std::string(kInput) +
+                                "stages:\n  - {name: d, model: double.blob, device: 'HETERO:CPU', inputs: {x: audio}}\n"
+                                "outputs: {o: d.y}\n";
+  const std::string message = refusal(elsewhere, HETERO_BLOB_MISMATCH);
+  EXPECT_EQ(message.rfind(dir() + "/bad.yaml:3: stage 'd': ", 0), 0u) << message;
+  EXPECT_NE(message.find("the blob is compiled for CPU, not HETERO:CPU"), std::string::npos) << message;
+}
+
 TEST_F(PipelineTest, IsAPipelineByItsName) {
   EXPECT_TRUE(is_pipeline_path("/etc/heterod/pipelines/openwakeword.yaml"));
   EXPECT_TRUE(is_pipeline_path("vad.yml"));
