@@ -25,10 +25,8 @@ std::vector<core::Tensor> LocalSequences::zero_state() const {
       state.emplace_back();  // rank unknown: the first call gives it
       continue;
     }
-    core::Shape dims = *port.shape;
-    for (int64_t& d : dims)
-      if (d < 0) d = 1;  // a dynamic dim of a state is its batch, for a stream of one
-    state.push_back(core::Tensor::allocate(static_cast<core::DType>(port.dtype), dims));
+    state.push_back(
+        core::Tensor::allocate(static_cast<core::DType>(port.dtype), core::initial_state_dims(*port.shape)));
   }
   return state;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,14 @@ std::vector<std::pair<size_t, size_t>> state_pairs_by_name(const std::vector<Por
     }
   }
   return pairs;
+}
+
+// The dims a sequence's state starts with, zeros: its port's, each dynamic
+// dim 1 (a state's dynamic dim is its batch, for a stream of one).
+inline std::vector<int64_t> initial_state_dims(std::vector<int64_t> port_dims) {
+  for (int64_t& d : port_dims)
+    if (d < 0) d = 1;
+  return port_dims;
 }
 
 }  // namespace hetero::core

@@ -142,9 +142,7 @@ std::vector<Sequence::State> SequenceTable::initial_state(const ServedModel& mod
     if (fixed != model.spec().shapes.end()) {
       s.dims = fixed->second;
     } else if (port.shape) {
-      s.dims = *port.shape;
-      for (int64_t& d : s.dims)
-        if (d < 0) d = 1;  // a dynamic dim of a state is its batch, for a stream of one
+      s.dims = core::initial_state_dims(*port.shape);
     } else {
       continue;  // rank unknown: the first call gives it
     }
