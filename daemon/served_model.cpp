@@ -34,8 +34,9 @@ ServedModel::ServedModel(const ModelSpec& spec, CompiledModel compiled, Threads 
       if (!wire::is_valid_utf8(name))
         hetero::fail(HETERO_INVALID_MODEL, "model '" + spec_.name + "': the port name '" +
                                                wire::escape_invalid_utf8(name) + "' is not valid UTF-8");
-  make_defaults();
-  state_pairs_ = find_state_pairs(spec_, compiled_.inputs(), compiled_.outputs());
+  const std::vector<Port> inputs = compiled_.inputs();
+  make_defaults(inputs);
+  state_pairs_ = find_state_pairs(spec_, inputs, compiled_.outputs());
   if (!spec_.state_set && !state_pairs_.empty()) {
     std::string pairs;
     for (const StatePair& p : state_pairs_) {
@@ -67,8 +68,7 @@ void store_as(uint8_t* out, size_t k, double value) {
 
 }  // namespace
 
-void ServedModel::make_defaults() {
-  const std::vector<Port> ports = compiled_.inputs();
+void ServedModel::make_defaults(const std::vector<Port>& ports) {
   for (const auto& [name, value] : spec_.defaults) {
     const std::string what = "model '" + spec_.name + "': defaults: input '" + name + "'";
     const auto port = std::find_if(ports.begin(), ports.end(), [&](const Port& p) { return p.name == name; });

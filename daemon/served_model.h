@@ -284,7 +284,7 @@ class ServedModel : public std::enable_shared_from_this<ServedModel> {
     size_t bytes = 0;
   };
   std::vector<DefaultInput> defaults_;
-  void make_defaults();
+  void make_defaults(const std::vector<Port>& inputs);
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<Slot*> free_slots_;
   std::deque<std::unique_ptr<InferJob>> queue_;

@@ -55,14 +55,14 @@ const char* state_name(wire::ModelInfo::State state) {
 class RemoteInferRequest final : public InferRequestImpl {
  public:
   // `state_inputs` and `state_outputs`: which ports a sequence's state
-  // pairs are (wire::ModelInfo::state_pairs); `optional_inputs`, which
+  // pairs are (wire::ModelInfo::state_pairs); `default_inputs`, which
   // inputs the daemon's config gives values (wire::ModelInfo::default_inputs).
   RemoteInferRequest(std::shared_ptr<RemoteConnection> connection, std::string model, std::vector<Port> inputs,
                      std::vector<Port> outputs, std::vector<bool> state_inputs, std::vector<bool> state_outputs,
-                     std::vector<bool> optional_inputs)
+                     std::vector<bool> default_inputs)
       : connection_(std::move(connection)), model_(std::move(model)), ports_(std::move(inputs)),
         output_ports_(std::move(outputs)), state_inputs_(std::move(state_inputs)),
-        state_outputs_(std::move(state_outputs)), optional_inputs_(std::move(optional_inputs)),
+        state_outputs_(std::move(state_outputs)), default_inputs_(std::move(default_inputs)),
         inputs_(ports_.size()), output_count_(output_ports_.size()) {}
 
   ~RemoteInferRequest() override { state_.wait_idle(); }
@@ -164,7 +164,7 @@ class RemoteInferRequest final : public InferRequestImpl {
         const core::Tensor& t = inputs_[k];
         // A sequence's state inputs are the daemon's unless the call gives
         // one, and so are the inputs its config gives values.
-        if (t.empty() && ((sequenced_ && state_inputs_[k]) || optional_inputs_[k])) continue;
+        if (t.empty() && ((sequenced_ && state_inputs_[k]) || default_inputs_[k])) continue;
         if (t.empty()) fail(HETERO_INVALID_ARGUMENT, "input '" + ports_[k].name + "' is not set");
         tensors.push_back({ports_[k].name, static_cast<int32_t>(t.dtype()), t.shape(), t.raw(), t.nbytes()});
       }
@@ -238,7 +238,7 @@ class RemoteInferRequest final : public InferRequestImpl {
   std::shared_ptr<RemoteConnection> connection_;
   std::string model_;
   std::vector<Port> ports_, output_ports_;
-  std::vector<bool> state_inputs_, state_outputs_, optional_inputs_;
+  std::vector<bool> state_inputs_, state_outputs_, default_inputs_;
   std::vector<core::Tensor> inputs_;
   size_t output_count_;
   // The sequence its calls belong to (0: none) and the next call's flags;
