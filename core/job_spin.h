@@ -29,17 +29,13 @@ class JobSpin {
   using Clock = std::chrono::steady_clock;
   static constexpr Clock::duration kLongest = std::chrono::microseconds(250);
 
-  // After finished(): looks until `has_work()` or the time is up; returns
-  // whether there is work.
+  // After finished(): looks until `has_work()` or the time is up (the
+  // caller then sleeps until there is work, as it would have).
   template <class HasWork>
-  bool look(HasWork&& has_work) const {
+  void look(HasWork&& has_work) const {
     const Clock::duration budget = typical_gap_ < kLongest ? std::min(2 * typical_gap_, kLongest) : Clock::duration{};
     const Clock::time_point until = finished_ + budget;
-    while (Clock::now() < until) {
-      if (has_work()) return true;
-      std::this_thread::yield();
-    }
-    return has_work();
+    while (Clock::now() < until && !has_work()) std::this_thread::yield();
   }
   // The thread took a job, after looking or sleeping: the gap since the
   // last one finished counts towards the usual gap.

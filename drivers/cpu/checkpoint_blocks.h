@@ -98,15 +98,9 @@ void parallel_region(bool parallel, Body&& body) {
 // OpenMP loop.
 template <typename Body>
 void parallel_blocks(KernelRun& r, int64_t units, double work_per_unit, bool parallel, Body&& body) {
-  const int threads = r.threads();
-  for_checkpoint_blocks(r, units, work_per_unit, [&](int64_t begin, int64_t end) {
-    if (parallel && threads > 1) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t i = begin; i < end; ++i) body(i);
-    } else {
-      for (int64_t i = begin; i < end; ++i) body(i);
-    }
-  });
+  const bool on_team = r.parallel(parallel);
+  for_checkpoint_blocks(r, units, work_per_unit,
+                        [&](int64_t begin, int64_t end) { parallel_for(on_team, begin, end, body); });
 }
 
 // std::memcpy in pieces of half a block (a copy moves each byte twice),
