@@ -69,7 +69,7 @@ def main() -> int:
         f"  - {{name: wakeword, path: {work / 'openwakeword.yaml'}, device: CPU}}\n")
     log = open(work / "heterod.log", "w")
     daemon = subprocess.Popen([str(build / "daemon" / "heterod"), "--config", str(work / "heterod.yaml")],
-                              stdout=log, stderr=None if os.environ.get("WIDTH_DEBUG") else log)
+                              stdout=log, stderr=log)
     try:
         return run(o, heterod, work, socket_path)
     finally:
@@ -157,13 +157,13 @@ def run(o: argparse.Namespace, heterod, work: Path, socket_path: Path) -> int:
                         str(work / "audio.f32"), str(out), "--threads", "2"], check=True, stdout=subprocess.DEVNULL)
         return [ms / 1000 for ms in json.loads(out.read_text())["call_ms"]]
 
-    runs: dict[str, list[float]] = {"in process (sum of 3 models)": [], "heterod pipeline": [], "ONNX Runtime": []}
+    runs: dict[str, list[float]] = {"in process (its models per chunk)": [], "heterod pipeline": [], "ONNX Runtime": []}
     side_by_side(False)  # warm-up
     for c in calls.values():
         c.clear()
     for r in range(o.rounds):
         base, piped = side_by_side(heterod_first=r % 2 == 1)
-        runs["in process (sum of 3 models)"] += base
+        runs["in process (its models per chunk)"] += base
         runs["heterod pipeline"] += piped
         runs["ONNX Runtime"] += onnx_runtime()
     print(f"openWakeWord pipeline, {chunks} chunks of {CHUNK} samples x {o.rounds} rounds, per chunk:")
@@ -172,7 +172,7 @@ def run(o: argparse.Namespace, heterod, work: Path, socket_path: Path) -> int:
             q = statistics.quantiles(t, n=100)
             print(f"  {name:32s} mean {1e3 * statistics.fmean(t):7.3f} ms   median {1e3 * statistics.median(t):7.3f} ms"
                   f"   p90 {1e3 * q[89]:7.3f}   p99 {1e3 * q[98]:7.3f}   max {1e3 * max(t):7.3f} ms")
-    base, piped = runs["in process (sum of 3 models)"], runs["heterod pipeline"]
+    base, piped = runs["in process (its models per chunk)"], runs["heterod pipeline"]
     for label, kind in (("chunks running all three models", True), ("chunks running the melspectrogram only", False)):
         pick = lambda t: [x for k, x in enumerate(t) if full[k % chunks] == kind]  # noqa: E731
         print(f"  {label} ({sum(f == kind for f in full)} of {chunks}): in process median "
