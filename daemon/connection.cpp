@@ -5,6 +5,9 @@
 #include <cstring>
 #include <new>
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+
 #include "core/error.h"
 #include "core/log.h"
 #include "daemon/server.h"
@@ -71,7 +74,7 @@ void Connection::check_timeouts(Clock::time_point now, const Limits& limits) {
     why = "a frame took longer than limits.frame_timeout_ms (" + std::to_string(limits.frame_timeout_ms) +
           " ms) to arrive";
   else if (limits.idle_timeout_ms && idle() && decoder_.partial_bytes() == 0 &&
-           now - last_active_ > milliseconds(limits.idle_timeout_ms))
+           now - last_active_ > milliseconds(limits.idle_timeout_ms) && !bytes_unread())
     why = std::string(wire::kIdleCloseMessage) + " (" + std::to_string(limits.idle_timeout_ms) + " ms)";
   if (why.empty()) return;
   // Said if the socket takes it now; a client that does not read is not
@@ -98,6 +101,14 @@ bool Connection::start(uv_loop_t* loop) {
 bool Connection::nothing_queued() const {
   std::lock_guard<std::mutex> lock(out_mutex_);
   return out_.empty();
+}
+
+// A request that has arrived and waits for the loop to read it: the idle
+// close says the daemon read none of the client's requests, which would be
+// false of this one.
+bool Connection::bytes_unread() const {
+  int bytes = 0;
+  return ::ioctl(fd_.get(), SIOCINQ, &bytes) == 0 && bytes > 0;
 }
 
 bool Connection::idle() const { return closed_ || (nothing_queued() && in_flight == 0); }

@@ -79,6 +79,7 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void on_readable();
   void flush();
   bool nothing_queued() const;
+  bool bytes_unread() const;
   // out_mutex_ held: writes queued replies until the socket is full, adding
   // the bytes of the replies it finished to `done`. False when the socket
   // failed (the client has gone).

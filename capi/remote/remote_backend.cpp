@@ -103,14 +103,16 @@ class RemoteInferRequest final : public InferRequestImpl {
   }
 
   void start_async(std::function<void(std::exception_ptr)> done) override {
-    std::vector<int> fds;
+    std::vector<int> fds;  // begin()'s view of `memfd`, which call_async() keeps
     wire::Request request;
-    wire::UniqueFd memfd = begin(request, fds);
+    std::vector<wire::UniqueFd> memfd;
+    if (wire::UniqueFd fd = begin(request, fds)) memfd.push_back(std::move(fd));
     state_.start();  // the daemon queues it; a Cancel reaches it there
     try {
-      connection_->call_async(request, fds, [this, done = std::move(done)](Reply* reply, std::exception_ptr error) {
-        finish(reply, error, done);
-      });
+      connection_->call_async(std::move(request), std::move(memfd),
+                              [this, done = std::move(done)](Reply* reply, std::exception_ptr error) {
+                                finish(reply, error, done);
+                              });
     } catch (...) {
       finish(nullptr, std::current_exception(), nullptr);
       throw;
@@ -125,7 +127,7 @@ class RemoteInferRequest final : public InferRequestImpl {
     state_.cancel([&] {
       wire::Request request;
       request.mutable_cancel()->set_request_id(in_flight_);
-      connection_->call_async(request, {}, [](Reply*, std::exception_ptr) {});
+      connection_->call_async(std::move(request), {}, [](Reply*, std::exception_ptr) {});
     });
   }
 

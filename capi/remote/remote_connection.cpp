@@ -119,13 +119,16 @@ RemoteConnection::RemoteConnection(const std::string& socket_path)
   greet();
 }
 
+void RemoteConnection::hear_last_words(std::unique_lock<std::mutex>& lock) {
+  if (!broken_.empty()) return;
+  // Has the daemon said anything since the last reply? With nothing
+  // pending, only its closing words (or the end of the stream) can come.
+  pollfd ready{fd_.get(), POLLIN | POLLRDHUP, 0};
+  while (!ended_ && ::poll(&ready, 1, 0) > 0) read_in_turn(lock);
+}
+
 void RemoteConnection::reconnect_if_idle_closed(std::unique_lock<std::mutex>& lock) {
-  if (broken_.empty()) {
-    // Has the daemon said anything since the last reply? With nothing
-    // pending, only its closing words (or the end of the stream) can come.
-    pollfd ready{fd_.get(), POLLIN | POLLRDHUP, 0};
-    while (!ended_ && ::poll(&ready, 1, 0) > 0) read_in_turn(lock);
-  }
+  hear_last_words(lock);
   if (!idle_closed_) return;
   reconnecting_ = true;
   lock.unlock();
@@ -177,11 +180,28 @@ uint64_t RemoteConnection::new_id() {
 }
 
 void RemoteConnection::send(wire::Request& request, std::span<const int> fds, Pending pending) {
+  try {
+    send_once(request, fds, pending);
+    return;
+  } catch (const Failure&) {
+    // The write failed: the daemon had closed the connection before the
+    // request reached it. If for being idle, its last words, already here,
+    // say so, and the request goes again on a new connection.
+    std::unique_lock<std::mutex> lock(pending_mutex_);
+    if (request.has_hello() || !pending.deliver) throw;
+    if (pending_.empty() && !reading_) hear_last_words(lock);
+    if (!idle_closed_) throw;
+  }
+  send_once(request, fds, pending);
+}
+
+void RemoteConnection::send_once(wire::Request& request, std::span<const int> fds, Pending& pending) {
   uint64_t id;
   {
     std::unique_lock<std::mutex> lock(pending_mutex_);
     if (!request.has_hello()) {
-      read_cv_.wait(lock, [this] { return !reconnecting_; });
+      // After an idle close, the reading role is let go as the stream ends.
+      read_cv_.wait(lock, [this] { return !reconnecting_ && !(idle_closed_ && reading_); });
       if (pending_.empty() && !reading_) reconnect_if_idle_closed(lock);
     }
     if (!broken_.empty()) fail(HETERO_CONNECTION_ERROR, broken_);
@@ -195,9 +215,11 @@ void RemoteConnection::send(wire::Request& request, std::span<const int> fds, Pe
     std::lock_guard<std::mutex> lock(write_mutex_);
     write_all(fd_.get(), frame, fds, path_);
   } catch (...) {
+    // Given back to the caller, unless the connection's end failed it already.
     std::lock_guard<std::mutex> lock(pending_mutex_);
     if (auto it = pending_.find(id); it != pending_.end()) {
       if (it->second.async) --async_pending_;
+      pending = std::move(it->second);
       pending_.erase(it);
     }
     throw;
@@ -246,16 +268,38 @@ Reply RemoteConnection::call_once(wire::Request& request, std::span<const int> f
   return std::move(*reply);
 }
 
-void RemoteConnection::call_async(wire::Request& request, std::span<const int> fds, Done done) {
+void RemoteConnection::call_async(wire::Request request, std::vector<wire::UniqueFd> fds, Done done) {
   {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     if (!reader_.joinable() && !stopping_) reader_ = std::thread([this] { reader_loop(); });
   }
-  auto shared_done = std::make_shared<Done>(std::move(done));
-  send(request, fds,
-       {[this, shared_done](std::unique_ptr<Reply> reply, std::exception_ptr error) {
+  send_async(std::make_shared<AsyncCall>(AsyncCall{std::move(request), std::move(fds), std::move(done)}), false);
+}
+
+void RemoteConnection::send_async(const std::shared_ptr<AsyncCall>& call, bool again) {
+  std::vector<int> fds;
+  for (const wire::UniqueFd& fd : call->fds) fds.push_back(fd.get());
+  send(call->request, fds,
+       {[this, call, again](std::unique_ptr<Reply> reply, std::exception_ptr error) {
+          // Closed for being idle as the request arrived: the daemon did not
+          // read it, and it goes again on a new connection.
+          bool resend = false;
+          if (error && !again) {
+            std::lock_guard<std::mutex> lock(pending_mutex_);
+            resend = idle_closed_ && !stopping_;
+          }
           std::shared_ptr<Reply> shared_reply(std::move(reply));
-          completions_->post([shared_done, shared_reply, error] { (*shared_done)(shared_reply.get(), error); });
+          completions_->post([this, call, shared_reply, error, resend] {
+            if (resend) {
+              try {
+                send_async(call, true);
+              } catch (...) {
+                call->done(nullptr, std::current_exception());
+              }
+              return;
+            }
+            call->done(shared_reply.get(), error);
+          });
         },
         true});
   read_cv_.notify_all();  // the reader thread takes the role if no one holds it

@@ -15,10 +15,10 @@
 // state per connection that a client relies on (models are the uid's or the
 // config's), and its closing words say it read none of the client's
 // requests (wire::kIdleCloseMessage). Before a call on a connection with
-// nothing pending, the socket is polled to hear those words; a synchronous
-// call that meets them anyway (the daemon closed as it was sent) is sent
-// once more on the new connection. An asynchronous one fails
-// CONNECTION_ERROR in that race, as it would on any closed connection.
+// nothing pending, the socket is polled to hear those words. A call whose
+// write fails on the closed socket (the daemon closed just before it) hears
+// them then and is sent again on a new connection; so is a call whose
+// request went in but was not read (the daemon closed as it arrived).
 #pragma once
 
 #include <chrono>
@@ -27,6 +27,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -63,9 +64,11 @@ class RemoteConnection {
   // A reply with an error status throws it as hetero::Failure.
   Reply call(wire::Request& request, std::span<const int> fds = {});
   // The same without waiting: `done` runs once on the completion thread, with
-  // the reply or the failure.
+  // the reply or the failure. The request and `fds` are kept until then, to
+  // be sent again if the daemon closes the connection for being idle as the
+  // request arrives.
   using Done = std::function<void(Reply*, std::exception_ptr)>;
-  void call_async(wire::Request& request, std::span<const int> fds, Done done);
+  void call_async(wire::Request request, std::vector<wire::UniqueFd> fds, Done done);
 
   const wire::HelloReply& hello() const noexcept { return hello_; }
   const std::string& socket_path() const noexcept { return path_; }
@@ -78,7 +81,20 @@ class RemoteConnection {
     Deliver deliver;
     bool async = false;
   };
+  // Registers `pending` under the request's id and writes the request; a
+  // write that meets the daemon's idle close is made once more on a new
+  // connection.
   void send(wire::Request& request, std::span<const int> fds, Pending pending);
+  // One try of send(). On failure `pending` is handed back, empty if the
+  // connection's end has failed it already.
+  void send_once(wire::Request& request, std::span<const int> fds, Pending& pending);
+  struct AsyncCall {
+    wire::Request request;
+    std::vector<wire::UniqueFd> fds;
+    Done done;
+  };
+  // call_async()'s send; `again` when the call is being sent a second time.
+  void send_async(const std::shared_ptr<AsyncCall>& call, bool again);
   // call() once, on the connection as it is.
   Reply call_once(wire::Request& request, std::span<const int> fds);
   // Opens the socket; CONNECTION_ERROR or PERMISSION_DENIED naming it.
@@ -90,6 +106,9 @@ class RemoteConnection {
   // its last words (read here if no one has) say. Throws what connecting
   // throws.
   void reconnect_if_idle_closed(std::unique_lock<std::mutex>& lock);
+  // pending_mutex_ held by `lock`, nothing pending, the role free: reads
+  // what the daemon has sent, which can only be its closing words.
+  void hear_last_words(std::unique_lock<std::mutex>& lock);
   using Clock = std::chrono::steady_clock;
   // The reading role's work: one read from the socket, and every reply it
   // completes delivered. False once the connection has ended (every pending
