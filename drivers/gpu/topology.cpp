@@ -305,7 +305,7 @@ class Builder {
                   {cur, node.input(i)->name}, last ? out->name : out->name + "/" + std::to_string(i), {}};
       if (!last) {
         // Partial results take the broadcast of what they combined.
-        core::Shape a = t_.shapes.at(cur), b = t_.shapes.at(node.input(i)->name);
+        core::Shape a = i == 1 ? input_shape(node, 0) : t_.shapes.at(cur), b = input_shape(node, i);
         core::Shape r(std::max(a.size(), b.size()), 1);
         for (size_t k = 0; k < r.size(); ++k) {
           const int64_t x = k < r.size() - a.size() ? 1 : a[k - (r.size() - a.size())];
@@ -711,7 +711,7 @@ class Builder {
     } else {
       if (!x->producer || x->producer->op_type != "QuantizeLinear" || !folded_quantize(*x->producer))
         fail(HETERO_NOT_SUPPORTED, "its codes do not come from a QuantizeLinear the GPU folds");
-      t_.shapes[out->name] = t_.shapes.at(x->name);
+      t_.shapes[out->name] = input_shape(node, 0);
       p.kind = PrimKind::View;
       p.op = node.op_type;
     }

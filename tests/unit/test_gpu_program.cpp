@@ -379,6 +379,29 @@ g (float[3,4] x, int64[2] i) => (float[2,4] y) {
   }
 }
 
+// Asked what it runs of a model with a dynamic dim, the GPU says of each
+// node of a QDQ chain that a shape is missing, the DequantizeLinear after a
+// QuantizeLinear it could not take included (which once threw map::at).
+TEST(GpuProgram, ADynamicQdqChainNamesTheMissingShape) {
+  auto model = test::model_from_text(R"(
+<ir_version: 8, opset_import: ["" : 13]>
+g (float[N,4] x, float[N,4] b) => (float[N,4] y) {
+  s = Constant<value = float {0.5}>()
+  zp = Constant<value = uint8 {128}>()
+  q = QuantizeLinear(x, s, zp)
+  d = DequantizeLinear(q, s, zp)
+  y = Sum(d, b, b)
+}
+)");
+  std::vector<std::string> reasons(model->graph.nodes().size());
+  build_topology(model->graph, &reasons);
+  for (const auto& node : model->graph.nodes()) {
+    if (node->op_type == "Constant") continue;
+    EXPECT_NE(reasons[node->index].find("has no static shape"), std::string::npos)
+        << node->op_type << ": " << reasons[node->index];
+  }
+}
+
 // A Reshape is a view: the GPU takes the shape its output is declared with.
 // One declared other than its shape input makes (the same element count) is
 // an invalid model, not a tensor of the declared shape. ONNX's shape
