@@ -125,7 +125,10 @@ std::optional<core::Tensor> weights_as_s8(const core::Tensor& w, const QuantPara
 }
 
 dnnl::memory DnnlZeroPoint::memory(const dnnl::engine& engine) const {
-  return view_memory(dnnl::memory::desc({1}, dnnl_dt::s32, dnnl_tag::a), engine, &value);
+  const dnnl::memory::desc md({1}, dnnl_dt::s32, dnnl_tag::a);
+  std::call_once(made_, [&] { memory_ = view_memory(md, engine, &value); });
+  // Another engine's runs (constant folding has its own) get one of their own.
+  return memory_.get_engine() == engine ? memory_ : view_memory(md, engine, &value);
 }
 
 dnnl_dt dnnl_type_of(core::DType dtype) {

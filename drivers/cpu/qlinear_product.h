@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -59,10 +60,17 @@ struct QProduct {
 // w's shape); null when some value does not fit in s8.
 std::optional<core::Tensor> weights_as_s8(const core::Tensor& w, const QuantParams& wp, size_t axis);
 
-// A run-time zero point argument for a oneDNN primitive.
-struct DnnlZeroPoint {
+// A run-time zero point argument for a oneDNN primitive. Its memory object
+// is made once, on the first run's engine, and only read after: every
+// thread's runs share it instead of making one (several allocations) per run.
+class DnnlZeroPoint {
+ public:
   int32_t value = 0;
   dnnl::memory memory(const dnnl::engine& engine) const;
+
+ private:
+  mutable std::once_flag made_;
+  mutable dnnl::memory memory_;
 };
 
 // Maps a quantised DType to oneDNN's.
