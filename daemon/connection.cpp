@@ -103,9 +103,8 @@ bool Connection::nothing_queued() const {
   return out_.empty();
 }
 
-// A request that has arrived and waits for the loop to read it: the idle
-// close says the daemon read none of the client's requests, which would be
-// false of this one.
+// A request has arrived and waits for the loop to read it: the connection
+// is in use, not idle, and closing it would turn the request away unread.
 bool Connection::bytes_unread() const {
   int bytes = 0;
   return ::ioctl(fd_.get(), SIOCINQ, &bytes) == 0 && bytes > 0;
