@@ -162,6 +162,24 @@ void pool_position_cl(const PoolParams& prm, const PoolGeometry& g, const T* in,
   const Taps t2 = window_taps(g, 2, o[2], prm.count_include_pad);
   const int64_t base0 = o[0] * g.s[0] - g.pb[0], base1 = o[1] * g.s[1] - g.pb[1], base2 = o[2] * g.s[2] - g.pb[2];
   const int64_t C = g.c;
+  const bool empty = t0.last == t0.first || t1.last == t1.first || t2.last == t2.first;
+  if constexpr (sizeof(T) == 1) {
+    // The max of 8-bit codes is one of them: taken in bytes, sixteen to an
+    // instruction, rather than widened to Acc.
+    if (prm.kind == PoolKind::Max) {
+      std::fill_n(out, C, empty ? T(0) : std::numeric_limits<T>::lowest());
+      for (int64_t k0 = t0.first; k0 < t0.last; ++k0)
+        for (int64_t k1 = t1.first; k1 < t1.last; ++k1)
+          for (int64_t k2 = t2.first; k2 < t2.last; ++k2) {
+            const int64_t pos =
+                ((base0 + k0 * g.d[0]) * g.in[1] + base1 + k1 * g.d[1]) * g.in[2] + base2 + k2 * g.d[2];
+            const T* __restrict row = in + pos * C;
+            T* __restrict max = out;
+            for (int64_t c = 0; c < C; ++c) max[c] = std::max(max[c], row[c]);
+          }
+      return;
+    }
+  }
   const Acc init = prm.kind == PoolKind::Max ? std::numeric_limits<Acc>::lowest() : Acc(0);
   std::fill_n(acc, C, init);
   for (int64_t k0 = t0.first; k0 < t0.last; ++k0)
@@ -178,7 +196,6 @@ void pool_position_cl(const PoolParams& prm, const PoolGeometry& g, const T* in,
         }
       }
   const int64_t count = prm.kind == PoolKind::Average ? t0.counted * t1.counted * t2.counted : 1;
-  const bool empty = t0.last == t0.first || t1.last == t1.first || t2.last == t2.first;
   for (int64_t c = 0; c < C; ++c) {
     Acc v = acc[c];
     if (prm.kind == PoolKind::Average) v = count > 0 ? v / static_cast<Acc>(count) : Acc(0);

@@ -106,6 +106,21 @@ TEST(CpuPool, MaxAndAverage2d) {
           if (outs == 2) {
             EXPECT_EQ(0, std::memcmp(y[1].raw(), idx.raw(), idx.nbytes())) << "indices";
           }
+          if (kind == "max" && channels_last) {
+            // 8-bit codes (the int8 pass's MaxPool), whose max is taken in bytes.
+            core::Tensor as_float = core::Tensor::allocate(core::DType::F32, x.shape());
+            for (size_t i = 0; i < x.numel(); ++i)
+              as_float.data<float>()[i] = std::clamp(std::nearbyint(x.data<float>()[i] * 40.0f) + 128.0f, 0.0f, 255.0f);
+            const core::Tensor float_nhwc = nchw_to_nhwc(as_float);
+            core::Tensor codes = core::Tensor::allocate(core::DType::U8, float_nhwc.shape());
+            for (size_t i = 0; i < codes.numel(); ++i)
+              codes.data<uint8_t>()[i] = static_cast<uint8_t>(float_nhwc.data<float>()[i]);
+            const core::Tensor want = nchw_to_nhwc(ref_pool(as_float, p, kind, false, nullptr));
+            const auto got = nb.run({codes}, 1, kThreads);
+            ASSERT_EQ(got[0].numel(), want.numel());
+            for (size_t i = 0; i < want.numel(); ++i)
+              ASSERT_EQ(got[0].data<uint8_t>()[i], static_cast<uint8_t>(want.data<float>()[i])) << "uint8 at " << i;
+          }
         }
       }
     }
