@@ -163,38 +163,35 @@ void pool_position_cl(const PoolParams& prm, const PoolGeometry& g, const T* in,
   const int64_t base0 = o[0] * g.s[0] - g.pb[0], base1 = o[1] * g.s[1] - g.pb[1], base2 = o[2] * g.s[2] - g.pb[2];
   const int64_t C = g.c;
   const bool empty = t0.last == t0.first || t1.last == t1.first || t2.last == t2.first;
+  // Every tap's row of C channels, in order.
+  auto for_each_row = [&](auto&& fn) {
+    for (int64_t k0 = t0.first; k0 < t0.last; ++k0)
+      for (int64_t k1 = t1.first; k1 < t1.last; ++k1)
+        for (int64_t k2 = t2.first; k2 < t2.last; ++k2)
+          fn(in + (((base0 + k0 * g.d[0]) * g.in[1] + base1 + k1 * g.d[1]) * g.in[2] + base2 + k2 * g.d[2]) * C);
+  };
   if constexpr (sizeof(T) == 1) {
     // The max of 8-bit codes is one of them: taken in bytes, sixteen to an
     // instruction, rather than widened to Acc.
     if (prm.kind == PoolKind::Max) {
       std::fill_n(out, C, empty ? T(0) : std::numeric_limits<T>::lowest());
-      for (int64_t k0 = t0.first; k0 < t0.last; ++k0)
-        for (int64_t k1 = t1.first; k1 < t1.last; ++k1)
-          for (int64_t k2 = t2.first; k2 < t2.last; ++k2) {
-            const int64_t pos =
-                ((base0 + k0 * g.d[0]) * g.in[1] + base1 + k1 * g.d[1]) * g.in[2] + base2 + k2 * g.d[2];
-            const T* __restrict row = in + pos * C;
-            T* __restrict max = out;
-            for (int64_t c = 0; c < C; ++c) max[c] = std::max(max[c], row[c]);
-          }
+      for_each_row([&](const T* __restrict row) {
+        T* __restrict max = out;
+        for (int64_t c = 0; c < C; ++c) max[c] = std::max(max[c], row[c]);
+      });
       return;
     }
   }
-  const Acc init = prm.kind == PoolKind::Max ? std::numeric_limits<Acc>::lowest() : Acc(0);
-  std::fill_n(acc, C, init);
-  for (int64_t k0 = t0.first; k0 < t0.last; ++k0)
-    for (int64_t k1 = t1.first; k1 < t1.last; ++k1)
-      for (int64_t k2 = t2.first; k2 < t2.last; ++k2) {
-        const int64_t pos = ((base0 + k0 * g.d[0]) * g.in[1] + base1 + k1 * g.d[1]) * g.in[2] + base2 + k2 * g.d[2];
-        const T* row = in + pos * C;
-        if (prm.kind == PoolKind::Max) {
-          for (int64_t c = 0; c < C; ++c) acc[c] = std::max(acc[c], static_cast<Acc>(row[c]));
-        } else if (prm.kind == PoolKind::Average) {
-          for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<Acc>(row[c]);
-        } else {
-          for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<Acc>(std::pow(std::fabs(double(row[c])), prm.p));
-        }
-      }
+  std::fill_n(acc, C, prm.kind == PoolKind::Max ? std::numeric_limits<Acc>::lowest() : Acc(0));
+  for_each_row([&](const T* row) {
+    if (prm.kind == PoolKind::Max) {
+      for (int64_t c = 0; c < C; ++c) acc[c] = std::max(acc[c], static_cast<Acc>(row[c]));
+    } else if (prm.kind == PoolKind::Average) {
+      for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<Acc>(row[c]);
+    } else {
+      for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<Acc>(std::pow(std::fabs(double(row[c])), prm.p));
+    }
+  });
   const int64_t count = prm.kind == PoolKind::Average ? t0.counted * t1.counted * t2.counted : 1;
   for (int64_t c = 0; c < C; ++c) {
     Acc v = acc[c];
