@@ -291,22 +291,11 @@ class GlobalAveragePoolKernel final : public Kernel {
         parallel_region(parallel, [&] {
           const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
           const int64_t per = (C + threads - 1) / threads, c0 = std::min(C, t * per), c1 = std::min(C, c0 + per);
-          const T* plane_start = v + n * plane * C;
           int32_t* s = sum.data() + n * C;
-          // A block of channels at a time, its sums in registers down the
-          // whole plane rather than loaded and stored at every position.
-          constexpr int64_t kBlock = 32;
-          int64_t c = c0;
-          for (; c + kBlock <= c1; c += kBlock) {
-            int32_t block[kBlock] = {};
-            for (int64_t p = 0; p < plane; ++p) {
-              const T* row = plane_start + p * C + c;
-              for (int64_t k = 0; k < kBlock; ++k) block[k] += row[k];
-            }
-            std::copy(block, block + kBlock, s + c);
+          for (int64_t p = 0; p < plane; ++p) {
+            const T* row = v + (n * plane + p) * C;
+            for (int64_t c = c0; c < c1; ++c) s[c] += row[c];
           }
-          for (int64_t p = 0; p < plane; ++p)
-            for (int64_t k = c; k < c1; ++k) s[k] += plane_start[p * C + k];
         });
       }
     });
