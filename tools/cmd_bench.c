@@ -2,11 +2,14 @@
  * one model or of several at once (a mixed load, `--and`).
  *
  * Each request is restarted as soon as it completes, or with --rate at its
- * next due time on a fixed schedule. Completion callbacks run on worker
- * threads and may not restart their own request (the C ABI forbids it), so
- * they only queue the request's index; the measuring thread takes it from
- * the queue, collects the status with hetero_infer_request_wait() and starts
- * the request again. Latency is start_async to callback.
+ * next due time on a fixed schedule. One request is called synchronously
+ * (hetero_infer_request_infer) on the measuring thread, as a client with one
+ * request calls it, and its latency is that call's. Several are started
+ * asynchronously: completion callbacks run on worker threads and may not
+ * restart their own request (the C ABI forbids it), so they only queue the
+ * request's index; the measuring thread takes it from the queue, collects the
+ * status with hetero_infer_request_wait() and starts the request again.
+ * Their latency is start_async to callback.
  *
  * A mixed load: every model is opened and warmed up first, then each runs
  * its own measure loop on its own thread, all let go together; with --alone,
@@ -44,7 +47,8 @@ static const cli_opt kOptions[] = {
     {CLI_OPT_INPUT, 0, "input", "[NAME=]FILE", "an input from a .npy or .pb file"},
     {OPT_ITERATIONS, 0, "iterations", "N", "measure N inferences (one model only)"},
     {OPT_TIME, 0, "time", "S", "measure for S seconds (default 5 unless --iterations)"},
-    {OPT_REQUESTS, 0, "requests", "N", "infer requests in flight (default 1)"},
+    {OPT_REQUESTS, 0, "requests", "N",
+     "infer requests in flight (default 1, called synchronously;\nmore are started asynchronously)"},
     {OPT_RATE, 0, "rate", "R",
      "start inferences at R per second (R may be decimal),\non a fixed schedule; without it, flat out: each\n"
      "request restarts as soon as it completes"},
@@ -188,11 +192,43 @@ static void sleep_until(double t) {
   }
 }
 
+/* Whether the run goes on to its next inference, `started` so far. */
+static bool more_to_start(const bench_options* bo, size_t started, double period, double start) {
+  return bo->iterations ? started < (size_t)bo->iterations
+         : period > 0   ? (double)started * period < bo->seconds
+                        : cli_now() - start < bo->seconds;
+}
+
+/* measure() for one request: synchronous calls on this thread. */
+static int measure_one(bench_model* m, const bench_options* bo, samples* lat, double* wall) {
+  hetero_infer_request_t* request = m->slots[0].request;
+  const double period = m->rate > 0 ? 1.0 / m->rate : 0;
+  const double start = cli_now();
+  double last = start;
+  size_t started = 0;
+  int rc = CLI_OK;
+  while (rc == CLI_OK && more_to_start(bo, started, period, start)) {
+    if (period > 0) sleep_until(start + (double)started * period);
+    const double begun = cli_now();
+    ++started;
+    if (hetero_infer_request_infer(request)) {
+      rc = cli_call_failed("inference failed");
+    } else {
+      last = cli_now();
+      if (!add_sample(lat, (last - begun) * 1e3)) rc = CLI_FAILED, cli_error("out of memory");
+    }
+  }
+  *wall = last - start;
+  if (period > 0 && (double)started * period > *wall) *wall = (double)started * period;
+  return rc;
+}
+
 /* The measured loop of one model; fills `lat` and the wall time. Flat out,
  * every request is started at once and restarted as soon as it completes;
  * with a rate, the k-th start is due at start + k/rate (a request that
  * completes waits for the next due time, or starts at once when late). */
 static int measure(bench_model* m, const bench_options* bo, samples* lat, double* wall) {
+  if (m->requests == 1) return measure_one(m, bo, lat, wall);
   slot* slots = m->slots;
   const size_t n = (size_t)m->requests;
   bench* b = &m->b;
@@ -221,10 +257,7 @@ static int measure(bench_model* m, const bench_options* bo, samples* lat, double
       if (rc == CLI_OK) rc = CLI_FAILED, cli_error("out of memory");
     }
     if (s->finished > last) last = s->finished;
-    const bool more = bo->iterations ? started < (size_t)bo->iterations
-                      : period > 0   ? (double)started * period < bo->seconds
-                                     : cli_now() - start < bo->seconds;
-    if (rc == CLI_OK && more) {
+    if (rc == CLI_OK && more_to_start(bo, started, period, start)) {
       if (period > 0) sleep_until(start + (double)started * period);
       s->started = cli_now();
       if (hetero_infer_request_start_async(s->request, on_complete, s) == HETERO_OK) {
