@@ -16,7 +16,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <numeric>
 #include <type_traits>
 
 #include "drivers/cpu/checkpoint_blocks.h"
@@ -164,6 +166,7 @@ class BinaryKernel final : public Kernel {
       const T* da = a->data<T>();
       const T* db = b->data<T>();
       T* dy = y.data<T>();
+      if (run_in_blocks(r, bc, a->numel(), da, db, pa, pb, py, dy)) return;
       for_each_segment<2>(r, bc, [&](size_t out, const std::array<size_t, 2>& in, size_t len) {
         const size_t step_a = bc.inner_stride[0], step_b = bc.inner_stride[1];
         // A constant run of A is ONNX Runtime's scalar case with the operands swapped.
@@ -176,6 +179,47 @@ class BinaryKernel final : public Kernel {
   }
 
  private:
+  // The codes of a block of rows (run_in_blocks), at most.
+  static constexpr size_t kBlock = 256;
+
+  // The squeeze-excite multiply of a channels-last tensor: A whole, one row
+  // of B (a value per channel) for every row of A (a pixel's channels), the
+  // rows a dozen or a few dozen codes long. Segment by segment, each row
+  // would pay segment()'s set-up and a scalar tail for its few codes. So B's
+  // row is repeated into a block of whole rows, and each segment covers a
+  // block of rows of A, the last block the rows left. The same arithmetic
+  // code for code. False, having done nothing, for other broadcasts.
+  template <typename T>
+  bool run_in_blocks(KernelRun& r, const Broadcast& bc, size_t a_numel, const T* a, const T* b, const QuantParams& pa,
+                     const QuantParams& pb, const QuantParams& py, T* y) const {
+    const size_t row = bc.inner;
+    const bool one_b_row = std::all_of(bc.strides[1].begin(), bc.strides[1].end(), [](size_t s) { return s == 0; });
+    if (bc.numel == 0 || a_numel != bc.numel || bc.inner_stride[0] != 1 || bc.inner_stride[1] != 1 ||
+        2 * row > kBlock || !one_b_row)
+      return false;
+    // Rows per block: as many as fit, a multiple of what makes a block a
+    // whole number of 16-code vectors where that many fit.
+    const size_t whole = 16 / std::gcd(row, size_t{16});
+    size_t rows = kBlock / row;
+    if (rows >= whole) rows -= rows % whole;
+    const size_t block = rows * row;
+    std::array<T, kBlock> repeated{};
+    for (size_t k = 0; k < rows; ++k) std::memcpy(repeated.data() + k * row, b, row * sizeof(T));
+    Broadcast blocks;
+    blocks.inner = block;
+    blocks.rows = bc.rows / rows;
+    blocks.numel = blocks.rows * block;
+    blocks.dims = {blocks.rows};
+    blocks.strides = {{block}, {0}};
+    blocks.inner_stride = {1, 1};
+    for_each_segment<2>(r, blocks, [&](size_t out, const std::array<size_t, 2>& in, size_t len) {
+      segment(a + in[0], 1, pa, repeated.data(), 1, pb, py, y + out, len);
+    });
+    if (const size_t left = bc.numel - blocks.numel)
+      segment(a + blocks.numel, 1, pa, repeated.data(), 1, pb, py, y + blocks.numel, left);
+    return true;
+  }
+
   // y[i] for a[i * step_a], b[i * step_b], steps 1 or 0 (one value for the
   // run): sixteen at a time in AVX-512 (mul16, add16), eight at a time in
   // SSE2 as ONNX Runtime does, then the same arithmetic one at a time.

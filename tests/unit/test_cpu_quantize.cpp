@@ -399,6 +399,42 @@ TEST(CpuQuantize, QLinearAddAndMulRoundLikeOnnxRuntimeAtEveryWidth) {
   check(int8_t{}, "int8", 0, -20, 5);
 }
 
+// The squeeze-excite case: B one row of a value per channel, broadcast over
+// every row of A (a channels-last pixel's channels). Rows short enough are
+// run in blocks of rows with B's row repeated (run_in_blocks in
+// kernels_qlinear_binary.cpp); the codes must be those of row by row, for
+// row lengths that fill whole vectors or not, a row count the block does
+// not divide, and a row too long for a block.
+TEST(CpuQuantize, QLinearAddAndMulOfAPerChannelRowRoundLikeOnnxRuntime) {
+  const float as = 0.05f, bs = 0.2f, ys = 0.08f;
+  const int32_t za = 128, zb = 10, zy = 100;
+  for (const auto& [rows, channels] : std::vector<std::pair<int64_t, int64_t>>{
+           {37, 8}, {50, 16}, {23, 24}, {19, 40}, {7, 96}, {3, 128}, {5, 129}, {1, 12}}) {
+    std::vector<uint8_t> a(static_cast<size_t>(rows * channels)), b(static_cast<size_t>(channels));
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<uint8_t>((i * 91 + 5) % 256);
+    const std::string shape = "[" + std::to_string(rows) + "," + std::to_string(channels) + "]";
+    const std::string text =
+        "<ir_version: 8, opset_import: [\"\" : 13, \"com.microsoft\" : 1]>\n"
+        "g (uint8" + shape + " a, uint8[" + std::to_string(channels) + "] b) => (uint8" + shape + " add, uint8" +
+        shape + " mul) <float as = {0.05}, uint8 az = {128}, float bs = {0.2}, uint8 bz = {10}, float ys = {0.08}, "
+        "uint8 yz = {100}> {\n"
+        "  add = com.microsoft.QLinearAdd(a, as, az, b, bs, bz, ys, yz)\n"
+        "  mul = com.microsoft.QLinearMul(a, as, az, b, bs, bz, ys, yz)\n}";
+    const auto out = run_text(text, {Tensor::from_vector(a, {rows, channels}), Tensor::from_vector(b, {channels})});
+    auto code = [](float v) { return static_cast<int>(std::clamp<float>(std::nearbyint(v), 0, 255)); };
+    const float ra = as / ys, rb = bs / ys, ratio = as * bs / ys, zc = static_cast<float>(zy);
+    const float fixed = zc - (ra * static_cast<float>(za) + rb * static_cast<float>(zb));
+    for (size_t i = 0; i < a.size(); ++i) {
+      const int bi = b[i % b.size()];
+      const float sum = (fixed + static_cast<float>(a[i]) * ra) + static_cast<float>(bi) * rb;
+      const float product = static_cast<float>((a[i] - za) * (bi - zb)) * ratio + zc;
+      ASSERT_EQ(out[0].data<uint8_t>()[i], code(sum)) << rows << "x" << channels << " add at " << i;
+      ASSERT_EQ(out[1].data<uint8_t>()[i], code(product)) << rows << "x" << channels << " mul at " << i;
+    }
+  }
+}
+
 TEST(CpuQuantize, MicrosoftQOperatorOpsMatchTheirFloatDefinition) {
   // x codes over the whole range, y = f(dequantize(x)) quantised.
   std::vector<uint8_t> x(2 * 3 * 4 * 4);
