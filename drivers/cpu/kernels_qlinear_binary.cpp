@@ -205,13 +205,10 @@ class BinaryKernel final : public Kernel {
     const size_t block = rows * row;
     std::array<T, kBlock> repeated{};
     for (size_t k = 0; k < rows; ++k) std::memcpy(repeated.data() + k * row, b, row * sizeof(T));
-    Broadcast blocks;
-    blocks.inner = block;
-    blocks.rows = bc.rows / rows;
-    blocks.numel = blocks.rows * block;
-    blocks.dims = {blocks.rows};
-    blocks.strides = {{block}, {0}};
-    blocks.inner_stride = {1, 1};
+    // A as whole blocks, each against the repeated row.
+    const core::Shape whole_blocks{static_cast<int64_t>(bc.rows / rows), static_cast<int64_t>(block)};
+    const core::Shape one_block{static_cast<int64_t>(block)};
+    const Broadcast blocks = plan_broadcast({&whole_blocks, &one_block}, node_);
     for_each_segment<2>(r, blocks, [&](size_t out, const std::array<size_t, 2>& in, size_t len) {
       segment(a + in[0], 1, pa, repeated.data(), 1, pb, py, y + out, len);
     });

@@ -362,6 +362,24 @@ TEST(CpuQuantize, QLinearMatMulAndQGemmMatchTheDefinition) {
     }
 }
 
+// ONNX Runtime's float32 arithmetic for QLinearAdd and QLinearMul, one
+// operation at a time: the codes of a + b and a * b for the given scales and
+// zero points, saturated to [lo, hi].
+struct QLinearBinaryReference {
+  float as, bs, ys;
+  int32_t za, zb, zy;
+  int lo, hi;
+  int code(float v) const { return static_cast<int>(std::clamp<float>(std::nearbyint(v), lo, hi)); }
+  int add(int a, int b) const {
+    const float ra = as / ys, rb = bs / ys;
+    const float fixed = static_cast<float>(zy) - (ra * static_cast<float>(za) + rb * static_cast<float>(zb));
+    return code((fixed + static_cast<float>(a) * ra) + static_cast<float>(b) * rb);
+  }
+  int mul(int a, int b) const {
+    return code(static_cast<float>((a - za) * (b - zb)) * (as * bs / ys) + static_cast<float>(zy));
+  }
+};
+
 // QLinearAdd and QLinearMul round as ONNX Runtime does, code for code,
 // however many codes the kernel takes at a time (sixteen, eight, one): 43 of
 // each, both operands full, uint8 and int8.
@@ -384,15 +402,10 @@ TEST(CpuQuantize, QLinearAddAndMulRoundLikeOnnxRuntimeAtEveryWidth) {
         "  add = com.microsoft.QLinearAdd(a, as, az, b, bs, bz, ys, yz)\n"
         "  mul = com.microsoft.QLinearMul(a, as, az, b, bs, bz, ys, yz)\n}";
     const auto out = run_text(text, {Tensor::from_vector(a, {kLength}), Tensor::from_vector(b, {kLength})});
-    // ONNX Runtime's float32 arithmetic, one operation at a time.
-    auto code = [&](float v) { return static_cast<int>(std::clamp<float>(std::nearbyint(v), lo, hi)); };
-    const float ra = as / ys, rb = bs / ys, ratio = as * bs / ys, zc = static_cast<float>(zy);
-    const float fixed = zc - (ra * static_cast<float>(za) + rb * static_cast<float>(zb));
+    const QLinearBinaryReference ref{as, bs, ys, za, zb, zy, lo, hi};
     for (int64_t i = 0; i < kLength; ++i) {
-      const float sum = (fixed + static_cast<float>(a[i]) * ra) + static_cast<float>(b[i]) * rb;
-      const float product = static_cast<float>((a[i] - za) * (b[i] - zb)) * ratio + zc;
-      EXPECT_EQ(out[0].template data<T>()[i], code(sum)) << type << " add at " << i;
-      EXPECT_EQ(out[1].template data<T>()[i], code(product)) << type << " mul at " << i;
+      EXPECT_EQ(out[0].template data<T>()[i], ref.add(a[i], b[i])) << type << " add at " << i;
+      EXPECT_EQ(out[1].template data<T>()[i], ref.mul(a[i], b[i])) << type << " mul at " << i;
     }
   };
   check(uint8_t{}, "uint8", 128, 10, 100);
@@ -422,15 +435,11 @@ TEST(CpuQuantize, QLinearAddAndMulOfAPerChannelRowRoundLikeOnnxRuntime) {
         "  add = com.microsoft.QLinearAdd(a, as, az, b, bs, bz, ys, yz)\n"
         "  mul = com.microsoft.QLinearMul(a, as, az, b, bs, bz, ys, yz)\n}";
     const auto out = run_text(text, {Tensor::from_vector(a, {rows, channels}), Tensor::from_vector(b, {channels})});
-    auto code = [](float v) { return static_cast<int>(std::clamp<float>(std::nearbyint(v), 0, 255)); };
-    const float ra = as / ys, rb = bs / ys, ratio = as * bs / ys, zc = static_cast<float>(zy);
-    const float fixed = zc - (ra * static_cast<float>(za) + rb * static_cast<float>(zb));
+    const QLinearBinaryReference ref{as, bs, ys, za, zb, zy, 0, 255};
     for (size_t i = 0; i < a.size(); ++i) {
       const int bi = b[i % b.size()];
-      const float sum = (fixed + static_cast<float>(a[i]) * ra) + static_cast<float>(bi) * rb;
-      const float product = static_cast<float>((a[i] - za) * (bi - zb)) * ratio + zc;
-      ASSERT_EQ(out[0].data<uint8_t>()[i], code(sum)) << rows << "x" << channels << " add at " << i;
-      ASSERT_EQ(out[1].data<uint8_t>()[i], code(product)) << rows << "x" << channels << " mul at " << i;
+      ASSERT_EQ(out[0].data<uint8_t>()[i], ref.add(a[i], bi)) << rows << "x" << channels << " add at " << i;
+      ASSERT_EQ(out[1].data<uint8_t>()[i], ref.mul(a[i], bi)) << rows << "x" << channels << " mul at " << i;
     }
   }
 }
