@@ -40,7 +40,7 @@ class EvalRun final : public KernelRun {
   struct TooLarge {};
   dnnl::stream& stream() override { return stream_; }
   int threads() const override { return threads_; }
-  const Frame& frame() const override {
+  Frame& body_frame(const Plan&) override {
     fail(HETERO_NOT_SUPPORTED, node_.describe() + ": runs no subgraphs inside a table-driven op");
   }
   void checkpoint() override {}  // compile-time evaluation: nothing to yield to

@@ -87,8 +87,10 @@ class KernelRun {
   // than a small node's whole work (the melspectrogram paid four per
   // inference).
   bool parallel(bool big) const { return big && threads() > 1; }
-  // The frame running this kernel, for kernels that run subgraphs.
-  virtual const Frame& frame() const = 0;
+  // The frame in which this kernel runs its subgraph `body` (If, Loop, Scan),
+  // nested in the frame running the kernel. It is kept with that frame for
+  // the next inference, as the frame keeps its own buffers (Frame::nested).
+  virtual Frame& body_frame(const Plan& body) = 0;
   // What the frame does between two nodes (RunControl::at_node_boundary):
   // stops a cancelled inference (throws CANCELLED), and runs waiting work of
   // higher priority on this thread first. A kernel whose one node would run

@@ -120,7 +120,7 @@ std::unique_ptr<Kernel> make_if(const KernelBuild& b) {
   const Body else_body = compile_body(b, "else_branch");
   return make_fn_kernel([then_body, else_body](KernelRun& r) {
     const Body& body = truth(r, required_input(r, 0), "the condition") ? then_body : else_body;
-    Frame frame(*body.plan, &r.frame(), r.stream(), r.threads());
+    Frame& frame = r.body_frame(*body.plan);
     const std::vector<Tensor> outs = frame.run({});
     if (outs.size() != r.num_outputs())
       bad_input(r.node(), "the branch has " + std::to_string(outs.size()) + " outputs, the node " +
@@ -146,7 +146,7 @@ std::unique_ptr<Kernel> make_loop(const KernelBuild& b) {
     std::vector<Tensor> state(carried);
     for (size_t i = 0; i < carried; ++i) state[i] = required_input(r, i + 2);
     std::vector<std::vector<Tensor>> scanned(scans);
-    Frame frame(*body.plan, &r.frame(), r.stream(), r.threads());
+    Frame& frame = r.body_frame(*body.plan);
     for (int64_t i = 0; i < trips && cond; ++i) {
       std::vector<Tensor> ins;
       ins.reserve(carried + 2);
@@ -198,7 +198,7 @@ std::unique_ptr<Kernel> make_scan(const KernelBuild& b) {
       steps = len;
     }
     std::vector<std::vector<Tensor>> scanned(scan_outputs);
-    Frame frame(*body.plan, &r.frame(), r.stream(), r.threads());
+    Frame& frame = r.body_frame(*body.plan);
     for (int64_t t = 0; t < steps; ++t) {
       std::vector<Tensor> ins = state;
       for (size_t j = 0; j < scan_inputs; ++j)
@@ -252,7 +252,7 @@ std::unique_ptr<Kernel> make_scan8(const KernelBuild& b) {
     std::vector<std::vector<Tensor>> final_state(states), scanned(scan_outputs);
     std::vector<std::vector<const Tensor*>> scan_parts(scan_outputs,
                                                        std::vector<const Tensor*>(static_cast<size_t>(batch * seq)));
-    Frame frame(*body.plan, &r.frame(), r.stream(), r.threads());
+    Frame& frame = r.body_frame(*body.plan);
     for (int64_t bi = 0; bi < batch; ++bi) {
       std::vector<Tensor> state(states);
       for (size_t i = 0; i < states; ++i) state[i] = entry(*xs[i], bi, 1);

@@ -1,6 +1,7 @@
 #include "drivers/cpu/plan.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 
 #include <dnnl.hpp>
@@ -135,7 +136,7 @@ class StepRun final : public KernelRun {
   void set_output(size_t i, core::Tensor tensor) override { slot(i) = std::move(tensor); }
   dnnl::stream& stream() override { return frame_.stream_; }
   int threads() const override { return frame_.threads_; }
-  const Frame& frame() const override { return frame_; }
+  Frame& body_frame(const Plan& body) override { return frame_.nested(body, frame_.threads_); }
   void checkpoint() override {
     if (frame_.control_) frame_.control_->at_node_boundary();
   }
@@ -187,7 +188,18 @@ void Frame::drop_pool() {
   pool_.clear();
 }
 
+Frame& Frame::nested(const Plan& body, int threads) {
+  auto it = std::find_if(nested_.begin(), nested_.end(), [&](const auto& n) { return n.first == &body; });
+  if (it == nested_.end()) {
+    nested_.emplace_back(&body, std::make_unique<Frame>(body, this, stream_, threads));
+    it = std::prev(nested_.end());
+  }
+  it->second->set_threads(threads);
+  return *it->second;
+}
+
 void Frame::release_memory() {
+  for (auto& n : nested_) n.second->release_memory();
   for (size_t s = 0; s < slots_.size(); ++s)
     if (!plan_.slot_value(s)->constant) slots_[s] = core::Tensor();
   drop_pool();

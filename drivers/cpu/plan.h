@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/graph.h"
@@ -88,8 +89,17 @@ class Frame {
   // (TeamWidth narrows it while the box is busy).
   void set_threads(int threads) noexcept { threads_ = threads; }
   // Between runs: frees the values of the last run and the buffers kept for
-  // the next (those a caller still holds, its outputs, stay theirs).
+  // the next (those a caller still holds, its outputs, stay theirs), nested
+  // frames' too.
   void release_memory();
+  // The frame for a subgraph `body` that one of this frame's nodes runs (an
+  // If branch, a Loop or Scan body), with `threads` for its next run. Made at
+  // the first run and kept: a model whose whole graph sits in an If (Silero
+  // VAD branches on its sample rate) would otherwise copy the body's
+  // constants and allocate every value of it afresh each inference, some 1800
+  // allocations for Silero. A body's plan belongs to one node and runs one
+  // run at a time, so one frame per body is enough.
+  Frame& nested(const Plan& body, int threads);
 
  private:
   const Plan& plan_;
@@ -112,6 +122,8 @@ class Frame {
   // against RunControl::max_bytes: the outermost frame's count.
   uint64_t held_bytes_ = 0;
   uint64_t* held_ = &held_bytes_;
+  // Declared after held_bytes_: their destructors uncount their buffers from it.
+  std::vector<std::pair<const Plan*, std::unique_ptr<Frame>>> nested_;
   friend class StepRun;
 };
 

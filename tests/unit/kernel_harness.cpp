@@ -33,7 +33,7 @@ class TestRun final : public KernelRun {
   int threads() const override { return threads_; }
   // Subgraph kernels (If, Loop, Scan) run through real plans instead
   // (test_cpu_control_flow.cpp).
-  const Frame& frame() const override { std::abort(); }
+  Frame& body_frame(const Plan&) override { std::abort(); }
   void checkpoint() override { ++checkpoints_; }
   core::Tensor workspace(size_t bytes) override {
     return core::Tensor::allocate(core::DType::U8, {int64_t(bytes)}, false);

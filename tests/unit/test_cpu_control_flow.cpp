@@ -115,6 +115,48 @@ TEST(CpuControlFlow, IfPicksTheBranchByCondition) {
             (std::vector<int64_t>{2}));
 }
 
+// A frame keeps the frames of its If branches for the next run, buffers and
+// all (Frame::nested): an output the caller still holds from one run is not
+// written by the next, whichever branch runs.
+TEST(CpuControlFlow, IfBranchesKeptForTheNextRunLeaveHeldOutputsAlone) {
+  core::Model model;
+  Graph& g = model.graph;
+  Value* c = g.add_value("c");
+  Value* w = g.add_value("w");
+  g.inputs = {c, w};
+  auto branch = [&](const char* op) {
+    auto b = std::make_shared<Graph>();
+    b->parent = &g;
+    Value* out = b->add_value(std::string("out_") + op);
+    add(*b, op, {w, w}, {out});
+    b->outputs = {out};
+    return b;
+  };
+  Value* y = g.add_value("y");
+  Node* n = add(g, "If", {c}, {y});
+  n->attributes.push_back(graph_attr("then_branch", branch("Add")));
+  n->attributes.push_back(graph_attr("else_branch", branch("Mul")));
+  g.outputs = {y};
+  model.opsets[""] = 17;
+  dnnl::stream stream(test_engine());
+  std::shared_ptr<Plan> plan = Plan::compile(model.graph, model, test_engine());
+  Frame frame(*plan, nullptr, stream, 1);
+  auto run = [&](bool then, float x) {
+    return frame.run({Tensor::from_vector<bool>({then}, {}), f32({x, x}, {2})})[0];
+  };
+  const Tensor first = run(true, 3);
+  const Tensor second = run(true, 5);
+  const Tensor third = run(false, 7);
+  run(true, 9);
+  EXPECT_EQ(floats(first), (std::vector<float>{6, 6}));
+  EXPECT_EQ(floats(second), (std::vector<float>{10, 10}));
+  EXPECT_EQ(floats(third), (std::vector<float>{49, 49}));
+  EXPECT_EQ(floats(run(false, 2)), (std::vector<float>{4, 4}));
+  frame.release_memory();
+  EXPECT_EQ(floats(first), (std::vector<float>{6, 6}));
+  EXPECT_EQ(floats(run(true, 1)), (std::vector<float>{2, 2}));
+}
+
 TEST(CpuControlFlow, ScanAlongAxisOneInReverse) {
   core::Model model;
   Graph& g = model.graph;
