@@ -292,8 +292,12 @@ std::vector<core::Tensor> Frame::run(const std::vector<core::Tensor>& inputs) {
   std::vector<core::Tensor> outputs;
   outputs.reserve(plan_.output_slots().size());
   for (int s : plan_.output_slots()) outputs.push_back(slots_[s]);
-  // Inputs are not kept past the run: the caller's memory is the caller's.
+  // Inputs and outputs are not kept past the run: the caller's memory is the
+  // caller's, and a frame kept for the next run (Frame::nested) would
+  // otherwise hold its outer frame's buffers until then.
   for (int s : in_slots) slots_[s] = core::Tensor();
+  for (int s : plan_.output_slots())
+    if (!plan_.slot_value(s)->is_constant()) slots_[s] = core::Tensor();
   return outputs;
 }
 
