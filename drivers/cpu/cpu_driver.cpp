@@ -78,7 +78,7 @@ class CpuInferStep final : public core::InferStep {
       omp_set_num_threads(callers_threads);
     }
     if (!ran_here) scheduler_->run(program_->priority, job);
-    width_->record(width, ran, WidthChoice::Clock::now() - called);
+    width_->record(width, ran, called, WidthChoice::Clock::now());
     return outputs;
   }
   void release_memory() override { frame_.release_memory(); }
@@ -92,7 +92,7 @@ class CpuInferStep final : public core::InferStep {
         int ran = width;
         const auto started = WidthChoice::Clock::now();
         outputs = execute(inputs, width, ran);
-        width_->record(width, ran, WidthChoice::Clock::now() - started);
+        width_->record(width, ran, started, WidthChoice::Clock::now());
       } catch (...) {
         error = std::current_exception();
       }

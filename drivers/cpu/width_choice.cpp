@@ -1,6 +1,7 @@
 #include "drivers/cpu/width_choice.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace hetero::cpu {
 
@@ -28,6 +29,7 @@ WidthChoice::WidthChoice(int threads, bool choose) : threads_(std::max(1, thread
 void WidthChoice::start_trial() {
   samples_.assign(candidates_.size(), {});
   unwarmed_.assign(candidates_.size(), 1);
+  idle_.clear();
   turn_ = candidates_.size() - 1;  // the compiled width first: a slow model is seen at once
   chosen_ = 0;
 }
@@ -38,9 +40,14 @@ int WidthChoice::next() {
   return chosen_ ? chosen_ : candidates_[turn_];
 }
 
-void WidthChoice::record(int width, int ran, Clock::duration wall) {
+void WidthChoice::record(int width, int ran, Clock::time_point started, Clock::time_point ended) {
   std::lock_guard lock(mutex_);
+  // Requests running side by side overlap: no idle time between them.
+  const Clock::time_point previous = std::exchange(last_ended_, std::max(last_ended_, ended));
   if (chosen_) return;
+  const Clock::duration wall = ended - started;
+  if (previous != Clock::time_point{})
+    idle_.push_back(std::chrono::duration<double, std::milli>(std::max(started - previous, Clock::duration{})).count());
   const auto it = std::find(candidates_.begin(), candidates_.end(), width);
   if (it == candidates_.end()) return;
   const size_t k = static_cast<size_t>(it - candidates_.begin());
@@ -69,10 +76,12 @@ void WidthChoice::judge(Clock::time_point now) {
   std::vector<double> medians;
   for (const auto& s : samples_) medians.push_back(median(s));
   const double best = *std::min_element(medians.begin(), medians.end());
-  // Candidates run narrowest first: the first within 5% of the best.
+  const bool cadence = !idle_.empty() && median(idle_) >= kCadenceIdle * best;
+  const double margin = cadence ? kCadenceGain : 1.05;
+  // Candidates run narrowest first: the first within the margin of the best.
   int width = threads_;
   for (size_t k = 0; k < candidates_.size(); ++k)
-    if (medians[k] <= best * 1.05) {
+    if (medians[k] <= best * margin) {
       width = candidates_[k];
       break;
     }

@@ -29,6 +29,16 @@
 // nothing measurable from a narrower team: it stays as compiled (and is
 // timed again after kLongestInterval).
 //
+// At a cadence the bar for a wider team is higher. Called 12.5 times a
+// second on a two-vCPU Intel Xeon VM, the openWakeWord embedding took
+// 1.15-1.37 ms at the median two threads wide against 1.28-1.48 one thread
+// wide, but 11 ms at p99 against 1.9-3.2, and 2.5-3.2 ms of CPU time per
+// inference against 1.4-1.6: the second thread's wake-ups and its spinning
+// after each region. Those do not show in a median of eight. So where the
+// caller leaves the model idle kCadenceIdle times as long as an inference
+// takes, a wider team must be kCadenceGain faster than the narrower to be
+// kept, not 5%.
+//
 // Any thread; the streams running one model's inferences share one.
 #pragma once
 
@@ -47,6 +57,8 @@ class WidthChoice {
   // Timed inferences per candidate width in one trial (the first at each
   // width is not counted: it makes that width's primitives).
   static constexpr size_t kSamples = 8;
+  static constexpr double kCadenceIdle = 10;
+  static constexpr double kCadenceGain = 1.25;
 
   // `threads`: the compiled width. `choose`: false runs every inference at
   // it (the user set the width).
@@ -54,9 +66,10 @@ class WidthChoice {
 
   // The width for the next inference.
   int next();
-  // The inference started at next()'s `width` took `wall`, and ran `ran`
-  // threads wide (narrower while the box is busy: team_width.h).
-  void record(int width, int ran, Clock::duration wall);
+  // The inference started at next()'s `width` ran from `started` to
+  // `ended`, `ran` threads wide (narrower while the box is busy:
+  // team_width.h).
+  void record(int width, int ran, Clock::time_point started, Clock::time_point ended);
 
   // For tests and metrics: the width chosen, or 0 while a trial runs.
   int chosen() const;
@@ -70,6 +83,8 @@ class WidthChoice {
   std::vector<int> candidates_;               // narrowest first; the compiled width last
   std::vector<std::vector<double>> samples_;  // per candidate, this trial's wall times (ms)
   std::vector<int> unwarmed_;                 // per candidate: inferences still to discard
+  std::vector<double> idle_;                  // this trial's gaps (ms) between one inference and the next
+  Clock::time_point last_ended_{};            // when the last inference recorded ended
   size_t turn_ = 0;                           // the candidate whose turn it is
   int chosen_ = 0;                            // 0: a trial runs
   int last_chosen_ = 0;                       // the last trial's answer

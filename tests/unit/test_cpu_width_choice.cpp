@@ -13,15 +13,32 @@ namespace hetero::cpu::testing {
 namespace {
 
 using std::chrono::microseconds;
+using std::chrono::milliseconds;
 
-// Runs inferences taking time_at(width) until a width is chosen (at most
-// `limit` of them); the widths they ran at.
-std::multiset<int> run_trial(WidthChoice& choice, const std::function<microseconds(int)>& time_at, int limit = 100) {
+// The inferences a case plays, one after another on a clock of its own,
+// each `idle` after the last: flat out (0) or at a cadence.
+struct Caller {
+  WidthChoice& choice;
+  microseconds idle{0};
+  WidthChoice::Clock::time_point now = WidthChoice::Clock::now();
+
+  void record(int width, int ran, microseconds took) {
+    const auto started = now + idle;
+    now = started + took;
+    choice.record(width, ran, started, now);
+  }
+};
+
+// Runs inferences taking time_at(width), `idle` apart, until a width is
+// chosen (at most `limit` of them); the widths they ran at.
+std::multiset<int> run_trial(WidthChoice& choice, const std::function<microseconds(int)>& time_at, int limit = 100,
+                             microseconds idle = microseconds(0)) {
+  Caller caller{choice, idle};
   std::multiset<int> ran;
   for (int i = 0; i < limit && choice.chosen() == 0; ++i) {
     const int width = choice.next();
     ran.insert(width);
-    choice.record(width, width, time_at(width));
+    caller.record(width, width, time_at(width));
   }
   return ran;
 }
@@ -54,6 +71,23 @@ TEST(CpuWidthChoice, TheNarrowestWithinFivePercentOfTheFastest) {
   EXPECT_EQ(many.chosen(), 4);
 }
 
+TEST(CpuWidthChoice, AtACadenceAWiderTeamMustBeAQuarterFaster) {
+  // The embedding's medians at 12.5/s: two threads 10% faster, one thread
+  // half the CPU time and a tenth of the p99.
+  const auto embedding = [](int w) { return microseconds(w == 1 ? 1300 : 1170); };
+  WidthChoice flat_out(2, true), at_cadence(2, true), much_faster(2, true);
+  run_trial(flat_out, embedding);
+  EXPECT_EQ(flat_out.chosen(), 2);
+  run_trial(at_cadence, embedding, 100, milliseconds(80));
+  EXPECT_EQ(at_cadence.chosen(), 1);
+  run_trial(much_faster, [](int w) { return microseconds(w == 1 ? 1300 : 900); }, 100, milliseconds(80));
+  EXPECT_EQ(much_faster.chosen(), 2) << "31% faster pays even at a cadence";
+  // Idle for less than ten inferences' time is not a cadence.
+  WidthChoice back_to_back(2, true);
+  run_trial(back_to_back, embedding, 100, microseconds(5000));
+  EXPECT_EQ(back_to_back.chosen(), 2);
+}
+
 TEST(CpuWidthChoice, ASlowModelStaysAsWideAsCompiledWithoutTrying) {
   WidthChoice choice(2, true);
   const auto ran = run_trial(choice, [](int) { return microseconds(60000); });
@@ -63,9 +97,10 @@ TEST(CpuWidthChoice, ASlowModelStaysAsWideAsCompiledWithoutTrying) {
 
 TEST(CpuWidthChoice, InferencesTheBusyBoxNarrowedAreNotCounted) {
   WidthChoice choice(2, true);
+  Caller caller{choice};
   for (int i = 0; i < 50; ++i) {
     const int width = choice.next();
-    choice.record(width, 1, microseconds(width == 1 ? 500 : 900));
+    caller.record(width, 1, microseconds(width == 1 ? 500 : 900));
   }
   EXPECT_EQ(choice.chosen(), 0) << "no inference ran two threads wide";
 }
@@ -74,9 +109,10 @@ TEST(CpuWidthChoice, AWidthTheUserSetIsKept) {
   WidthChoice set(2, false), one(1, true);
   EXPECT_EQ(set.chosen(), 2);
   EXPECT_EQ(one.chosen(), 1);
+  Caller caller{set};
   for (int i = 0; i < 20; ++i) {
     EXPECT_EQ(set.next(), 2);
-    set.record(2, 2, microseconds(i % 2 ? 100 : 10000));
+    caller.record(2, 2, microseconds(i % 2 ? 100 : 10000));
     EXPECT_EQ(one.next(), 1);
   }
 }
