@@ -158,8 +158,7 @@ void ConvKernel::run(KernelRun& r) {
 
   core::Tensor& y = r.output(0, core::DType::F32, e->whole.out_shape);
   if (y.numel() == 0) return;
-  const WindowInputs inputs{*x,  *w, bias, src_dims, channels_last_, onnx_weights_desc(w->shape(), attrs_.group, false),
-                            weights_};
+  const WindowInputs inputs{*x, *w, bias, src_dims, channels_last_, weights_};
   if (!e->blocks.empty()) return e->blocks.run(r, node_, inputs, post_, y);
   run_window_primitive(r, node_, e->whole, inputs, post_, y);
 }

@@ -325,8 +325,7 @@ void ConvTransposeKernel::run(KernelRun& r) {
   core::Tensor& y = r.output(0, core::DType::F32, e->deconv.out_shape);
   if (y.numel() == 0) return;
   if (e->patches) return run_patches(r, *e, *x, bias, y);
-  const WindowInputs inputs{*x,  *w, bias, src_dims, channels_last_, onnx_weights_desc(w->shape(), attrs_.group, true),
-                            weights_};
+  const WindowInputs inputs{*x, *w, bias, src_dims, channels_last_, weights_};
   if (!e->blocks.empty()) return e->blocks.run(r, node_, inputs, post_, y);
   run_window_primitive(r, node_, e->deconv, inputs, post_, y);
 }

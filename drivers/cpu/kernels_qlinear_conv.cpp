@@ -95,6 +95,7 @@ class QConvKernel final : public Kernel {
     dnnl::convolution_forward prim;
     LayoutChange src_in, dst_out;
     dnnl::memory::desc weights_desc, bias_desc, dst_desc;
+    dnnl::memory::desc user_src, user_dst, user_w;  // how X, Y and the ONNX weights are read and written
     size_t scratchpad = 0;
   };
   Entry make_entry(KernelRun& r, const DnnlDims& src_dims, const ConvGeometry& geo) const;
@@ -226,6 +227,9 @@ QConvKernel::Entry QConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dim
   e.dst_out = LayoutChange(pd.dst_desc(), user_dst, engine);
   e.weights_desc = pd.weights_desc();
   e.scratchpad = pd.scratchpad_desc().get_size();
+  e.user_src = user_src;
+  e.user_dst = user_dst;
+  e.user_w = user_w;
   return e;
 }
 
@@ -238,15 +242,11 @@ void QConvKernel::run_dnnl(KernelRun& r, const Tensor& x, const Tensor* bias, co
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
     const dnnl::engine engine = s.get_engine();
-    const core::Shape& w_shape = weights_.source().shape();
     std::unordered_map<int, dnnl::memory> args;
-    const dnnl::memory::desc user_src = activation_desc(src_dims, channels_last_, dnnl_type_of(x.dtype()));
-    args[DNNL_ARG_SRC] = e->src_in.apply(view_memory(user_src, engine, x.raw()), Scratch::Src, s);
-    args[DNNL_ARG_WEIGHTS] =
-        weights_.get(e->weights_desc, onnx_weights_desc(w_shape, attrs_.group, false, dnnl_dt::s8), engine, s);
+    args[DNNL_ARG_SRC] = e->src_in.apply(view_memory(e->user_src, engine, x.raw()), Scratch::Src, s);
+    args[DNNL_ARG_WEIGHTS] = weights_.get(e->weights_desc, e->user_w, engine, s);
     if (bias) args[DNNL_ARG_BIAS] = view_memory(e->bias_desc, engine, bias->raw());
-    const dnnl::memory user_y =
-        view_memory(activation_desc(geo.dst_dims, channels_last_, constant_->dnnl_dst_type()), engine, y.raw());
+    const dnnl::memory user_y = view_memory(e->user_dst, engine, y.raw());
     const dnnl::memory dst =
         e->dst_out.needed() ? view_memory(e->dst_desc, engine, scratch_buffer(Scratch::Dst, e->dst_desc.get_size()))
                             : user_y;

@@ -44,8 +44,8 @@ void execute_window_primitive(KernelRun& r, const core::Node& node, const Window
     std::unordered_map<int, dnnl::memory> args;
     args[DNNL_ARG_SRC] = e.src_in.apply(view_memory(e.src_user, engine, x), Scratch::Src, s);
     args[DNNL_ARG_WEIGHTS] = !in.weights.empty()
-                                 ? in.weights.get(e.weights_desc, in.user_w, engine, s)
-                                 : e.weights_in.apply(view_memory(in.user_w, engine, in.w.raw()), Scratch::Weights, s);
+                                 ? in.weights.get(e.weights_desc, e.weights_user, engine, s)
+                                 : e.weights_in.apply(view_memory(e.weights_user, engine, in.w.raw()), Scratch::Weights, s);
     if (in.bias) args[DNNL_ARG_BIAS] = view_memory(e.bias_desc, engine, in.bias->raw());
     const dnnl::memory user_y = view_memory(e.dst_user, engine, y);
     const dnnl::memory dst =

@@ -25,6 +25,7 @@ struct WindowPrimitive {
   dnnl::primitive prim;
   LayoutChange src_in, dst_out, weights_in;  // user layout → primitive layout (dst: back)
   dnnl::memory::desc src_user, dst_user;     // how X and Y are read and written
+  dnnl::memory::desc weights_user;           // how the ONNX weights are read
   dnnl::memory::desc weights_desc, bias_desc, dst_desc;
   DnnlDims dst_dims;      // logical N, M, spatial...
   core::Shape out_shape;  // in memory order
@@ -48,6 +49,7 @@ struct WindowPrimitive {
     out_shape = memory_shape(dst, channels_last);
     src_user = user_src;
     dst_user = user_dst;
+    weights_user = user_w;
     src_in = LayoutChange(user_src, pd.src_desc(), engine);
     dst_desc = pd.dst_desc();
     dst_out = LayoutChange(pd.dst_desc(), user_dst, engine);
@@ -102,7 +104,6 @@ struct WindowInputs {
   const core::Tensor* bias;
   DnnlDims src_dims;            // x's logical dims
   bool channels_last;
-  dnnl::memory::desc user_w;    // how the ONNX weights are read
   ReorderedConstant& weights;   // the constant weights, if they are
 };
 
