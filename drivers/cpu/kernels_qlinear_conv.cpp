@@ -96,11 +96,13 @@ class QConvKernel final : public Kernel {
     LayoutChange src_in, dst_out;
     dnnl::memory::desc weights_desc, bias_desc, dst_desc;
     dnnl::memory::desc user_src, user_dst, user_w;  // how X, Y and the ONNX weights are read and written
+    core::Shape out_shape;                          // Y's, in memory order
     size_t scratchpad = 0;
   };
-  Entry make_entry(KernelRun& r, const DnnlDims& src_dims, const ConvGeometry& geo) const;
-  void run_dnnl(KernelRun& r, const Tensor& x, const Tensor* bias, const DnnlDims& src_dims, const ConvGeometry& geo,
-                Tensor& y);
+  // Per input shape: the primitive and what running it needs (the weights
+  // are constant on this path).
+  Entry make_entry(KernelRun& r, const DnnlDims& src_dims) const;
+  void run_dnnl(KernelRun& r, const Tensor& x, const Tensor* bias, const Entry& e, Tensor& y);
   QProduct params_at_run(const KernelRun& r, const Tensor& x, const Tensor& w) const;
 
   const core::Node& node_;
@@ -198,10 +200,11 @@ QProduct QConvKernel::params_at_run(const KernelRun& r, const Tensor& x, const T
   return q;
 }
 
-QConvKernel::Entry QConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims, const ConvGeometry& geo) const {
+QConvKernel::Entry QConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims) const {
   const dnnl::engine engine = r.stream().get_engine();
   const QProduct& q = *constant_;
   const core::Shape& w_shape = weights_.source().shape();
+  const ConvGeometry geo = conv_geometry(node_, attrs_, src_dims, w_shape);
   const dnnl_dt src_dt = dnnl_type_of(q.a.dtype), dst_dt = q.dnnl_dst_type();
   const dnnl::memory::desc user_src = activation_desc(src_dims, channels_last_, src_dt);
   const dnnl::memory::desc user_dst = activation_desc(geo.dst_dims, channels_last_, dst_dt);
@@ -230,33 +233,29 @@ QConvKernel::Entry QConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dim
   e.user_src = user_src;
   e.user_dst = user_dst;
   e.user_w = user_w;
+  e.out_shape = memory_shape(geo.dst_dims, channels_last_);
   return e;
 }
 
-void QConvKernel::run_dnnl(KernelRun& r, const Tensor& x, const Tensor* bias, const DnnlDims& src_dims,
-                           const ConvGeometry& geo, Tensor& y) {
-  std::vector<int64_t> key;
-  append_key(key, x.shape());
-  key.push_back(r.threads());
-  auto e = with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return make_entry(r, src_dims, geo); }); });
+void QConvKernel::run_dnnl(KernelRun& r, const Tensor& x, const Tensor* bias, const Entry& e, Tensor& y) {
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
     const dnnl::engine engine = s.get_engine();
     std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC] = e->src_in.apply(view_memory(e->user_src, engine, x.raw()), Scratch::Src, s);
-    args[DNNL_ARG_WEIGHTS] = weights_.get(e->weights_desc, e->user_w, engine, s);
-    if (bias) args[DNNL_ARG_BIAS] = view_memory(e->bias_desc, engine, bias->raw());
-    const dnnl::memory user_y = view_memory(e->user_dst, engine, y.raw());
+    args[DNNL_ARG_SRC] = e.src_in.apply(view_memory(e.user_src, engine, x.raw()), Scratch::Src, s);
+    args[DNNL_ARG_WEIGHTS] = weights_.get(e.weights_desc, e.user_w, engine, s);
+    if (bias) args[DNNL_ARG_BIAS] = view_memory(e.bias_desc, engine, bias->raw());
+    const dnnl::memory user_y = view_memory(e.user_dst, engine, y.raw());
     const dnnl::memory dst =
-        e->dst_out.needed() ? view_memory(e->dst_desc, engine, scratch_buffer(Scratch::Dst, e->dst_desc.get_size()))
+        e.dst_out.needed() ? view_memory(e.dst_desc, engine, scratch_buffer(Scratch::Dst, e.dst_desc.get_size()))
                             : user_y;
     args[DNNL_ARG_DST] = dst;
     if (src_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = src_zp_.memory(engine);
     if (dst_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = dst_zp_.memory(engine);
-    if (e->scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e->scratchpad, engine);
-    e->prim.execute(s, args);
-    if (e->dst_out.needed()) e->dst_out.apply(dst, user_y, s);
+    if (e.scratchpad)
+      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e.scratchpad, engine);
+    e.prim.execute(s, args);
+    if (e.dst_out.needed()) e.dst_out.apply(dst, user_y, s);
     s.wait();
   });
 }
@@ -290,13 +289,19 @@ void QConvKernel::run(KernelRun& r) {
   if (!q.w.per_tensor() && q.w.scale.size() != static_cast<size_t>(w->dim(0)))
     fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": w has " + std::to_string(q.w.scale.size()) +
                                       " per-channel parameters but " + std::to_string(w->dim(0)) + " output channels");
+  if (use_dnnl_) {
+    std::vector<int64_t> key;
+    append_key(key, x->shape());
+    key.push_back(r.threads());
+    auto e = with_dnnl_errors(node_, [&] { return cache_.get(key, [&] { return make_entry(r, src_dims); }); });
+    Tensor& y = r.output(0, q.out_dtype(), e->out_shape);
+    if (y.numel() != 0) run_dnnl(r, *x, bias, *e, y);
+    return;
+  }
   const ConvGeometry geo = conv_geometry(node_, attrs_, src_dims, w->shape());
   Tensor& y = r.output(0, q.out_dtype(), memory_shape(geo.dst_dims, channels_last_));
   if (y.numel() == 0) return;
-  if (use_dnnl_)
-    run_dnnl(r, *x, bias, src_dims, geo, y);
-  else
-    reference_conv(r, q, attrs_.group, channels_last_, src_dims, geo, *x, *w, bias, y);
+  reference_conv(r, q, attrs_.group, channels_last_, src_dims, geo, *x, *w, bias, y);
 }
 
 }  // namespace
