@@ -90,8 +90,9 @@ TEST(CpuControlFlow, LoopCarriesGrowingValuesAndReadsTheOuterScope) {
   EXPECT_EQ(outs[1].dtype(), DType::I64);
 }
 
-TEST(CpuControlFlow, IfPicksTheBranchByCondition) {
-  core::Model model;
+// A model of one If on input c whose branches each run one node of input w:
+// `then_op` or `else_op`, given w `operands` times (w, w, ... ).
+void make_if_model(core::Model& model, const char* then_op, const char* else_op, size_t operands) {
   Graph& g = model.graph;
   Value* c = g.add_value("c");
   Value* w = g.add_value("w");
@@ -100,15 +101,20 @@ TEST(CpuControlFlow, IfPicksTheBranchByCondition) {
     auto b = std::make_shared<Graph>();
     b->parent = &g;
     Value* out = b->add_value(std::string("out_") + op);
-    add(*b, op, {w}, {out});
+    add(*b, op, std::vector<Value*>(operands, w), {out});
     b->outputs = {out};
     return b;
   };
   Value* y = g.add_value("y");
   Node* n = add(g, "If", {c}, {y});
-  n->attributes.push_back(graph_attr("then_branch", branch("Identity")));
-  n->attributes.push_back(graph_attr("else_branch", branch("Shape")));
+  n->attributes.push_back(graph_attr("then_branch", branch(then_op)));
+  n->attributes.push_back(graph_attr("else_branch", branch(else_op)));
   g.outputs = {y};
+}
+
+TEST(CpuControlFlow, IfPicksTheBranchByCondition) {
+  core::Model model;
+  make_if_model(model, "Identity", "Shape", 1);
   EXPECT_EQ(floats(run_model(model, {Tensor::from_vector<bool>({true}, {}), f32({5, 6}, {2})})[0]),
             (std::vector<float>{5, 6}));
   EXPECT_EQ(ints(run_model(model, {Tensor::from_vector<bool>({false}, {}), f32({5, 6}, {2})})[0]),
@@ -120,23 +126,7 @@ TEST(CpuControlFlow, IfPicksTheBranchByCondition) {
 // written by the next, whichever branch runs.
 TEST(CpuControlFlow, IfBranchesKeptForTheNextRunLeaveHeldOutputsAlone) {
   core::Model model;
-  Graph& g = model.graph;
-  Value* c = g.add_value("c");
-  Value* w = g.add_value("w");
-  g.inputs = {c, w};
-  auto branch = [&](const char* op) {
-    auto b = std::make_shared<Graph>();
-    b->parent = &g;
-    Value* out = b->add_value(std::string("out_") + op);
-    add(*b, op, {w, w}, {out});
-    b->outputs = {out};
-    return b;
-  };
-  Value* y = g.add_value("y");
-  Node* n = add(g, "If", {c}, {y});
-  n->attributes.push_back(graph_attr("then_branch", branch("Add")));
-  n->attributes.push_back(graph_attr("else_branch", branch("Mul")));
-  g.outputs = {y};
+  make_if_model(model, "Add", "Mul", 2);
   model.opsets[""] = 17;
   dnnl::stream stream(test_engine());
   std::shared_ptr<Plan> plan = Plan::compile(model.graph, model, test_engine());
