@@ -136,7 +136,7 @@ class StepRun final : public KernelRun {
   void set_output(size_t i, core::Tensor tensor) override { slot(i) = std::move(tensor); }
   dnnl::stream& stream() override { return frame_.stream_; }
   int threads() const override { return frame_.threads_; }
-  Frame& body_frame(const Plan& body) override { return frame_.nested(body, frame_.threads_); }
+  Frame& body_frame(const Plan& body) override { return frame_.nested(body); }
   void checkpoint() override {
     if (frame_.control_) frame_.control_->at_node_boundary();
   }
@@ -188,13 +188,13 @@ void Frame::drop_pool() {
   pool_.clear();
 }
 
-Frame& Frame::nested(const Plan& body, int threads) {
+Frame& Frame::nested(const Plan& body) {
   auto it = std::find_if(nested_.begin(), nested_.end(), [&](const auto& n) { return n.first == &body; });
   if (it == nested_.end()) {
-    nested_.emplace_back(&body, std::make_unique<Frame>(body, this, stream_, threads));
+    nested_.emplace_back(&body, std::make_unique<Frame>(body, this, stream_, threads_));
     it = std::prev(nested_.end());
   }
-  it->second->set_threads(threads);
+  it->second->set_threads(threads_);
   return *it->second;
 }
 

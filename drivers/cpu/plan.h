@@ -93,13 +93,13 @@ class Frame {
   // frames' too.
   void release_memory();
   // The frame for a subgraph `body` that one of this frame's nodes runs (an
-  // If branch, a Loop or Scan body), with `threads` for its next run. Made at
+  // If branch, a Loop or Scan body), as wide as this frame's team. Made at
   // the first run and kept: a model whose whole graph sits in an If (Silero
   // VAD branches on its sample rate) would otherwise copy the body's
   // constants and allocate every value of it afresh each inference (some 80
   // allocations of Silero's 680). A body's plan belongs to one node and runs
   // one run at a time, so one frame per body is enough.
-  Frame& nested(const Plan& body, int threads);
+  Frame& nested(const Plan& body);
 
  private:
   const Plan& plan_;
