@@ -199,6 +199,14 @@ static bool more_to_start(const bench_options* bo, size_t started, double period
                         : cli_now() - start < bo->seconds;
 }
 
+/* The wall time of a run from `start` to the last completion `last`. At a
+ * rate, the run spans the schedule of the `started` inferences even when the
+ * last one completed early in its slot. */
+static double run_wall(double start, double last, size_t started, double period) {
+  const double scheduled = (double)started * period;
+  return period > 0 && scheduled > last - start ? scheduled : last - start;
+}
+
 /* measure() for one request: synchronous calls on this thread. */
 static int measure_one(bench_model* m, const bench_options* bo, samples* lat, double* wall) {
   hetero_infer_request_t* request = m->slots[0].request;
@@ -218,8 +226,7 @@ static int measure_one(bench_model* m, const bench_options* bo, samples* lat, do
       if (!add_sample(lat, (last - begun) * 1e3)) rc = CLI_FAILED, cli_error("out of memory");
     }
   }
-  *wall = last - start;
-  if (period > 0 && (double)started * period > *wall) *wall = (double)started * period;
+  *wall = run_wall(start, last, started, period);
   return rc;
 }
 
@@ -268,10 +275,7 @@ static int measure(bench_model* m, const bench_options* bo, samples* lat, double
     }
     --in_flight;
   }
-  *wall = last - start;
-  /* At a rate, the run spans the schedule of the inferences it started even
-   * when the last one completed early in its slot. */
-  if (period > 0 && (double)started * period > *wall) *wall = (double)started * period;
+  *wall = run_wall(start, last, started, period);
   return rc;
 }
 
