@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "drivers/cpu/conv_dft.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/graph_passes.h"
 #include "drivers/cpu/graph_rewrite.h"
@@ -46,6 +47,13 @@ std::optional<Role> role_of(const core::Graph& g, const core::Node* n) {
   }
   if (!n->domain.empty()) return std::nullopt;
   const std::string& op = n->op_type;
+  if (op == "Conv" && n->input(1) && n->input(1)->constant && dft_basis(*n->input(1)->constant)) {
+    // A short-time Fourier transform: its kernel runs FFTs over the
+    // channels-first signal and writes bins as rows (conv_dft.h), and what
+    // reads them (a transpose to frames x bins, magnitudes) gains nothing
+    // from channels-last.
+    return std::nullopt;
+  }
   if (op == "Conv" || op == "ConvTranspose") return Role::Conv;
   if (in_list(op, {"AveragePool", "GlobalAveragePool", "GlobalMaxPool"})) return Role::Pool;
   if (op == "MaxPool") {

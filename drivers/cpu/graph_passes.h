@@ -20,8 +20,10 @@
 //  4. to_channels_last (graph_layout.cpp): convolutions and the pools,
 //     normalisations and elementwise ops around them keep activations
 //     channels-last (N, spatial..., C), the layout oneDNN's convolutions run
-//     fastest on (8-bit activations between int8 nodes too); hetero.cpu ToChannelsLast / ToChannelsFirst nodes convert
-//     where that region meets the rest of the graph.
+//     fastest on (8-bit activations between int8 nodes too); hetero.cpu
+//     ToChannelsLast / ToChannelsFirst nodes convert where that region meets
+//     the rest of the graph. A Conv that is a short-time Fourier transform
+//     (conv_dft.h) stays channels-first: it runs as FFTs, not on oneDNN.
 //
 // Folding and layout keep results within float rounding (folding
 // reassociates a product); the int8 pass within one quantisation step of

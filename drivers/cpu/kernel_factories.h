@@ -78,7 +78,7 @@ KernelMaker make_batch_normalization, make_instance_normalization, make_lrn, mak
 KernelMaker make_max_pool, make_average_pool, make_lp_pool, make_global_max_pool, make_global_average_pool,
     make_global_lp_pool;
 
-// kernels_conv.cpp: oneDNN convolution
+// kernels_conv.cpp: oneDNN convolution (or FFTs, conv_dft.h)
 KernelMaker make_conv;
 
 // kernels_conv_transpose.cpp: oneDNN deconvolution

@@ -32,7 +32,8 @@
 // fast implementation of the combination, else the primitive alone and the
 // post-ops as a loop (make_with_post_ops, post_ops.h); a ConvTranspose whose
 // kernel equals its stride runs as one matrix product
-// (kernels_conv_transpose.cpp).
+// (kernels_conv_transpose.cpp), and a Conv whose weights are a windowed DFT
+// basis runs as FFTs (kernels_conv_dft.cpp).
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
 

@@ -6,7 +6,8 @@
 // layout the graph gave them (plain NCHW, or channels-last after the layout
 // pass): reordering them around every convolution costs more than the
 // convolution itself for the depthwise and 1x1 convolutions mobile networks
-// are made of.
+// are made of. A Conv whose weights are a windowed DFT basis (a short-time
+// Fourier transform as exporters write it) runs as FFTs instead (conv_dft.h).
 //
 // A long convolution runs in blocks of output rows (RowBlocks,
 // drivers/cpu/window_primitive.h). Only where no post-op reads another
@@ -14,6 +15,7 @@
 #include <algorithm>
 
 #include "drivers/cpu/checkpoint_blocks.h"
+#include "drivers/cpu/conv_dft.h"
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/kernel_factories.h"
@@ -165,6 +167,9 @@ void ConvKernel::run(KernelRun& r) {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_conv(const KernelBuild& b) { return std::make_unique<ConvKernel>(b); }
+std::unique_ptr<Kernel> make_conv(const KernelBuild& b) {
+  if (std::unique_ptr<Kernel> fft = make_conv_as_dft(b)) return fft;
+  return std::make_unique<ConvKernel>(b);
+}
 
 }  // namespace hetero::cpu

@@ -1,0 +1,211 @@
+// A Conv whose weights are a windowed DFT basis (conv_dft.h), run as FFTs:
+// each frame the convolution's window would cover is multiplied by the
+// basis' window a and transformed, sixteen frames at once (LaneRealFft,
+// lane_fft.h); each output channel takes its bin's real part or minus its
+// imaginary part. Frames that reach into the padding read zeros there, as
+// the convolution does.
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "drivers/cpu/checkpoint_blocks.h"
+#include "drivers/cpu/conv_dft.h"
+#include "drivers/cpu/conv_util.h"
+#include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/lane_fft.h"
+#include "drivers/cpu/post_ops.h"
+#include "drivers/cpu/window_primitive.h"
+
+namespace hetero::cpu {
+
+namespace {
+
+// How far a weight may be from a[j] times its cosine or sine, relative to
+// the largest weight. The float32 bases exporters write are within one
+// rounding (openWakeWord's: 3.6e-8); an FFT then matches the convolution to
+// float32 rounding. 1e-5 is loose against that and tight against any
+// weights that are not a DFT basis.
+constexpr double kBasisTolerance = 1e-5;
+
+// The row orders of dft_basis(): the bin and part of each of `rows` rows,
+// or empty when `rows` does not fit the order for `bins` bins.
+enum class RowOrder { Cosines, Sines, CosinesThenSines };
+
+std::vector<DftRow> rows_in(RowOrder order, size_t rows, size_t bins) {
+  std::vector<DftRow> out;
+  if (order == RowOrder::CosinesThenSines) {
+    if (rows % 2 != 0 || rows / 2 > bins) return out;
+    for (size_t r = 0; r < rows; ++r) out.push_back({static_cast<uint32_t>(r % (rows / 2)), r >= rows / 2});
+    return out;
+  }
+  if (rows > bins) return out;
+  for (size_t r = 0; r < rows; ++r) out.push_back({static_cast<uint32_t>(r), order == RowOrder::Sines});
+  return out;
+}
+
+// The window that best fits `w` (rows x n) as a[j] times the rows' cosines
+// and sines (least squares per tap), when every weight is within tolerance
+// of it.
+std::optional<std::vector<float>> fit_window(const float* w, size_t n, const std::vector<DftRow>& rows) {
+  // cos and sin of 2πm/n; the basis value of bin k at tap j is entry k*j mod n.
+  std::vector<double> cos_table(n), sin_table(n);
+  for (size_t m = 0; m < n; ++m) {
+    const double angle = 2 * std::numbers::pi * static_cast<double>(m) / static_cast<double>(n);
+    cos_table[m] = std::cos(angle);
+    sin_table[m] = std::sin(angle);
+  }
+  auto basis = [&](const DftRow& row, size_t j) {
+    const size_t m = (size_t{row.bin} * j) % n;
+    return row.sine ? sin_table[m] : cos_table[m];
+  };
+  std::vector<double> dot(n, 0.0), norm(n, 0.0);
+  double largest = 0;
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (size_t j = 0; j < n; ++j) {
+      const double b = basis(rows[r], j), v = w[r * n + j];
+      dot[j] += v * b;
+      norm[j] += b * b;
+      largest = std::max(largest, std::abs(v));
+    }
+  if (largest == 0) return std::nullopt;
+  // A tap where every basis value is 0 (j = 0 and n/2 of sines) reads
+  // nothing: any window value serves.
+  std::vector<float> window(n);
+  for (size_t j = 0; j < n; ++j) window[j] = norm[j] > 1e-6 ? static_cast<float>(dot[j] / norm[j]) : 0.0f;
+  const double bound = kBasisTolerance * largest;
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (size_t j = 0; j < n; ++j)
+      if (std::abs(w[r * n + j] - window[j] * basis(rows[r], j)) > bound) return std::nullopt;
+  return window;
+}
+
+class DftConvKernel final : public Kernel {
+ public:
+  DftConvKernel(const KernelBuild& b, WindowAttrs attrs, bool channels_last, const core::Shape& w_shape,
+                DftBasis basis)
+      : node_(b.node), attrs_(std::move(attrs)), channels_last_(channels_last), w_shape_(w_shape),
+        basis_(std::move(basis)), fft_(basis_.window.size()) {}
+  void run(KernelRun& r) override;
+
+ private:
+  // Frames [first, first + count) of one batch item's signal into rows of y.
+  void transform_frames(const float* signal, int64_t length, const ConvGeometry& geo, int64_t first, int64_t count,
+                        const float* bias, float* y) const;
+
+  const core::Node& node_;
+  WindowAttrs attrs_;
+  bool channels_last_;  // output (N, frames, rows); the input's one channel is the same either way
+  core::Shape w_shape_;
+  DftBasis basis_;
+  LaneRealFft fft_;
+  ShapeCache<ConvGeometry> geometry_;
+};
+
+void DftConvKernel::run(KernelRun& r) {
+  const WindowOperands in = window_operands(node_, r, channels_last_);
+  if (in.src_dims.size() != 3 || in.src_dims[1] != 1)
+    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": input " + core::shape_to_string(in.x.shape()) +
+                                      " does not match weights " + core::shape_to_string(w_shape_) + " with group 1");
+  const core::Tensor* bias = r.input(2);
+  const size_t rows = basis_.rows.size();
+  if (bias && (bias->dtype() != core::DType::F32 || bias->numel() != rows))
+    fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": bias must be float32 with one value per output channel");
+  const auto geo =
+      geometry_.get(in.x.shape(), [&] { return conv_geometry(node_, attrs_, in.src_dims, w_shape_); });
+  const int64_t batch = in.src_dims[0], length = in.src_dims[2], frames = geo->dst_dims[2];
+  core::Tensor& y = r.output(0, core::DType::F32, memory_shape(geo->dst_dims, channels_last_));
+  if (y.numel() == 0) return;
+
+  constexpr auto kLanes = static_cast<int64_t>(LaneRealFft::kLanes);
+  const int64_t groups = (frames + kLanes - 1) / kLanes;
+  const double n = static_cast<double>(fft_.size());
+  const double work_per_group = double(kLanes) * n * std::log2(n) + double(kLanes) * double(rows);
+  const float* x = in.x.data<float>();
+  float* out = y.data<float>();
+  const float* b = bias ? bias->data<float>() : nullptr;
+  parallel_blocks(r, batch * groups, work_per_group, batch * groups > 1, [&](int64_t unit) {
+    const int64_t item = unit / groups, first = unit % groups * kLanes;
+    transform_frames(x + item * length, length, *geo, first, std::min(kLanes, frames - first), b,
+                     out + item * static_cast<int64_t>(rows) * frames);
+  });
+}
+
+void DftConvKernel::transform_frames(const float* signal, int64_t length, const ConvGeometry& geo, int64_t first,
+                                     int64_t count, const float* bias, float* y) const {
+  const size_t n = fft_.size(), array = fft_.array_floats();
+  // This thread's transform rows, and a frame with its padding filled in.
+  auto* re = static_cast<float*>(scratch_buffer(Scratch::Extra, (2 * array + n) * sizeof(float)));
+  float* im = re + array;
+  float* padded = im + array;
+  const float* window = basis_.window.data();
+  const int64_t taps = static_cast<int64_t>(n), frames = geo.dst_dims[2];
+  const auto rows = static_cast<int64_t>(basis_.rows.size());
+  const int64_t stride = geo.strides[0], start = first * stride - geo.pad_l[0];
+  if (count == static_cast<int64_t>(LaneRealFft::kLanes) && start >= 0 && start + (count - 1) * stride + taps <= length) {
+    fft_.load_frames(re, im, signal + start, stride, window);
+  } else {
+    // At the edges: frame by frame, with padding read as zeros.
+    for (size_t lane = 0; lane < LaneRealFft::kLanes; ++lane) {
+      const int64_t l = static_cast<int64_t>(lane), at = start + l * stride;
+      if (l >= count) {
+        fft_.load_lane(re, im, lane, nullptr, window);
+      } else if (at >= 0 && at + taps <= length) {
+        fft_.load_lane(re, im, lane, signal + at, window);
+      } else {
+        for (int64_t j = 0; j < taps; ++j) padded[j] = at + j >= 0 && at + j < length ? signal[at + j] : 0.0f;
+        fft_.load_lane(re, im, lane, padded, window);
+      }
+    }
+  }
+  fft_.transform(re, im);
+  for (int64_t row = 0; row < rows; ++row) {
+    const DftRow& part = basis_.rows[static_cast<size_t>(row)];
+    const float* bin = (part.sine ? im : re) + size_t{part.bin} * LaneRealFft::kLanes;
+    // The sine rows are sum_j a[j] x[j] sin(2πkj/n), minus the imaginary part.
+    const float sign = part.sine ? -1.0f : 1.0f, add = bias ? bias[row] : 0.0f;
+    if (channels_last_) {
+      float* dst = y + first * rows + row;
+      for (int64_t l = 0; l < count; ++l) dst[l * rows] = sign * bin[l] + add;
+    } else {
+      float* dst = y + static_cast<int64_t>(row) * frames + first;
+      for (int64_t l = 0; l < count; ++l) dst[l] = sign * bin[l] + add;
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<DftBasis> dft_basis(const core::Tensor& weights) {
+  if (weights.dtype() != core::DType::F32 || weights.rank() != 3 || weights.dim(1) != 1) return std::nullopt;
+  const auto rows = static_cast<size_t>(weights.dim(0)), n = static_cast<size_t>(weights.dim(2));
+  if (n < 4 || (n & (n - 1)) != 0 || n > (size_t{1} << 24)) return std::nullopt;
+  if (static_cast<double>(rows) < 4 * std::log2(static_cast<double>(n))) return std::nullopt;
+  for (RowOrder order : {RowOrder::Cosines, RowOrder::Sines, RowOrder::CosinesThenSines}) {
+    std::vector<DftRow> layout = rows_in(order, rows, n / 2 + 1);
+    if (layout.empty()) continue;
+    if (std::optional<std::vector<float>> window = fit_window(weights.data<float>(), n, layout))
+      return DftBasis{std::move(*window), std::move(layout)};
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<Kernel> make_conv_as_dft(const KernelBuild& b) {
+  const core::Node& node = b.node;
+  // A FusedConv qualifies when the fusion pass gave it no post-ops: the
+  // layout pass makes the melspectrogram's Convs channels-last.
+  const bool plain = node.op_type == "Conv" && node.domain.empty();
+  const bool fused = node.op_type == "FusedConv" && node.domain == kCpuDomain && !node.has_attr(kPostOpsAttr);
+  if (!(plain || fused) || node.inputs.size() < 2 || node.inputs.size() > 3) return nullptr;
+  const core::Tensor* w = b.constant_input(1);
+  if (!w) return nullptr;
+  WindowAttrs attrs = WindowAttrs::parse(node);
+  if (attrs.group != 1 || w->rank() != 3) return nullptr;
+  attrs.resolve(node, 1);
+  if (attrs.dilations[0] != 1) return nullptr;
+  std::optional<DftBasis> basis = dft_basis(*w);
+  if (!basis) return nullptr;
+  const bool channels_last = node.attr_int(kChannelsLastAttr, 0) != 0;
+  return std::make_unique<DftConvKernel>(b, std::move(attrs), channels_last, w->shape(), std::move(*basis));
+}
+
+}  // namespace hetero::cpu
