@@ -6,12 +6,14 @@
 // the convolution does.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 
 #include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/conv_dft.h"
 #include "drivers/cpu/conv_util.h"
 #include "drivers/cpu/dnnl_util.h"
+#include "drivers/cpu/isa_clones.h"
 #include "drivers/cpu/lane_fft.h"
 #include "drivers/cpu/post_ops.h"
 #include "drivers/cpu/window_primitive.h"
@@ -79,12 +81,33 @@ std::optional<std::vector<float>> fit_window(const float* w, size_t n, const std
   return window;
 }
 
+// Output rows from one transform: row r gets `count` lanes of its bin's
+// real part, or minus its imaginary part, plus its bias; row r starts at
+// y + r * row_stride and its lanes are `lane_stride` apart.
+HETERO_ISA_CLONES void store_rows(const float* re, const float* im, const DftRow* rows, int64_t row_count,
+                                  const float* bias, int64_t count, float* y, int64_t row_stride, int64_t lane_stride) {
+  for (int64_t r = 0; r < row_count; ++r) {
+    const DftRow& part = rows[r];
+    const float* bin = (part.sine ? im : re) + size_t{part.bin} * LaneRealFft::kLanes;
+    const float sign = part.sine ? -1.0f : 1.0f, add = bias ? bias[r] : 0.0f;
+    float* dst = y + r * row_stride;
+    if (lane_stride == 1 && count == static_cast<int64_t>(LaneRealFft::kLanes)) {
+      for (size_t l = 0; l < LaneRealFft::kLanes; ++l) dst[l] = sign * bin[l] + add;  // one vector
+      continue;
+    }
+    for (int64_t l = 0; l < count; ++l) dst[l * lane_stride] = sign * bin[l] + add;
+  }
+}
+
 class DftConvKernel final : public Kernel {
  public:
-  DftConvKernel(const KernelBuild& b, WindowAttrs attrs, bool channels_last, const core::Shape& w_shape,
-                DftBasis basis)
-      : node_(b.node), attrs_(std::move(attrs)), channels_last_(channels_last), w_shape_(w_shape),
-        basis_(std::move(basis)), fft_(basis_.window.size()) {}
+  DftConvKernel(const KernelBuild& b, WindowAttrs attrs, bool channels_last, const core::Shape& w_shape, DftBasis basis)
+      : node_(b.node),
+        attrs_(std::move(attrs)),
+        channels_last_(channels_last),
+        w_shape_(w_shape),
+        basis_(std::move(basis)),
+        fft_(basis_.window.size()) {}
   void run(KernelRun& r) override;
 
  private:
@@ -110,8 +133,7 @@ void DftConvKernel::run(KernelRun& r) {
   const size_t rows = basis_.rows.size();
   if (bias && (bias->dtype() != core::DType::F32 || bias->numel() != rows))
     fail(HETERO_INVALID_ARGUMENT, node_.describe() + ": bias must be float32 with one value per output channel");
-  const auto geo =
-      geometry_.get(in.x.shape(), [&] { return conv_geometry(node_, attrs_, in.src_dims, w_shape_); });
+  const auto geo = geometry_.get(in.x.shape(), [&] { return conv_geometry(node_, attrs_, in.src_dims, w_shape_); });
   const int64_t batch = in.src_dims[0], length = in.src_dims[2], frames = geo->dst_dims[2];
   core::Tensor& y = r.output(0, core::DType::F32, memory_shape(geo->dst_dims, channels_last_));
   if (y.numel() == 0) return;
@@ -141,15 +163,19 @@ void DftConvKernel::transform_frames(const float* signal, int64_t length, const 
   const int64_t taps = static_cast<int64_t>(n), frames = geo.dst_dims[2];
   const auto rows = static_cast<int64_t>(basis_.rows.size());
   const int64_t stride = geo.strides[0], start = first * stride - geo.pad_l[0];
-  if (count == static_cast<int64_t>(LaneRealFft::kLanes) && start >= 0 && start + (count - 1) * stride + taps <= length) {
+  if (count == static_cast<int64_t>(LaneRealFft::kLanes) && start >= 0 &&
+      start + (count - 1) * stride + taps <= length) {
     fft_.load_frames(re, im, signal + start, stride, window);
   } else {
-    // At the edges: frame by frame, with padding read as zeros.
-    for (size_t lane = 0; lane < LaneRealFft::kLanes; ++lane) {
-      const int64_t l = static_cast<int64_t>(lane), at = start + l * stride;
-      if (l >= count) {
-        fft_.load_lane(re, im, lane, nullptr, window);
-      } else if (at >= 0 && at + taps <= length) {
+    // At the edges: frame by frame, with padding read as zeros, and lanes
+    // past the last frame zeros too.
+    if (count < static_cast<int64_t>(LaneRealFft::kLanes)) {
+      std::memset(re, 0, array * sizeof(float));
+      std::memset(im, 0, array * sizeof(float));
+    }
+    for (size_t lane = 0; lane < static_cast<size_t>(count); ++lane) {
+      const int64_t at = start + static_cast<int64_t>(lane) * stride;
+      if (at >= 0 && at + taps <= length) {
         fft_.load_lane(re, im, lane, signal + at, window);
       } else {
         for (int64_t j = 0; j < taps; ++j) padded[j] = at + j >= 0 && at + j < length ? signal[at + j] : 0.0f;
@@ -158,19 +184,11 @@ void DftConvKernel::transform_frames(const float* signal, int64_t length, const 
     }
   }
   fft_.transform(re, im);
-  for (int64_t row = 0; row < rows; ++row) {
-    const DftRow& part = basis_.rows[static_cast<size_t>(row)];
-    const float* bin = (part.sine ? im : re) + size_t{part.bin} * LaneRealFft::kLanes;
-    // The sine rows are sum_j a[j] x[j] sin(2πkj/n), minus the imaginary part.
-    const float sign = part.sine ? -1.0f : 1.0f, add = bias ? bias[row] : 0.0f;
-    if (channels_last_) {
-      float* dst = y + first * rows + row;
-      for (int64_t l = 0; l < count; ++l) dst[l * rows] = sign * bin[l] + add;
-    } else {
-      float* dst = y + static_cast<int64_t>(row) * frames + first;
-      for (int64_t l = 0; l < count; ++l) dst[l] = sign * bin[l] + add;
-    }
-  }
+  // Channels-first, each row's frames are contiguous; channels-last, each frame's rows.
+  if (channels_last_)
+    store_rows(re, im, basis_.rows.data(), rows, bias, count, y + first * rows, 1, rows);
+  else
+    store_rows(re, im, basis_.rows.data(), rows, bias, count, y + first, frames, 1);
 }
 
 }  // namespace

@@ -4,16 +4,19 @@
 // that stay adjacent in the output are merged, so NCHW->NHWC becomes a batch
 // of [C, H*W] matrix transposes. Two cases remain: the innermost input dim
 // stays innermost (copy contiguous runs with memcpy) or it does not (cache
-// blocked 2-D tile transposes between the two innermost dims involved).
+// blocked 2-D tile transposes between the two innermost dims involved; of
+// 32-bit elements, 16x16 tiles in vector registers).
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "drivers/cpu/checkpoint_blocks.h"
+#include "drivers/cpu/isa_clones.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
 #include "drivers/cpu/layout_util.h"
 #include "drivers/cpu/transpose.h"
+#include "drivers/cpu/transpose16.h"
 
 namespace hetero::cpu {
 
@@ -89,6 +92,24 @@ void tile_transpose(const T* in, T* out, int64_t a_begin, int64_t a_end, int64_t
   }
 }
 
+// The same for 32-bit elements, whole 16x16 tiles through registers
+// (transpose16.h) and the ragged edges as above.
+HETERO_ISA_CLONES void tile_transpose_32(const uint32_t* in, uint32_t* out, int64_t a_begin, int64_t a_end,
+                                         int64_t b_count, int64_t in_stride_b, int64_t out_stride_a) {
+  int64_t b0 = 0;
+  if (a_end - a_begin == 16) {
+    for (; b0 + 16 <= b_count; b0 += 16) {
+      Floats16 v[16];
+      for (int64_t k = 0; k < 16; ++k) std::memcpy(&v[k], in + (b0 + k) * in_stride_b + a_begin, sizeof(Floats16));
+      transpose16(v);
+      for (int64_t k = 0; k < 16; ++k)
+        std::memcpy(out + (a_begin + k) * out_stride_a + b0, &v[k], sizeof(Floats16));
+    }
+  }
+  if (b0 < b_count)
+    tile_transpose(in + b0 * in_stride_b, out + b0, a_begin, a_end, b_count - b0, in_stride_b, out_stride_a);
+}
+
 }  // namespace
 
 bool permutation_keeps_layout(const Shape& in_shape, const std::vector<int64_t>& perm) {
@@ -161,8 +182,13 @@ void permute_copy(KernelRun& kernel_run, const void* in, void* out, const Shape&
                       in_off += c * in_str[i];
                       out_off += c * out_str[i];
                     }
-                    tile_transpose(in_t + in_off, out_t + out_off, blk * kRows,
-                                   std::min(a_count, (blk + 1) * kRows), b_count, in_stride_b, out_stride_a);
+                    const int64_t a_begin = blk * kRows, a_end = std::min(a_count, (blk + 1) * kRows);
+                    if constexpr (sizeof(T) == 4)
+                      tile_transpose_32(in_t + in_off, out_t + out_off, a_begin, a_end, b_count, in_stride_b,
+                                        out_stride_a);
+                    else
+                      tile_transpose(in_t + in_off, out_t + out_off, a_begin, a_end, b_count, in_stride_b,
+                                     out_stride_a);
                   });
                 });
 }

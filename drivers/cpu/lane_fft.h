@@ -34,7 +34,7 @@ class LaneRealFft {
   size_t array_floats() const noexcept { return bins() * kLanes; }
 
   // Loads lane `lane` of a transform's input: frame[j] * window[j] for
-  // j < n, or zeros when `frame` is null.
+  // j < n. A lane never loaded keeps what the arrays held (zeros, say).
   void load_lane(float* re, float* im, size_t lane, const float* frame, const float* window) const;
   // Loads every lane at once: lane l's frame starts at first + l * stride.
   void load_frames(float* re, float* im, const float* first, ptrdiff_t stride, const float* window) const;

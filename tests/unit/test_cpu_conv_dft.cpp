@@ -23,7 +23,8 @@ constexpr size_t kLanes = LaneRealFft::kLanes;
 
 std::vector<float> hann(size_t n) {
   std::vector<float> a(n);
-  for (size_t j = 0; j < n; ++j) a[j] = static_cast<float>(0.5 - 0.5 * std::cos(2 * std::numbers::pi * double(j) / double(n)));
+  for (size_t j = 0; j < n; ++j)
+    a[j] = static_cast<float>(0.5 - 0.5 * std::cos(2 * std::numbers::pi * double(j) / double(n)));
   return a;
 }
 
@@ -71,9 +72,8 @@ TEST(CpuConvDft, LaneFftMatchesTheNaiveDft) {
     std::vector<float> storage(2 * fft.array_floats() + 16);
     float* re = storage.data() + (16 - reinterpret_cast<uintptr_t>(storage.data()) / sizeof(float) % 16) % 16;
     float* im = re + fft.array_floats();
-    // The last lane is left empty: it must come out all zeros.
-    for (size_t lane = 0; lane < kLanes; ++lane)
-      fft.load_lane(re, im, lane, lane + 1 < kLanes ? &frames[lane * n] : nullptr, ones.data());
+    // The last lane is left as it was, zeros: it must come out all zeros.
+    for (size_t lane = 0; lane + 1 < kLanes; ++lane) fft.load_lane(re, im, lane, &frames[lane * n], ones.data());
     fft.transform(re, im);
     std::vector<std::complex<long double>> root(n);  // e^(-2πi m/n)
     for (size_t m = 0; m < n; ++m) root[m] = std::polar(1.0L, -2 * std::numbers::pi_v<long double> * m / n);
@@ -163,10 +163,10 @@ struct DftConvCase {
 
 TEST(CpuConvDft, KernelMatchesTheConvolution) {
   const std::vector<DftConvCase> cases = {
-      {2, 1000, cosines(33), 64, 16, 32, 32, true},         // 63 frames: three full groups and a partial one
-      {1, 16000, sines(257), 512, 160, 0, 0, false},        // the melspectrogram's imaginary part
+      {2, 1000, cosines(33), 64, 16, 32, 32, true},           // 63 frames: three full groups and a partial one
+      {1, 16000, sines(257), 512, 160, 0, 0, false},          // the melspectrogram's imaginary part
       {1, 300, cosines_then_sines(65), 128, 7, 5, 60, true},  // the last frames read padding only
-      {3, 64, cosines(33), 64, 1, 0, 0, false},             // one frame per item
+      {3, 64, cosines(33), 64, 1, 0, 0, false},               // one frame per item
   };
   std::mt19937 rng(11);
   for (const DftConvCase& c : cases) {
@@ -177,23 +177,27 @@ TEST(CpuConvDft, KernelMatchesTheConvolution) {
     const int64_t rows = w.dim(0), n = static_cast<int64_t>(c.n);
     const core::Tensor b = random_f32({rows}, rng);
     const int64_t frames = (c.length + c.pad_begin + c.pad_end - n) / c.stride + 1;
-    const std::vector<double> want = direct_conv(x, w, c.bias ? values<float>(b) : std::vector<float>{}, c.stride,
-                                                 c.pad_begin, frames);
+    const std::vector<double> want =
+        direct_conv(x, w, c.bias ? values<float>(b) : std::vector<float>{}, c.stride, c.pad_begin, frames);
     // float32 rounding of about sqrt(n) terms of up to 1.
     const double atol = 2e-6 * double(n), rtol = 1e-5;
     for (bool channels_last : {false, true}) {
       SCOPED_TRACE(channels_last ? "channels-last" : "channels-first");
-      KernelNode node(channels_last ? "FusedConv" : "Conv", channels_last ? 1 : 17, 3, 1, channels_last ? kCpuDomain : "");
+      KernelNode node(channels_last ? "FusedConv" : "Conv", channels_last ? 1 : 17, 3, 1,
+                      channels_last ? kCpuDomain : "");
       node.attr_ints("strides", {c.stride}).attr_ints("pads", {c.pad_begin, c.pad_end}).attr_ints("kernel_shape", {n});
       if (channels_last) node.attr_int(kChannelsLastAttr, 1);
       node.constant(1, w);
-      if (c.bias) node.constant(2, b);
-      else node.omit_input(2);
+      if (c.bias)
+        node.constant(2, b);
+      else
+        node.omit_input(2);
       // The input's one channel is stored the same either way.
       const core::Tensor xin = channels_last ? x.reshaped({c.batch, c.length, 1}) : x;
       for (int threads : {1, 2}) {
         const auto y = node.run({xin, w, c.bias ? std::optional<core::Tensor>(b) : std::nullopt}, 1, threads);
-        const core::Shape shape = channels_last ? core::Shape{c.batch, frames, rows} : core::Shape{c.batch, rows, frames};
+        const core::Shape shape =
+            channels_last ? core::Shape{c.batch, frames, rows} : core::Shape{c.batch, rows, frames};
         ASSERT_EQ(y[0].shape(), shape);
         std::vector<double> expected = want;
         if (channels_last)
