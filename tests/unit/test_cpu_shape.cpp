@@ -65,6 +65,25 @@ TEST(CpuShapeKernels, TransposeLargeNchwToNhwcThreaded) {
           ASSERT_EQ(y.data<float>()[((b * 28 + h) * 30 + w) * 64 + c], x.data<float>()[((b * 64 + c) * 28 + h) * 30 + w]);
 }
 
+// 32-bit elements go through 16x16 tiles in vector registers
+// (drivers/cpu/transpose16.h): [37, 50] matrices have whole tiles and ragged
+// edges both ways; int32 bit patterns must come through untouched.
+TEST(CpuShapeKernels, TransposeWholeAndRaggedTilesOf32BitElements) {
+  std::mt19937 rng(2);
+  Tensor x = Tensor::allocate(DType::I32, {3, 37, 50});
+  for (size_t i = 0; i < x.numel(); ++i) x.data<int32_t>()[i] = static_cast<int32_t>(rng());
+  KernelNode n("Transpose", 13, 1);
+  n.attr_ints("perm", {0, 2, 1});
+  for (int threads : {1, 2}) {
+    const Tensor y = n.run({x}, 1, threads)[0];
+    ASSERT_EQ(y.shape(), (Shape{3, 50, 37}));
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t i = 0; i < 37; ++i)
+        for (int64_t j = 0; j < 50; ++j)
+          ASSERT_EQ(y.data<int32_t>()[(b * 50 + j) * 37 + i], x.data<int32_t>()[(b * 37 + i) * 50 + j]);
+  }
+}
+
 TEST(CpuShapeKernels, TransposeOfUnitDimsIsAView) {
   const Tensor x = iota_f32({1, 5, 1, 4});
   KernelNode n("Transpose", 13, 1);
