@@ -257,8 +257,9 @@ class LayerNormKernel final : public Kernel {
     int64_t outer = 1, inner = 1;
     for (size_t i = 0; i < axis; ++i) outer *= x.dim(i);
     for (int64_t d : norm_shape) inner *= d;
-    const std::vector<float> s = expand(scale, norm_shape, "Scale");
-    const std::vector<float> b = bias ? expand(*bias, norm_shape, "B") : std::vector<float>(inner, 0.0f);
+    std::vector<float> scale_copy, bias_copy;
+    const float* s = per_element(scale, norm_shape, "Scale", scale_copy);
+    const float* b = bias ? per_element(*bias, norm_shape, "B", bias_copy) : nullptr;
 
     core::Tensor& y = r.output(0, x.dtype(), x.shape());
     core::Shape stat_shape(x.shape().begin(), x.shape().begin() + static_cast<int64_t>(axis));
@@ -269,16 +270,24 @@ class LayerNormKernel final : public Kernel {
     float* yd = y.data<float>();
     parallel_blocks(r, outer, 3.0 * double(inner) * sizeof(float), outer * inner > 32768, [&](int64_t o) {
       const auto [mean, inv] = moments(xd + o * inner, inner, epsilon_);
-      for (int64_t k = 0; k < inner; ++k)
-        yd[o * inner + k] = static_cast<float>((xd[o * inner + k] - mean) * inv) * s[k] + b[k];
+      if (b) {
+        for (int64_t k = 0; k < inner; ++k)
+          yd[o * inner + k] = static_cast<float>((xd[o * inner + k] - mean) * inv) * s[k] + b[k];
+      } else {
+        for (int64_t k = 0; k < inner; ++k)
+          yd[o * inner + k] = static_cast<float>((xd[o * inner + k] - mean) * inv) * s[k];
+      }
       if (mean_out) mean_out[o] = static_cast<float>(mean);
       if (inv_out) inv_out[o] = static_cast<float>(inv);
     });
   }
 
  private:
-  // A parameter broadcast (numpy, right-aligned) onto the normalised shape.
-  std::vector<float> expand(const core::Tensor& t, const core::Shape& shape, const char* name) const {
+  // A parameter as one value per element of the normalised shape: its own
+  // data when it has one per element already (what models give; no copy on
+  // the hot path), else broadcast (numpy, right-aligned) into `copy`.
+  const float* per_element(const core::Tensor& t, const core::Shape& shape, const char* name,
+                           std::vector<float>& copy) const {
     const size_t rank = shape.size();
     if (t.rank() > rank) bad(node_, std::string(name) + " has more dims than the normalised shape");
     const core::Shape& ts = t.shape();
@@ -289,7 +298,9 @@ class LayerNormKernel final : public Kernel {
                        core::shape_to_string(shape));
     }
     const size_t n = core::shape_numel(shape);
-    std::vector<float> out(n);
+    if (t.numel() == n) return t.data<float>();  // every dim matched: the same memory order
+    std::vector<float>& out = copy;
+    out.resize(n);
     for (size_t i = 0; i < n; ++i) {
       size_t rem = i, src = 0, stride = 1;
       for (size_t d = rank; d-- > 0;) {
@@ -303,7 +314,7 @@ class LayerNormKernel final : public Kernel {
       }
       out[i] = t.data<float>()[src];
     }
-    return out;
+    return out.data();
   }
 
   const core::Node& node_;
