@@ -108,4 +108,24 @@ void require_float_inputs(const KernelBuild& b, std::initializer_list<size_t> in
   }
 }
 
+dnnl::memory MemoryViews::bind(int key, const dnnl::memory::desc& md, const dnnl::engine& engine,
+                               const void* data) {
+  for (View& v : views_) {
+    if (v.key != key || v.md != md) continue;
+    if (v.data != data) {
+      v.memory.set_data_handle(const_cast<void*>(data));
+      v.data = data;
+    }
+    return v.memory;
+  }
+  if (views_.size() >= kMaxViews) views_.erase(views_.begin());
+  views_.push_back({key, md, view_memory(md, engine, data), data});
+  return views_.back().memory;
+}
+
+dnnl::memory MemoryViews::scratchpad(size_t bytes, const dnnl::engine& engine) {
+  const dnnl::memory::desc md({static_cast<int64_t>(bytes)}, dnnl_dt::u8, dnnl_tag::a);
+  return bind(DNNL_ARG_SCRATCHPAD, md, engine, scratch_buffer(Scratch::Pad, bytes));
+}
+
 }  // namespace hetero::cpu

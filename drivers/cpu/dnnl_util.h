@@ -43,6 +43,36 @@ inline dnnl::memory view_memory(const dnnl::memory::desc& md, const dnnl::engine
   return dnnl::memory(md, engine, const_cast<void*>(data));
 }
 
+// Views of one node's operands for its primitives, kept between runs and
+// re-pointed at each run's tensors (set_data_handle) instead of made anew:
+// making a dnnl::memory costs several allocations inside oneDNN, which with
+// the argument map around it was a quarter of a small model's inference
+// (openWakeWord's hey_mycroft). A frame keeps one set per node
+// (KernelRun::views()) and runs one inference at a time, so nothing else
+// re-points a view between its binding and the primitive that reads it.
+class MemoryViews {
+ public:
+  // The view of `data` as `md` for the argument `key` (DNNL_ARG_*): the same
+  // object as at the last run with that key and descriptor. A primitive's
+  // arguments need distinct keys; a view stays bound until its key and
+  // descriptor are bound again.
+  dnnl::memory bind(int key, const dnnl::memory::desc& md, const dnnl::engine& engine, const void* data);
+  // The primitive's user-managed scratchpad of `bytes` in the Scratch::Pad buffer.
+  dnnl::memory scratchpad(size_t bytes, const dnnl::engine& engine);
+
+ private:
+  struct View {
+    int key;
+    dnnl::memory::desc md;
+    dnnl::memory memory;
+    const void* data;
+  };
+  // A node binds a few views per shape it has run at; beyond this many the
+  // oldest goes.
+  static constexpr size_t kMaxViews = 32;
+  std::vector<View> views_;
+};
+
 // Per-thread scratch buffers, 64-byte aligned, grown on demand and kept for
 // the thread's life: reorder targets and primitive scratchpads must not be
 // allocated per run, and must not be shared by requests running at once.

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "drivers/cpu/dnnl_util.h"
 
 namespace hetero::cpu {
 
@@ -47,6 +48,7 @@ class EvalRun final : public KernelRun {
   core::Tensor workspace(size_t bytes) override {
     return core::Tensor::allocate(core::DType::U8, {int64_t(bytes)}, false);
   }
+  MemoryViews& views() override { return views_; }
 
  private:
   const core::Node& node_;
@@ -54,6 +56,7 @@ class EvalRun final : public KernelRun {
   dnnl::stream& stream_;
   int threads_;
   size_t max_elements_;
+  MemoryViews views_;
 };
 
 }  // namespace

@@ -26,6 +26,7 @@ namespace hetero::cpu {
 
 class Plan;
 class Frame;
+class MemoryViews;
 
 // What a factory may look at: the node, and what is known before any input
 // arrives (static dtypes/shapes, constant inputs such as weights).
@@ -102,6 +103,9 @@ class KernelRun {
   // inference's memory bound (the per-thread scratch buffers of dnnl_util.h
   // are not: work run at a checkpoint on this thread reuses them).
   virtual core::Tensor workspace(size_t bytes) = 0;
+  // This node's views of its operands for its oneDNN primitives, kept with
+  // the frame between runs (MemoryViews, dnnl_util.h).
+  virtual MemoryViews& views() = 0;
 };
 
 class Kernel {

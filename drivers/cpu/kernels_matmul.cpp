@@ -261,13 +261,13 @@ void ProductKernel::run(KernelRun& r) {
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
     const dnnl::engine engine = s.get_engine();
+    MemoryViews& views = r.views();
     std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC] = view_memory(e->a_desc, engine, a->raw());
-    args[DNNL_ARG_WEIGHTS] = weights_.empty() ? view_memory(e->b_desc, engine, b->raw())
+    args[DNNL_ARG_SRC] = views.bind(DNNL_ARG_SRC, e->a_desc, engine, a->raw());
+    args[DNNL_ARG_WEIGHTS] = weights_.empty() ? views.bind(DNNL_ARG_WEIGHTS, e->b_desc, engine, b->raw())
                                               : weights_.get(e->b_desc, e->b_user_desc, engine, s);
-    args[DNNL_ARG_DST] = view_memory(e->y_desc, engine, y.raw());
-    if (e->scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e->scratchpad, engine);
+    args[DNNL_ARG_DST] = views.bind(DNNL_ARG_DST, e->y_desc, engine, y.raw());
+    if (e->scratchpad) args[DNNL_ARG_SCRATCHPAD] = views.scratchpad(e->scratchpad, engine);
     if (!e->manual_post_ops) post_.add_args(args, e->shapes.y, false, r, engine);
     e->prim.execute(s, args);
     s.wait();

@@ -8,6 +8,7 @@
 
 #include "core/infer_request.h"
 #include "core/progress.h"
+#include "drivers/cpu/dnnl_util.h"
 
 namespace hetero::cpu {
 
@@ -107,7 +108,7 @@ std::shared_ptr<Plan> Plan::compile(const core::Graph& graph, const core::Model&
 // into them, buffers from the frame's pool.
 class StepRun final : public KernelRun {
  public:
-  StepRun(Frame& frame, const Plan::Step& step) : frame_(frame), step_(step) {}
+  StepRun(Frame& frame, const Plan::Step& step, MemoryViews& views) : frame_(frame), step_(step), views_(views) {}
 
   const core::Node& node() const override { return *step_.node; }
   size_t num_inputs() const override { return step_.inputs.size(); }
@@ -141,6 +142,7 @@ class StepRun final : public KernelRun {
     if (frame_.control_) frame_.control_->at_node_boundary();
   }
   core::Tensor workspace(size_t bytes) override { return frame_.take_buffer(core::DType::U8, {int64_t(bytes)}); }
+  MemoryViews& views() override { return views_; }
 
  private:
   core::Tensor& slot(size_t i) {
@@ -156,6 +158,7 @@ class StepRun final : public KernelRun {
   }
   Frame& frame_;
   const Plan::Step& step_;
+  MemoryViews& views_;
   std::vector<core::Tensor> scratch_;
 };
 
@@ -171,7 +174,8 @@ Frame::Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int thr
       threads_(threads),
       control_(outer ? outer->control_ : control),
       slots_(plan.num_slots()),
-      held_(outer ? outer->held_ : &held_bytes_) {
+      held_(outer ? outer->held_ : &held_bytes_),
+      views_(std::make_unique<MemoryViews[]>(plan.steps().size())) {
   for (size_t s = 0; s < slots_.size(); ++s) {
     const core::Value* v = plan.slot_value(s);
     if (v->constant) slots_[s] = *v->constant;
@@ -285,7 +289,7 @@ std::vector<core::Tensor> Frame::run(const std::vector<core::Tensor>& inputs) {
   if (control_ && steps.empty()) control_->at_node_boundary();
   for (size_t i = 0; i < steps.size(); ++i) {
     if (control_) control_->at_node_boundary();
-    StepRun run(*this, steps[i]);
+    StepRun run(*this, steps[i], views_[i]);
     steps[i].kernel->run(run);
     for (int s : plan_.last_use_[i]) slots_[s] = core::Tensor();
   }

@@ -122,6 +122,8 @@ class Frame {
   // against RunControl::max_bytes: the outermost frame's count.
   uint64_t held_bytes_ = 0;
   uint64_t* held_ = &held_bytes_;
+  // Each step's views of its operands (KernelRun::views()).
+  std::unique_ptr<MemoryViews[]> views_;
   // Declared after held_bytes_: their destructors uncount their buffers from it.
   std::vector<std::pair<const Plan*, std::unique_ptr<Frame>>> nested_;
   friend class StepRun;

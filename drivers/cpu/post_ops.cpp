@@ -157,13 +157,13 @@ std::optional<dnnl::post_ops> PostOpChain::to_dnnl(const DnnlDims& dst_dims, boo
 }
 
 void PostOpChain::add_args(std::unordered_map<int, dnnl::memory>& args, const DnnlDims& dst_dims,
-                           bool channels_last, const KernelRun& run, const dnnl::engine& engine) const {
+                           bool channels_last, KernelRun& run, const dnnl::engine& engine) const {
   for (size_t i = 0; i < ops_.size(); ++i) {
     if (!ops_[i].binary()) continue;
     const core::Tensor& t = operand(ops_[i], run);
     const auto md = operand_desc(t.shape(), dst_dims.size(), channels_last);
-    args[DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1] =
-        view_memory(*md, engine, t.raw());
+    const int arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1;
+    args[arg] = run.views().bind(arg, *md, engine, t.raw());
   }
 }
 

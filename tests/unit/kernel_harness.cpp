@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "drivers/cpu/dnnl_util.h"
 #include "drivers/cpu/graph_passes.h"
 #include "tests/unit/model_text.h"
 
@@ -38,6 +39,7 @@ class TestRun final : public KernelRun {
   core::Tensor workspace(size_t bytes) override {
     return core::Tensor::allocate(core::DType::U8, {int64_t(bytes)}, false);
   }
+  MemoryViews& views() override { return views_; }
 
   std::vector<core::Tensor>& outputs() { return outputs_; }
   size_t checkpoints() const { return checkpoints_; }
@@ -49,6 +51,7 @@ class TestRun final : public KernelRun {
   dnnl::stream stream_;
   int threads_;
   size_t checkpoints_ = 0;
+  MemoryViews views_;
 };
 
 core::Attribute& add_attr(core::Node& node, const std::string& name, core::AttrType type) {
