@@ -78,8 +78,10 @@ class LayoutKernel final : public Kernel {
       auto change = with_dnnl_errors(
           node_, [&] { return cache_.get(key, [&] { return LayoutChange(from_part, to_part, engine); }); });
       with_dnnl_errors(node_, [&] {
-        change->apply(view_memory(from_part, engine, x->data<uint8_t>() + first * from_row * element),
-                      view_memory(to_part, engine, y.data<uint8_t>() + first * to_row * element), r.stream());
+        MemoryViews& views = r.views();
+        change->apply(views.bind(DNNL_ARG_FROM, from_part, engine, x->data<uint8_t>() + first * from_row * element),
+                      views.bind(DNNL_ARG_TO, to_part, engine, y.data<uint8_t>() + first * to_row * element),
+                      r.stream());
         r.stream().wait();
       });
       if (first + count < rows) r.checkpoint();

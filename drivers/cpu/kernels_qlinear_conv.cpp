@@ -241,19 +241,19 @@ void QConvKernel::run_dnnl(KernelRun& r, const Tensor& x, const Tensor* bias, co
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
     const dnnl::engine engine = s.get_engine();
+    MemoryViews& views = r.views();
     std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC] = e.src_in.apply(view_memory(e.user_src, engine, x.raw()), Scratch::Src, s);
+    args[DNNL_ARG_SRC] = e.src_in.apply(views.bind(DNNL_ARG_SRC, e.user_src, engine, x.raw()), Scratch::Src, s);
     args[DNNL_ARG_WEIGHTS] = weights_.get(e.weights_desc, e.user_w, engine, s);
-    if (bias) args[DNNL_ARG_BIAS] = view_memory(e.bias_desc, engine, bias->raw());
-    const dnnl::memory user_y = view_memory(e.user_dst, engine, y.raw());
+    if (bias) args[DNNL_ARG_BIAS] = views.bind(DNNL_ARG_BIAS, e.bias_desc, engine, bias->raw());
+    const dnnl::memory user_y = views.bind(DNNL_ARG_DST, e.user_dst, engine, y.raw());
     const dnnl::memory dst =
         e.dst_out.needed() ? view_memory(e.dst_desc, engine, scratch_buffer(Scratch::Dst, e.dst_desc.get_size()))
                             : user_y;
     args[DNNL_ARG_DST] = dst;
     if (src_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = src_zp_.memory(engine);
     if (dst_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = dst_zp_.memory(engine);
-    if (e.scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e.scratchpad, engine);
+    if (e.scratchpad) args[DNNL_ARG_SCRATCHPAD] = views.scratchpad(e.scratchpad, engine);
     e.prim.execute(s, args);
     if (e.dst_out.needed()) e.dst_out.apply(dst, user_y, s);
     s.wait();

@@ -281,15 +281,15 @@ void QMatMulKernel::run(KernelRun& r) {
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
     const dnnl::engine engine = s.get_engine();
+    MemoryViews& views = r.views();
     std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC] = view_memory(e->a_desc, engine, a->raw());
+    args[DNNL_ARG_SRC] = views.bind(DNNL_ARG_SRC, e->a_desc, engine, a->raw());
     args[DNNL_ARG_WEIGHTS] = weights_.get(e->b_desc, matrix_desc({k_, n_}, trans_b_, dnnl_dt::s8), engine, s);
-    if (!dnnl_bias_.empty()) args[DNNL_ARG_BIAS] = view_memory(e->bias_desc, engine, dnnl_bias_.raw());
-    args[DNNL_ARG_DST] = view_memory(e->y_desc, engine, y.raw());
+    if (!dnnl_bias_.empty()) args[DNNL_ARG_BIAS] = views.bind(DNNL_ARG_BIAS, e->bias_desc, engine, dnnl_bias_.raw());
+    args[DNNL_ARG_DST] = views.bind(DNNL_ARG_DST, e->y_desc, engine, y.raw());
     if (src_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = src_zp_.memory(engine);
     if (dst_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = dst_zp_.memory(engine);
-    if (e->scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e->scratchpad, engine);
+    if (e->scratchpad) args[DNNL_ARG_SCRATCHPAD] = views.scratchpad(e->scratchpad, engine);
     e->prim.execute(s, args);
     s.wait();
   });
