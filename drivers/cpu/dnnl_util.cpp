@@ -124,8 +124,19 @@ dnnl::memory MemoryViews::bind(int key, const dnnl::memory::desc& md, const dnnl
 }
 
 dnnl::memory MemoryViews::scratchpad(size_t bytes, const dnnl::engine& engine) {
+  void* data = scratch_buffer(Scratch::Pad, bytes);  // this thread's: the frame may run on another next time
+  // Found by size, without making a descriptor to compare (a dims vector and
+  // oneDNN's initialisation, per primitive call).
+  for (View& v : views_) {
+    if (v.key != DNNL_ARG_SCRATCHPAD || v.md.get_size() != bytes) continue;
+    if (v.data != data) {
+      v.memory.set_data_handle(data);
+      v.data = data;
+    }
+    return v.memory;
+  }
   const dnnl::memory::desc md({static_cast<int64_t>(bytes)}, dnnl_dt::u8, dnnl_tag::a);
-  return bind(DNNL_ARG_SCRATCHPAD, md, engine, scratch_buffer(Scratch::Pad, bytes));
+  return bind(DNNL_ARG_SCRATCHPAD, md, engine, data);
 }
 
 }  // namespace hetero::cpu
