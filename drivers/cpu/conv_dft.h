@@ -39,9 +39,10 @@ struct DftBasis {
 // otherwise, and when an FFT would not save work: fewer rows than 4 log2 n.
 std::optional<DftBasis> dft_basis(const core::Tensor& weights);
 
-// The kernel for a plain Conv (no post-ops, channels-first) whose constant
-// weights dft_basis() recognises, with a group of one and no dilation; null
-// for any other Conv, which runs on oneDNN (kernels_conv.cpp).
+// The kernel for a Conv, or a FusedConv without post-ops (channels-last or
+// not), whose constant weights dft_basis() recognises, with a group of one
+// and no dilation; null for any other, which runs on oneDNN
+// (kernels_conv.cpp).
 std::unique_ptr<Kernel> make_conv_as_dft(const KernelBuild& b);
 
 }  // namespace hetero::cpu

@@ -77,7 +77,7 @@ std::optional<std::vector<float>> fit_window(const float* w, size_t n, const std
   const double bound = kBasisTolerance * largest;
   for (size_t r = 0; r < rows.size(); ++r)
     for (size_t j = 0; j < n; ++j)
-      if (std::abs(w[r * n + j] - window[j] * basis(rows[r], j)) > bound) return std::nullopt;
+      if (!(std::abs(w[r * n + j] - window[j] * basis(rows[r], j)) <= bound)) return std::nullopt;  // NaN too
   return window;
 }
 

@@ -40,7 +40,7 @@ class LaneRealFft {
   void load_frames(float* re, float* im, const float* first, ptrdiff_t stride, const float* window) const;
 
   // In place on 64-byte aligned arrays of array_floats(), loaded through
-  // load_lane(): afterwards row k of `re` and `im` holds bin k,
+  // load_lane() or load_frames(): afterwards row k of `re` and `im` holds bin k,
   // sum_j x[j] e^(-2πi jk/n), of each lane's frame, for k <= n/2.
   void transform(float* re, float* im) const;
 

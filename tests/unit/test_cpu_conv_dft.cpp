@@ -125,6 +125,9 @@ TEST(CpuConvDft, OtherWeightsStayConvolutions) {
   core::Tensor nudged = basis_weights(cosines(257), window);
   nudged.data<float>()[100 * 512 + 77] += 1e-3f;
   EXPECT_FALSE(dft_basis(nudged)) << "one weight off by 1e-3";
+  core::Tensor with_nan = basis_weights(cosines(257), window);
+  with_nan.data<float>()[3 * 512 + 5] = std::nanf("");
+  EXPECT_FALSE(dft_basis(with_nan)) << "a NaN weight";
   std::vector<DftRow> swapped = cosines(257);
   std::swap(swapped[3], swapped[5]);
   EXPECT_FALSE(dft_basis(basis_weights(swapped, window))) << "bins in another order";
