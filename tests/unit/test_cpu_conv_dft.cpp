@@ -111,7 +111,7 @@ TEST(CpuConvDft, RecognisesTheRowOrdersExportersWrite) {
       ASSERT_NEAR(b->window[j], win[j], 1e-6) << "tap " << j;
     }
   }
-  // Both parts in one Conv, as Silero VAD writes its STFT: 129 + 129 rows of 256 taps.
+  // Both parts in one Conv, cosines then sines: 129 + 129 rows of 256 taps.
   const std::optional<DftBasis> both = dft_basis(basis_weights(cosines_then_sines(129), hann(256)));
   ASSERT_TRUE(both);
   EXPECT_EQ(both->rows[128].bin, 128u);
