@@ -209,8 +209,9 @@ std::optional<DftBasis> dft_basis(const core::Tensor& weights) {
 
 std::unique_ptr<Kernel> make_conv_as_dft(const KernelBuild& b) {
   const core::Node& node = b.node;
-  // A FusedConv qualifies when the fusion pass gave it no post-ops: the
-  // layout pass makes the melspectrogram's Convs channels-last.
+  // A FusedConv qualifies when it has no post-ops. The layout pass leaves
+  // DFT Convs channels-first now (graph_layout.cpp), but a blob compiled
+  // before that holds them as channels-last FusedConvs.
   const bool plain = node.op_type == "Conv" && node.domain.empty();
   const bool fused = node.op_type == "FusedConv" && node.domain == kCpuDomain && !node.has_attr(kPostOpsAttr);
   if (!(plain || fused) || node.inputs.size() < 2 || node.inputs.size() > 3) return nullptr;
