@@ -14,7 +14,7 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-WidthChoice::WidthChoice(int threads, bool choose) : threads_(std::max(1, threads)) {
+WidthChoice::WidthChoice(int threads, bool choose) : threads_(std::max(1, threads)), allowed_(threads_) {
   if (choose)
     for (int w = 1; w < threads_; w *= 2) candidates_.push_back(w);
   candidates_.push_back(threads_);
@@ -34,16 +34,28 @@ void WidthChoice::start_trial() {
   chosen_ = 0;
 }
 
-int WidthChoice::next() {
+int WidthChoice::next(Clock::time_point now) {
   std::lock_guard lock(mutex_);
-  if (chosen_ && Clock::now() >= retrial_at_) start_trial();
-  return chosen_ ? chosen_ : candidates_[turn_];
+  if (chosen_ && now >= retrial_at_) start_trial();
+  const int width = chosen_ ? chosen_ : candidates_[turn_];
+  if (width <= allowed_) return width;
+  if (now < probe_at_) return allowed_;
+  probe_at_ = now + probe_interval_;  // one probe at a time
+  return width;
 }
 
 void WidthChoice::record(int width, int ran, Clock::time_point started, Clock::time_point ended) {
   std::lock_guard lock(mutex_);
   // Requests running side by side overlap: no idle time between them.
   const Clock::time_point previous = std::exchange(last_ended_, std::max(last_ended_, ended));
+  if (ran < width) {
+    // Narrowed by a busy box: newly, or again at a probe.
+    probe_interval_ = width <= allowed_ ? kFirstProbe : std::min<Clock::duration>(2 * probe_interval_, kLongestProbe);
+    allowed_ = ran;
+    probe_at_ = ended + probe_interval_;
+  } else if (width > allowed_) {
+    allowed_ = threads_;  // a probe ran as wide as it asked
+  }
   if (chosen_) return;
   const Clock::duration wall = ended - started;
   if (previous != Clock::time_point{})

@@ -39,6 +39,17 @@
 // takes, a wider team must be kCadenceGain faster than the narrower to be
 // kept, not 5%.
 //
+// A busy box overrides the choice. When other work takes the cores, a
+// stream narrows its team (team_width.h), and an inference handed to it for
+// two threads runs on one anyway: the caller then paid the hand-over, two
+// thread wake-ups that beside busy processes wait a scheduler tick each, for
+// nothing. Beside two busy loops on two vCPUs the openWakeWord embedding
+// took 4.0 ms at the median that way, 1.1 ms run on its caller's thread. So
+// once an inference ran narrower than asked, the next ones ask for that
+// width (one thread: the caller's own), and now and then one asks for more
+// again: kFirstProbe later, twice as late each time the box still narrows
+// it, up to kLongestProbe.
+//
 // Any thread; the streams running one model's inferences share one.
 #pragma once
 
@@ -59,13 +70,15 @@ class WidthChoice {
   static constexpr size_t kSamples = 8;
   static constexpr double kCadenceIdle = 10;
   static constexpr double kCadenceGain = 1.25;
+  static constexpr auto kFirstProbe = std::chrono::milliseconds(50);
+  static constexpr auto kLongestProbe = std::chrono::milliseconds(1600);
 
   // `threads`: the compiled width. `choose`: false runs every inference at
   // it (the user set the width).
   WidthChoice(int threads, bool choose);
 
-  // The width for the next inference.
-  int next();
+  // The width for the next inference, started at `now`.
+  int next(Clock::time_point now = Clock::now());
   // The inference started at next()'s `width` ran from `started` to
   // `ended`, `ran` threads wide (narrower while the box is busy:
   // team_width.h).
@@ -90,6 +103,11 @@ class WidthChoice {
   int last_chosen_ = 0;                       // the last trial's answer
   Clock::duration interval_ = kRetrial;       // from a trial's answer to the next trial
   Clock::time_point retrial_at_{};           // while a width is chosen
+  // The widest the box let an inference run lately, and when to ask for
+  // more again while that is narrower than asked.
+  int allowed_;
+  Clock::time_point probe_at_{};
+  Clock::duration probe_interval_ = kFirstProbe;
 };
 
 }  // namespace hetero::cpu

@@ -105,6 +105,33 @@ TEST(CpuWidthChoice, InferencesTheBusyBoxNarrowedAreNotCounted) {
   EXPECT_EQ(choice.chosen(), 0) << "no inference ran two threads wide";
 }
 
+TEST(CpuWidthChoice, WhileTheBoxNarrowsItsInferencesTheyAskForThatWidth) {
+  // The embedding two threads wide is chosen; then busy processes take the
+  // cores, and the stream runs its inferences one thread wide.
+  WidthChoice choice(2, true);
+  run_trial(choice, [](int w) { return microseconds(w == 1 ? 690 : 570); });
+  ASSERT_EQ(choice.chosen(), 2);
+  Caller caller{choice};
+  caller.record(2, 1, microseconds(1100));
+  // Until the first probe: one thread, which runs on the caller's own.
+  const auto narrowed = caller.now;
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(choice.next(narrowed + milliseconds(2 * i)), 1);
+  // A probe asks for the chosen width again, one at a time.
+  const auto probe = narrowed + WidthChoice::kFirstProbe;
+  EXPECT_EQ(choice.next(probe), 2);
+  EXPECT_EQ(choice.next(probe + microseconds(100)), 1) << "one probe in flight";
+  // Still narrowed: the next probe comes twice as late.
+  caller.now = probe;
+  caller.record(2, 1, microseconds(1100));
+  EXPECT_EQ(choice.next(caller.now + WidthChoice::kFirstProbe), 1);
+  EXPECT_EQ(choice.next(caller.now + 2 * WidthChoice::kFirstProbe), 2);
+  // The box is quiet again: the probe ran two wide, and so do the next ones.
+  caller.now += 2 * WidthChoice::kFirstProbe;
+  caller.record(2, 2, microseconds(570));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(choice.next(caller.now + microseconds(i)), 2);
+  EXPECT_EQ(choice.chosen(), 2) << "the choice itself stood throughout";
+}
+
 TEST(CpuWidthChoice, AWidthTheUserSetIsKept) {
   WidthChoice set(2, false), one(1, true);
   EXPECT_EQ(set.chosen(), 2);
