@@ -19,6 +19,7 @@
 
 #include "core/log.h"
 #include "core/progress.h"
+#include "core/thread_slice.h"
 #include "daemon/log_sink.h"
 #include "daemon/model_check.h"
 #include "daemon/peer_credentials.h"
@@ -503,6 +504,11 @@ void Server::close_handles() {
 
 int Server::run() {
   started_ = std::chrono::steady_clock::now();
+  // Each of the daemon's threads runs when a client's request wakes it: the
+  // loop, the loaders, the CPU driver's streams. With a short time slice,
+  // taken by every thread started from here, the wake-up preempts a busy
+  // process at once instead of waiting out its slice (core/thread_slice.h).
+  core::request_time_slice(core::kShortSlice, core::SliceInherited::kYes);
   try {
     listener_ = std::make_unique<Listener>(config_);
     info("listening on " + listener_->path());

@@ -81,7 +81,7 @@ void renice_team(int base, int nice, int threads) {
 // niceness and its slice, and is only slower under load.
 void boost_lane(int base, int boost) {
   if (boost >= 0 || setpriority(PRIO_PROCESS, 0, std::max(-20, base + boost)) != 0) return;
-  core::request_time_slice(std::chrono::microseconds(100));
+  core::request_time_slice(core::kShortSlice, core::SliceInherited::kNo);
 }
 
 }  // namespace
@@ -280,6 +280,10 @@ void Scheduler::stream_loop(int index) {
   // a stream may run less nice than the process (the caller's own choice):
   // the stream counts from the process's.
   if (getpriority(PRIO_PROCESS, 0) < base_nice_) setpriority(PRIO_PROCESS, 0, base_nice_);
+  // A job's hand-over wakes the stream, and a region wakes its team: both
+  // should run at once, not after a busy process's slice. The team's threads,
+  // started by this one, take the slice too (core/thread_slice.h).
+  core::request_time_slice(core::kShortSlice, core::SliceInherited::kYes);
   int applied_nice = 0;
   std::unique_lock lock(mutex_);
   if (pin_) pin_to_cores(index * threads_, threads_);

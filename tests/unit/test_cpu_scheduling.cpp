@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "core/runtime.h"
+#include "core/thread_slice.h"
 #include "drivers/cpu/scheduler.h"
 #include "tests/unit/model_text.h"
 
@@ -66,12 +67,15 @@ struct Started {
   std::promise<std::exception_ptr> promise;
   std::future<std::exception_ptr> ended = promise.get_future();
   Clock::time_point finished;
-  int nice = 0;  // of the thread that ran the inference (its completion runs there)
+  // Of the thread that ran the inference (its completion runs there).
+  int nice = 0;
+  std::chrono::nanoseconds slice{0};
 
   explicit Started(std::unique_ptr<driver::InferRequest> r) : request(std::move(r)) {
     request->start_async([this](std::exception_ptr error) {
       finished = Clock::now();
       nice = getpriority(PRIO_PROCESS, 0);
+      slice = time_slice();
       promise.set_value(error);
     });
   }
@@ -199,6 +203,17 @@ TEST(CpuScheduling, StreamsRunInferencesSideBySide) {
   ASSERT_TRUE(second.ends_within(std::chrono::seconds(30)));
   EXPECT_EQ(status_of(first.ended.get()), HETERO_CANCELLED);
   EXPECT_EQ(status_of(second.ended.get()), HETERO_CANCELLED);
+}
+
+// A stream is woken for each job handed to it: with a short time slice,
+// the wake-up preempts a busy process at once (core/thread_slice.h).
+TEST(CpuScheduling, StreamsAskForAShortTimeSlice) {
+  Runtime rt;
+  Started done(tiny_request(rt, "normal"));
+  ASSERT_TRUE(done.ends_within(std::chrono::seconds(30)));
+  ASSERT_EQ(status_of(done.ended.get()), HETERO_OK);
+  if (done.slice == std::chrono::nanoseconds(0)) GTEST_SKIP() << "this kernel takes no time slice (before 6.12)";
+  EXPECT_EQ(done.slice, kShortSlice);
 }
 
 // The hints pick the streams; a priority that is not one of the three is
