@@ -21,10 +21,11 @@
 namespace hetero::cpu {
 
 // What one output channel of such a Conv computes: the real part (cosine)
-// or minus the imaginary part (sine) of one bin.
+// or minus the imaginary part (sine) of one bin, or minus that (`negated`).
 struct DftRow {
   uint32_t bin = 0;
   bool sine = false;
+  bool negated = false;
 };
 
 struct DftBasis {
@@ -35,7 +36,8 @@ struct DftBasis {
 // The basis `weights` ([rows, 1, n], float32) hold, when every weight is
 // within 1e-5 of the largest of a[j] times its cosine or sine, and the rows
 // are in one of the orders exporters write: bins 0, 1, ... of cosines only
-// or sines only, or the cosines of bins 0..rows/2-1 then their sines. Null
+// or sines only, or the cosines of bins 0..rows/2-1 then their sines or
+// their sines negated (Silero VAD's STFT: -a[j] sin, one Conv). Null
 // otherwise, and when an FFT would not save work: fewer rows than 4 log2 n.
 std::optional<DftBasis> dft_basis(const core::Tensor& weights);
 

@@ -31,13 +31,20 @@ constexpr double kBasisTolerance = 1e-5;
 
 // The row orders of dft_basis(): the bin and part of each of `rows` rows,
 // or empty when `rows` does not fit the order for `bins` bins.
-enum class RowOrder { Cosines, Sines, CosinesThenSines };
+// A Conv of one part takes the part's sign into its window; one that holds
+// both parts shares one window between them, so a negated part is an order
+// of its own.
+enum class RowOrder { Cosines, Sines, CosinesThenSines, CosinesThenNegatedSines };
 
 std::vector<DftRow> rows_in(RowOrder order, size_t rows, size_t bins) {
   std::vector<DftRow> out;
-  if (order == RowOrder::CosinesThenSines) {
+  if (order == RowOrder::CosinesThenSines || order == RowOrder::CosinesThenNegatedSines) {
     if (rows % 2 != 0 || rows / 2 > bins) return out;
-    for (size_t r = 0; r < rows; ++r) out.push_back({static_cast<uint32_t>(r % (rows / 2)), r >= rows / 2});
+    const bool negated = order == RowOrder::CosinesThenNegatedSines;
+    for (size_t r = 0; r < rows; ++r) {
+      const bool sine = r >= rows / 2;
+      out.push_back({static_cast<uint32_t>(r % (rows / 2)), sine, sine && negated});
+    }
     return out;
   }
   if (rows > bins) return out;
@@ -58,7 +65,8 @@ std::optional<std::vector<float>> fit_window(const float* w, size_t n, const std
   }
   auto basis = [&](const DftRow& row, size_t j) {
     const size_t m = (size_t{row.bin} * j) % n;
-    return row.sine ? sin_table[m] : cos_table[m];
+    const double value = row.sine ? sin_table[m] : cos_table[m];
+    return row.negated ? -value : value;
   };
   std::vector<double> dot(n, 0.0), norm(n, 0.0);
   double largest = 0;
@@ -82,14 +90,15 @@ std::optional<std::vector<float>> fit_window(const float* w, size_t n, const std
 }
 
 // Output rows from one transform: row r gets `count` lanes of its bin's
-// real part, or minus its imaginary part, plus its bias; row r starts at
+// real part, or minus its imaginary part (negated where the row says), plus
+// its bias; row r starts at
 // y + r * row_stride and its lanes are `lane_stride` apart.
 HETERO_ISA_CLONES void store_rows(const float* re, const float* im, const DftRow* rows, int64_t row_count,
                                   const float* bias, int64_t count, float* y, int64_t row_stride, int64_t lane_stride) {
   for (int64_t r = 0; r < row_count; ++r) {
     const DftRow& part = rows[r];
     const float* bin = (part.sine ? im : re) + size_t{part.bin} * LaneRealFft::kLanes;
-    const float sign = part.sine ? -1.0f : 1.0f, add = bias ? bias[r] : 0.0f;
+    const float sign = part.sine != part.negated ? -1.0f : 1.0f, add = bias ? bias[r] : 0.0f;
     float* dst = y + r * row_stride;
     if (lane_stride == 1 && count == static_cast<int64_t>(LaneRealFft::kLanes)) {
       for (size_t l = 0; l < LaneRealFft::kLanes; ++l) dst[l] = sign * bin[l] + add;  // one vector
@@ -198,7 +207,8 @@ std::optional<DftBasis> dft_basis(const core::Tensor& weights) {
   const auto rows = static_cast<size_t>(weights.dim(0)), n = static_cast<size_t>(weights.dim(2));
   if (n < 4 || (n & (n - 1)) != 0 || n > (size_t{1} << 24)) return std::nullopt;
   if (static_cast<double>(rows) < 4 * std::log2(static_cast<double>(n))) return std::nullopt;
-  for (RowOrder order : {RowOrder::Cosines, RowOrder::Sines, RowOrder::CosinesThenSines}) {
+  for (RowOrder order :
+       {RowOrder::Cosines, RowOrder::Sines, RowOrder::CosinesThenSines, RowOrder::CosinesThenNegatedSines}) {
     std::vector<DftRow> layout = rows_in(order, rows, n / 2 + 1);
     if (layout.empty()) continue;
     if (std::optional<std::vector<float>> window = fit_window(weights.data<float>(), n, layout))

@@ -40,21 +40,23 @@ std::vector<DftRow> sines(size_t count) {
   return rows;
 }
 
-std::vector<DftRow> cosines_then_sines(size_t bins) {
+std::vector<DftRow> cosines_then_sines(size_t bins, bool negated_sines = false) {
   std::vector<DftRow> rows = cosines(bins), s = sines(bins);
+  for (DftRow& r : s) r.negated = negated_sines;
   rows.insert(rows.end(), s.begin(), s.end());
   return rows;
 }
 
 // Weights [rows, 1, n]: window[j] cos(2π k j/n) or window[j] sin(2π k j/n),
-// rounded to float32 as an exporter writes them.
+// negated where the row says, rounded to float32 as an exporter writes them.
 core::Tensor basis_weights(const std::vector<DftRow>& rows, const std::vector<float>& window) {
   const size_t n = window.size();
   core::Tensor w = core::Tensor::allocate(core::DType::F32, {int64_t(rows.size()), 1, int64_t(n)});
   for (size_t r = 0; r < rows.size(); ++r)
     for (size_t j = 0; j < n; ++j) {
       const double angle = 2 * std::numbers::pi * double((size_t{rows[r].bin} * j) % n) / double(n);
-      w.data<float>()[r * n + j] = static_cast<float>(window[j] * (rows[r].sine ? std::sin(angle) : std::cos(angle)));
+      const double value = window[j] * (rows[r].sine ? std::sin(angle) : std::cos(angle));
+      w.data<float>()[r * n + j] = static_cast<float>(rows[r].negated ? -value : value);
     }
   return w;
 }
@@ -118,6 +120,14 @@ TEST(CpuConvDft, RecognisesTheRowOrdersExportersWrite) {
   EXPECT_FALSE(both->rows[128].sine);
   EXPECT_EQ(both->rows[129].bin, 0u);
   EXPECT_TRUE(both->rows[129].sine);
+  EXPECT_FALSE(both->rows[129].negated);
+  // Silero VAD v5's STFT: the same, its sines times -window.
+  const std::optional<DftBasis> silero = dft_basis(basis_weights(cosines_then_sines(129, true), hann(256)));
+  ASSERT_TRUE(silero);
+  EXPECT_FALSE(silero->rows[128].negated);
+  EXPECT_TRUE(silero->rows[129].sine);
+  EXPECT_TRUE(silero->rows[129].negated);
+  for (size_t j = 1; j < 256; ++j) ASSERT_NEAR(silero->window[j], hann(256)[j], 1e-6) << "tap " << j;
 }
 
 TEST(CpuConvDft, OtherWeightsStayConvolutions) {
@@ -170,6 +180,7 @@ TEST(CpuConvDft, KernelMatchesTheConvolution) {
       {1, 16000, sines(257), 512, 160, 0, 0, false},          // the melspectrogram's imaginary part
       {1, 300, cosines_then_sines(65), 128, 7, 5, 60, true},  // the last frames read padding only
       {3, 64, cosines(33), 64, 1, 0, 0, false},               // one frame per item
+      {1, 704, cosines_then_sines(129, true), 256, 128, 0, 0, false},  // Silero VAD v5's STFT: 4 frames
   };
   std::mt19937 rng(11);
   for (const DftConvCase& c : cases) {
