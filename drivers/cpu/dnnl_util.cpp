@@ -108,16 +108,18 @@ void require_float_inputs(const KernelBuild& b, std::initializer_list<size_t> in
   }
 }
 
+dnnl::memory MemoryViews::View::at(const void* where) {
+  if (data != where) {
+    memory.set_data_handle(const_cast<void*>(where));
+    data = where;
+  }
+  return memory;
+}
+
 dnnl::memory MemoryViews::bind(int key, const dnnl::memory::desc& md, const dnnl::engine& engine,
                                const void* data) {
-  for (View& v : views_) {
-    if (v.key != key || v.md != md) continue;
-    if (v.data != data) {
-      v.memory.set_data_handle(const_cast<void*>(data));
-      v.data = data;
-    }
-    return v.memory;
-  }
+  for (View& v : views_)
+    if (v.key == key && v.md == md) return v.at(data);
   if (views_.size() >= kMaxViews) views_.erase(views_.begin());
   views_.push_back({key, md, view_memory(md, engine, data), data});
   return views_.back().memory;
@@ -127,14 +129,8 @@ dnnl::memory MemoryViews::scratchpad(size_t bytes, const dnnl::engine& engine) {
   void* data = scratch_buffer(Scratch::Pad, bytes);  // this thread's: the frame may run on another next time
   // Found by size, without making a descriptor to compare (a dims vector and
   // oneDNN's initialisation, per primitive call).
-  for (View& v : views_) {
-    if (v.key != DNNL_ARG_SCRATCHPAD || v.md.get_size() != bytes) continue;
-    if (v.data != data) {
-      v.memory.set_data_handle(data);
-      v.data = data;
-    }
-    return v.memory;
-  }
+  for (View& v : views_)
+    if (v.key == DNNL_ARG_SCRATCHPAD && v.md.get_size() == bytes) return v.at(data);
   const dnnl::memory::desc md({static_cast<int64_t>(bytes)}, dnnl_dt::u8, dnnl_tag::a);
   return bind(DNNL_ARG_SCRATCHPAD, md, engine, data);
 }

@@ -66,6 +66,8 @@ class MemoryViews {
     dnnl::memory::desc md;
     dnnl::memory memory;
     const void* data;
+    // The view, pointed at `where` when it was not.
+    dnnl::memory at(const void* where);
   };
   // A node binds a few views per shape it has run at; beyond this many the
   // oldest goes.
