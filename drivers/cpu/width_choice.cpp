@@ -30,6 +30,7 @@ void WidthChoice::start_trial() {
   samples_.assign(candidates_.size(), {});
   unwarmed_.assign(candidates_.size(), 1);
   idle_.clear();
+  recent_idle_.clear();
   turn_ = candidates_.size() - 1;  // the compiled width first: a slow model is seen at once
   chosen_ = 0;
 }
@@ -56,10 +57,14 @@ void WidthChoice::record(int width, int ran, Clock::time_point started, Clock::t
   } else if (width > allowed_) {
     allowed_ = threads_;  // a probe ran as wide as it asked
   }
-  if (chosen_) return;
+  const double idle_ms =
+      std::chrono::duration<double, std::milli>(std::max(started - previous, Clock::duration{})).count();
+  if (chosen_) {
+    if (previous != Clock::time_point{}) watch_pattern(idle_ms);
+    return;
+  }
   const Clock::duration wall = ended - started;
-  if (previous != Clock::time_point{})
-    idle_.push_back(std::chrono::duration<double, std::milli>(std::max(started - previous, Clock::duration{})).count());
+  if (previous != Clock::time_point{}) idle_.push_back(idle_ms);
   const auto it = std::find(candidates_.begin(), candidates_.end(), width);
   if (it == candidates_.end()) return;
   const size_t k = static_cast<size_t>(it - candidates_.begin());
@@ -77,6 +82,7 @@ void WidthChoice::record(int width, int ran, Clock::time_point started, Clock::t
   const double always_wide = std::chrono::duration<double, std::milli>(kAlwaysWide).count();
   if (k + 1 == candidates_.size() && *std::min_element(samples_[k].begin(), samples_[k].end()) > always_wide) {
     chosen_ = last_chosen_ = threads_;
+    judged_ms_ = 0;  // wide however it is called
     interval_ = kLongestInterval;
     retrial_at_ = now + interval_;
     return;
@@ -101,6 +107,22 @@ void WidthChoice::judge(Clock::time_point now) {
   interval_ = width == last_chosen_ ? std::min<Clock::duration>(2 * interval_, kLongestInterval) : kRetrial;
   chosen_ = last_chosen_ = width;
   retrial_at_ = now + interval_;
+  chosen_at_cadence_ = cadence;
+  judged_ms_ = best;
+}
+
+void WidthChoice::watch_pattern(double idle_ms) {
+  // Only where the other pattern could change the answer: at a cadence a
+  // wider team must gain more, and back to back it need gain less.
+  const bool could_change = chosen_at_cadence_ ? chosen_ < threads_ : chosen_ > 1;
+  if (judged_ms_ <= 0 || !could_change) return;
+  recent_idle_.push_back(idle_ms);
+  if (recent_idle_.size() < kSamples) return;
+  const bool cadence = median(recent_idle_) >= kCadenceIdle * judged_ms_;
+  recent_idle_.clear();
+  if (cadence == chosen_at_cadence_) return;
+  interval_ = kRetrial;
+  start_trial();
 }
 
 int WidthChoice::chosen() const {

@@ -88,6 +88,36 @@ TEST(CpuWidthChoice, AtACadenceAWiderTeamMustBeAQuarterFaster) {
   EXPECT_EQ(back_to_back.chosen(), 2);
 }
 
+TEST(CpuWidthChoice, ACallerThatChangesItsPaceGetsATrialAtOnce) {
+  const auto embedding = [](int w) { return microseconds(w == 1 ? 1300 : 1170); };
+  WidthChoice choice(2, true);
+  run_trial(choice, embedding);
+  ASSERT_EQ(choice.chosen(), 2) << "flat out";
+  // A daemon's client now calls it 12.5 times a second.
+  Caller paced{choice, milliseconds(80)};
+  for (size_t i = 0; i < WidthChoice::kSamples; ++i) {
+    EXPECT_EQ(choice.chosen(), 2) << "judged on kSamples gaps";
+    paced.record(2, 2, microseconds(1170));
+  }
+  EXPECT_EQ(choice.chosen(), 0) << "a trial runs";
+  run_trial(choice, embedding, 100, milliseconds(80));
+  EXPECT_EQ(choice.chosen(), 1);
+  // And back to back again.
+  Caller flat_out{choice};
+  for (size_t i = 0; i < WidthChoice::kSamples; ++i) flat_out.record(1, 1, microseconds(1300));
+  EXPECT_EQ(choice.chosen(), 0);
+  run_trial(choice, embedding);
+  EXPECT_EQ(choice.chosen(), 2);
+
+  // One thread chosen flat out stays one thread at a cadence: no trial.
+  WidthChoice narrow(2, true);
+  run_trial(narrow, [](int w) { return microseconds(w == 1 ? 570 : 940); });
+  ASSERT_EQ(narrow.chosen(), 1);
+  Caller slow{narrow, milliseconds(80)};
+  for (size_t i = 0; i < 3 * WidthChoice::kSamples; ++i) slow.record(1, 1, microseconds(570));
+  EXPECT_EQ(narrow.chosen(), 1);
+}
+
 TEST(CpuWidthChoice, ASlowModelStaysAsWideAsCompiledWithoutTrying) {
   WidthChoice choice(2, true);
   const auto ran = run_trial(choice, [](int) { return microseconds(60000); });
