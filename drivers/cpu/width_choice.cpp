@@ -12,6 +12,13 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Whether gaps `idle` (ms) between inferences of `inference_ms` are a
+// cadence: the caller leaves the model idle kCadenceIdle times as long as an
+// inference takes.
+bool at_cadence(const std::vector<double>& idle, double inference_ms) {
+  return !idle.empty() && median(idle) >= WidthChoice::kCadenceIdle * inference_ms;
+}
+
 }  // namespace
 
 WidthChoice::WidthChoice(int threads, bool choose) : threads_(std::max(1, threads)), allowed_(threads_) {
@@ -94,7 +101,7 @@ void WidthChoice::judge(Clock::time_point now) {
   std::vector<double> medians;
   for (const auto& s : samples_) medians.push_back(median(s));
   const double best = *std::min_element(medians.begin(), medians.end());
-  const bool cadence = !idle_.empty() && median(idle_) >= kCadenceIdle * best;
+  const bool cadence = at_cadence(idle_, best);
   const double margin = cadence ? kCadenceGain : 1.05;
   // Candidates run narrowest first: the first within the margin of the best.
   int width = threads_;
@@ -118,7 +125,7 @@ void WidthChoice::watch_pattern(double idle_ms) {
   if (judged_ms_ <= 0 || !could_change) return;
   recent_idle_.push_back(idle_ms);
   if (recent_idle_.size() < kSamples) return;
-  const bool cadence = median(recent_idle_) >= kCadenceIdle * judged_ms_;
+  const bool cadence = at_cadence(recent_idle_, judged_ms_);
   recent_idle_.clear();
   if (cadence == chosen_at_cadence_) return;
   interval_ = kRetrial;
