@@ -30,10 +30,9 @@ namespace {
 constexpr double kBasisTolerance = 1e-5;
 
 // The row orders of dft_basis(): the bin and part of each of `rows` rows,
-// or empty when `rows` does not fit the order for `bins` bins.
-// A Conv of one part takes the part's sign into its window; one that holds
-// both parts shares one window between them, so a negated part is an order
-// of its own.
+// or empty when `rows` does not fit the order for `bins` bins. A Conv of one
+// part takes the part's sign into its window; one that holds both parts
+// shares one window between them, so a negated part is an order of its own.
 enum class RowOrder { Cosines, Sines, CosinesThenSines, CosinesThenNegatedSines };
 
 std::vector<DftRow> rows_in(RowOrder order, size_t rows, size_t bins) {
@@ -91,8 +90,8 @@ std::optional<std::vector<float>> fit_window(const float* w, size_t n, const std
 
 // Output rows from one transform: row r gets `count` lanes of its bin's
 // real part, or minus its imaginary part (negated where the row says), plus
-// its bias; row r starts at
-// y + r * row_stride and its lanes are `lane_stride` apart.
+// its bias; row r starts at y + r * row_stride and its lanes are
+// `lane_stride` apart.
 HETERO_ISA_CLONES void store_rows(const float* re, const float* im, const DftRow* rows, int64_t row_count,
                                   const float* bias, int64_t count, float* y, int64_t row_stride, int64_t lane_stride) {
   for (int64_t r = 0; r < row_count; ++r) {
