@@ -88,15 +88,18 @@ LayoutChange::LayoutChange(const dnnl::memory::desc& from, const dnnl::memory::d
   if (from != to) prim_ = dnnl::reorder(dnnl::reorder::primitive_desc(engine, from, engine, to));
 }
 
-dnnl::memory LayoutChange::apply(const dnnl::memory& from, Scratch slot, dnnl::stream& stream) const {
+dnnl::memory LayoutChange::apply(const dnnl::memory& from, Scratch slot, KernelRun& run) const {
   if (!prim_) return from;
-  dnnl::memory dst = view_memory(to_, stream.get_engine(), scratch_buffer(slot, to_.get_size()));
-  prim_.execute(stream, const_cast<dnnl::memory&>(from), dst);
+  dnnl::memory dst = run.views().scratch(slot, to_, run.engine());
+  apply(from, dst, run.stream());
   return dst;
 }
 
 void LayoutChange::apply(const dnnl::memory& from, const dnnl::memory& to, dnnl::stream& stream) const {
-  prim_.execute(stream, const_cast<dnnl::memory&>(from), const_cast<dnnl::memory&>(to));
+  PrimitiveArgs args;
+  args[DNNL_ARG_FROM] = from;
+  args[DNNL_ARG_TO] = to;
+  args.execute(prim_, stream);
 }
 
 void require_float_inputs(const KernelBuild& b, std::initializer_list<size_t> inputs) {
@@ -106,6 +109,22 @@ void require_float_inputs(const KernelBuild& b, std::initializer_list<size_t> in
       b.unsupported(std::string("input ") + std::to_string(i) + " is " + core::dtype_name(dt) +
                     "; the CPU driver runs this op on float32 only");
   }
+}
+
+dnnl::memory& PrimitiveArgs::operator[](int key) {
+  for (size_t i = 0; i < size_; ++i)
+    if (keys_[i] == key) return memory_[i];
+  if (size_ == kMaxArgs)
+    fail(HETERO_INTERNAL, "a oneDNN primitive takes more than " + std::to_string(kMaxArgs) + " arguments");
+  keys_[size_] = key;
+  return memory_[size_++];
+}
+
+void PrimitiveArgs::execute(const dnnl::primitive& prim, dnnl::stream& stream) const {
+  std::array<dnnl_exec_arg_t, kMaxArgs> args;
+  for (size_t i = 0; i < size_; ++i) args[i] = {keys_[i], memory_[i].get(true)};
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(prim.get(), stream.get(), static_cast<int>(size_), args.data()),
+                          "could not execute a primitive");
 }
 
 dnnl::memory MemoryViews::View::at(const void* where) {
@@ -133,6 +152,11 @@ dnnl::memory MemoryViews::scratchpad(size_t bytes, const dnnl::engine& engine) {
     if (v.key == DNNL_ARG_SCRATCHPAD && v.md.get_size() == bytes) return v.at(data);
   const dnnl::memory::desc md({static_cast<int64_t>(bytes)}, dnnl_dt::u8, dnnl_tag::a);
   return bind(DNNL_ARG_SCRATCHPAD, md, engine, data);
+}
+
+dnnl::memory MemoryViews::scratch(Scratch slot, const dnnl::memory::desc& md, const dnnl::engine& engine) {
+  // Keys below every DNNL_ARG_* (all positive), one per slot.
+  return bind(-1 - static_cast<int>(slot), md, engine, scratch_buffer(slot, md.get_size()));
 }
 
 }  // namespace hetero::cpu

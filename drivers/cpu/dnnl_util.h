@@ -3,6 +3,7 @@
 // per-shape cache of primitives, and oneDNN errors as hetero errors.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -50,6 +51,8 @@ inline dnnl::memory view_memory(const dnnl::memory::desc& md, const dnnl::engine
 // (openWakeWord's hey_mycroft). A frame keeps one set per node
 // (KernelRun::views()) and runs one inference at a time, so nothing else
 // re-points a view between its binding and the primitive that reads it.
+enum class Scratch;
+
 class MemoryViews {
  public:
   // The view of `data` as `md` for the argument `key` (DNNL_ARG_*): the same
@@ -59,6 +62,9 @@ class MemoryViews {
   dnnl::memory bind(int key, const dnnl::memory::desc& md, const dnnl::engine& engine, const void* data);
   // The primitive's user-managed scratchpad of `bytes` in the Scratch::Pad buffer.
   dnnl::memory scratchpad(size_t bytes, const dnnl::engine& engine);
+  // A view as `md` of this thread's `slot` buffer, grown to fit (an operand
+  // reordered for the primitive, or its output before the reorder back).
+  dnnl::memory scratch(Scratch slot, const dnnl::memory::desc& md, const dnnl::engine& engine);
 
  private:
   struct View {
@@ -73,6 +79,26 @@ class MemoryViews {
   // oldest goes.
   static constexpr size_t kMaxViews = 32;
   std::vector<View> views_;
+};
+
+// One execution's arguments of a primitive, held where the call is made:
+// dnnl::primitive::execute() takes an std::unordered_map, which costs an
+// allocation per argument, and another for the array it copies them into,
+// at every node of every inference. Used as that map is (args[key] = memory),
+// then run with execute().
+class PrimitiveArgs {
+ public:
+  // The argument `key` (DNNL_ARG_*): added empty when absent.
+  dnnl::memory& operator[](int key);
+  void execute(const dnnl::primitive& prim, dnnl::stream& stream) const;
+
+ private:
+  // An RNN takes the most: 13 arguments; a fused post-op chain adds one per
+  // binary step.
+  static constexpr size_t kMaxArgs = 32;
+  std::array<int, kMaxArgs> keys_;
+  std::array<dnnl::memory, kMaxArgs> memory_;
+  size_t size_ = 0;
 };
 
 // Per-thread scratch buffers, 64-byte aligned, grown on demand and kept for
@@ -198,8 +224,9 @@ class LayoutChange {
   LayoutChange(const dnnl::memory::desc& from, const dnnl::memory::desc& to, const dnnl::engine& engine);
   bool needed() const { return static_cast<bool>(prim_); }
   const dnnl::memory::desc& to() const { return to_; }
-  // `from` in layout to(): a scratch buffer of `slot`, or `from` itself.
-  dnnl::memory apply(const dnnl::memory& from, Scratch slot, dnnl::stream& stream) const;
+  // `from` in layout to(): a scratch buffer of `slot` (viewed through the
+  // run's MemoryViews), or `from` itself.
+  dnnl::memory apply(const dnnl::memory& from, Scratch slot, KernelRun& run) const;
   // Reorders into memory the caller owns (needed() must be true).
   void apply(const dnnl::memory& from, const dnnl::memory& to, dnnl::stream& stream) const;
 

@@ -40,6 +40,7 @@ class EvalRun final : public KernelRun {
   // An output over max_elements: thrown past the kernel, not an error.
   struct TooLarge {};
   dnnl::stream& stream() override { return stream_; }
+  const dnnl::engine& engine() const override { return engine_; }
   int threads() const override { return threads_; }
   Frame& body_frame(const Plan&) override {
     fail(HETERO_NOT_SUPPORTED, node_.describe() + ": runs no subgraphs inside a table-driven op");
@@ -54,6 +55,7 @@ class EvalRun final : public KernelRun {
   const core::Node& node_;
   std::unordered_map<const core::Value*, core::Tensor>& values_;
   dnnl::stream& stream_;
+  dnnl::engine engine_ = stream_.get_engine();
   int threads_;
   size_t max_elements_;
   MemoryViews views_;

@@ -80,6 +80,8 @@ class KernelRun {
   // Output i as an existing tensor (views such as Reshape, Identity).
   virtual void set_output(size_t i, core::Tensor tensor) = 0;
   virtual dnnl::stream& stream() = 0;
+  // The stream's engine (dnnl::stream::get_engine() allocates a handle each call).
+  virtual const dnnl::engine& engine() const = 0;
   virtual int threads() const = 0;
   // Whether a loop `big` enough to split runs on the team (parallel_for in
   // checkpoint_blocks.h): never on a team of one. libgomp builds a team even

@@ -110,7 +110,7 @@ int64_t ConvKernel::block_rows(const ConvGeometry& geo, const core::Shape& w_sha
 
 WindowPrimitive ConvKernel::make_primitive(KernelRun& r, const DnnlDims& whole_src_dims, const core::Shape& w_shape,
                                            const ConvGeometry& whole, const RowBlock* block) const {
-  const dnnl::engine engine = r.stream().get_engine();
+  const dnnl::engine& engine = r.engine();
   const ConvGeometry& geo = block ? block->geo : whole;
   const DnnlDims& src_dims = block ? block->src_dims : whole_src_dims;
   const DnnlDims& dst_dims = geo.dst_dims;

@@ -189,7 +189,7 @@ int64_t ConvTransposeKernel::block_rows(const ConvGeometry& geo, const DnnlDims&
 WindowPrimitive ConvTransposeKernel::make_deconv(KernelRun& r, const DnnlDims& whole_src_dims,
                                                  const core::Shape& w_shape, const ConvGeometry& whole,
                                                  const RowBlock* block) const {
-  const dnnl::engine engine = r.stream().get_engine();
+  const dnnl::engine& engine = r.engine();
   const ConvGeometry& geo = block ? block->geo : whole;
   const DnnlDims& src_dims = block ? block->src_dims : whole_src_dims;
   const dnnl::memory::desc user_w = onnx_weights_desc(w_shape, attrs_.group, true);
@@ -212,7 +212,7 @@ WindowPrimitive ConvTransposeKernel::make_deconv(KernelRun& r, const DnnlDims& w
 
 std::optional<ConvTransposeKernel::Patches> ConvTransposeKernel::make_patches(KernelRun& r, const DnnlDims& src_dims,
                                                                               const DnnlDims& dst_dims) const {
-  const dnnl::engine engine = r.stream().get_engine();
+  const dnnl::engine& engine = r.engine();
   const core::Tensor& w = weights_.source();
   Patches p;
   p.n = src_dims[0];
@@ -262,18 +262,19 @@ void ConvTransposeKernel::run_patches(KernelRun& r, const Entry& e, const core::
   std::vector<float> patch_bias;
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
-    const dnnl::engine engine = s.get_engine();
-    std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC] = view_memory(p.src_desc, engine, const_cast<void*>(x.raw()));
-    args[DNNL_ARG_WEIGHTS] = view_memory(p.weights_desc, engine, const_cast<void*>(p.weights.raw()));
+    const dnnl::engine& engine = r.engine();
+    PrimitiveArgs args;
+    MemoryViews& views = r.views();
+    args[DNNL_ARG_SRC] = views.bind(DNNL_ARG_SRC, p.src_desc, engine, x.raw());
+    args[DNNL_ARG_WEIGHTS] = views.bind(DNNL_ARG_WEIGHTS, p.weights_desc, engine, p.weights.raw());
     if (bias) {  // one value per output channel, repeated for each kernel tap
       patch_bias.resize(static_cast<size_t>(k));
       for (int64_t t = 0; t < p.kh * p.kw; ++t)
         std::memcpy(&patch_bias[static_cast<size_t>(t * p.oc)], bias->raw(), static_cast<size_t>(p.oc) * sizeof(float));
-      args[DNNL_ARG_BIAS] = view_memory(p.bias_desc, engine, patch_bias.data());
+      args[DNNL_ARG_BIAS] = views.bind(DNNL_ARG_BIAS, p.bias_desc, engine, patch_bias.data());
     }
-    args[DNNL_ARG_DST] = view_memory(p.dst_desc, engine, rows);
-    p.prim.execute(s, args);
+    args[DNNL_ARG_DST] = views.bind(DNNL_ARG_DST, p.dst_desc, engine, rows);
+    args.execute(p.prim, s);
     s.wait();
   });
 

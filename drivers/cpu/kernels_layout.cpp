@@ -63,7 +63,7 @@ class LayoutKernel final : public Kernel {
     const int64_t step = block ? block : rows;
     const size_t element = core::dtype_size(x->dtype());
     const int64_t from_row = from.data.format_desc.blocking.strides[2], to_row = to.data.format_desc.blocking.strides[2];
-    const dnnl::engine engine = r.stream().get_engine();
+    const dnnl::engine& engine = r.engine();
     for (int64_t first = 0; first < rows; first += step) {
       const int64_t count = std::min(step, rows - first);
       std::vector<int64_t> key;

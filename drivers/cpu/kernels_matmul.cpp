@@ -143,7 +143,7 @@ ProductKernel::ProductKernel(const KernelBuild& b, bool gemm) : node_(b.node), g
 
 ProductKernel::Entry ProductKernel::make_entry(KernelRun& r, const core::Shape& a_shape,
                                                const core::Shape& b_shape) const {
-  const dnnl::engine engine = r.stream().get_engine();
+  const dnnl::engine& engine = r.engine();
   Entry e;
   e.shapes = product_shapes(node_, a_shape, b_shape, trans_a_, trans_b_);
   e.a_desc = matrix_desc(e.shapes.a, trans_a_);
@@ -198,7 +198,7 @@ ProductKernel::Block ProductKernel::make_block(KernelRun& r, const Entry& e, int
   if (alpha_ != 1.0f) attr.set_output_scales(0, {alpha_});
   const dnnl::memory::desc& b_md = weights_.empty() ? e.b_user_desc : e.b_desc;
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(block.a_desc, b_md, block.y_desc), attr,
-                                        r.stream().get_engine());
+                                        r.engine());
   block.prim = dnnl::matmul(pd);
   block.scratchpad = pd.scratchpad_desc().get_size();
   block.reference = is_reference(pd);
@@ -210,19 +210,21 @@ void ProductKernel::run_blocks(KernelRun& r, const Entry& e, const core::Tensor&
   const int64_t m = e.shapes.m, k = e.shapes.k, n = e.shapes.n;
   const int64_t a_row_stride = trans_a_ ? 1 : k;
   dnnl::stream& s = r.stream();
-  const dnnl::engine engine = s.get_engine();
+  const dnnl::engine& engine = r.engine();
   const dnnl::memory b_memory = with_dnnl_errors(node_, [&] {
-    return weights_.empty() ? view_memory(e.b_user_desc, engine, b.raw()) : weights_.get(e.b_desc, e.b_user_desc, engine, s);
+    return weights_.empty() ? r.views().bind(DNNL_ARG_WEIGHTS, e.b_user_desc, engine, b.raw())
+                            : weights_.get(e.b_desc, e.b_user_desc, engine, s);
   });
   for (int64_t first = 0; first < m; first += e.block_rows) {
     const Block& block = e.blocks[first + e.block_rows <= m ? 0 : 1];
     with_dnnl_errors(node_, [&] {
-      std::unordered_map<int, dnnl::memory> args;
-      args[DNNL_ARG_SRC] = view_memory(block.a_desc, engine, a.data<float>() + first * a_row_stride);
+      PrimitiveArgs args;
+      MemoryViews& views = r.views();
+      args[DNNL_ARG_SRC] = views.bind(DNNL_ARG_SRC, block.a_desc, engine, a.data<float>() + first * a_row_stride);
       args[DNNL_ARG_WEIGHTS] = b_memory;
-      args[DNNL_ARG_DST] = view_memory(block.y_desc, engine, y.data<float>() + first * n);
-      if (block.scratchpad) args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(block.scratchpad, engine);
-      block.prim.execute(s, args);
+      args[DNNL_ARG_DST] = views.bind(DNNL_ARG_DST, block.y_desc, engine, y.data<float>() + first * n);
+      if (block.scratchpad) args[DNNL_ARG_SCRATCHPAD] = views.scratchpad(block.scratchpad, engine);
+      args.execute(block.prim, s);
       s.wait();
     });
     if (first + e.block_rows < m) r.checkpoint();
@@ -260,16 +262,16 @@ void ProductKernel::run(KernelRun& r) {
   if (e->block_rows) return run_blocks(r, *e, *a, *b, y);
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
-    const dnnl::engine engine = s.get_engine();
+    const dnnl::engine& engine = r.engine();
     MemoryViews& views = r.views();
-    std::unordered_map<int, dnnl::memory> args;
+    PrimitiveArgs args;
     args[DNNL_ARG_SRC] = views.bind(DNNL_ARG_SRC, e->a_desc, engine, a->raw());
     args[DNNL_ARG_WEIGHTS] = weights_.empty() ? views.bind(DNNL_ARG_WEIGHTS, e->b_desc, engine, b->raw())
                                               : weights_.get(e->b_desc, e->b_user_desc, engine, s);
     args[DNNL_ARG_DST] = views.bind(DNNL_ARG_DST, e->y_desc, engine, y.raw());
     if (e->scratchpad) args[DNNL_ARG_SCRATCHPAD] = views.scratchpad(e->scratchpad, engine);
     if (!e->manual_post_ops) post_.add_args(args, e->shapes.y, false, r, engine);
-    e->prim.execute(s, args);
+    args.execute(e->prim, s);
     s.wait();
   });
   if (e->manual_post_ops) post_.apply(y.data<float>(), y.shape(), r);

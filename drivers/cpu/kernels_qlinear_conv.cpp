@@ -201,7 +201,7 @@ QProduct QConvKernel::params_at_run(const KernelRun& r, const Tensor& x, const T
 }
 
 QConvKernel::Entry QConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dims) const {
-  const dnnl::engine engine = r.stream().get_engine();
+  const dnnl::engine& engine = r.engine();
   const QProduct& q = *constant_;
   const core::Shape& w_shape = weights_.source().shape();
   const ConvGeometry geo = conv_geometry(node_, attrs_, src_dims, w_shape);
@@ -240,21 +240,19 @@ QConvKernel::Entry QConvKernel::make_entry(KernelRun& r, const DnnlDims& src_dim
 void QConvKernel::run_dnnl(KernelRun& r, const Tensor& x, const Tensor* bias, const Entry& e, Tensor& y) {
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
-    const dnnl::engine engine = s.get_engine();
+    const dnnl::engine& engine = r.engine();
     MemoryViews& views = r.views();
-    std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC] = e.src_in.apply(views.bind(DNNL_ARG_SRC, e.user_src, engine, x.raw()), Scratch::Src, s);
+    PrimitiveArgs args;
+    args[DNNL_ARG_SRC] = e.src_in.apply(views.bind(DNNL_ARG_SRC, e.user_src, engine, x.raw()), Scratch::Src, r);
     args[DNNL_ARG_WEIGHTS] = weights_.get(e.weights_desc, e.user_w, engine, s);
     if (bias) args[DNNL_ARG_BIAS] = views.bind(DNNL_ARG_BIAS, e.bias_desc, engine, bias->raw());
     const dnnl::memory user_y = views.bind(DNNL_ARG_DST, e.user_dst, engine, y.raw());
-    const dnnl::memory dst =
-        e.dst_out.needed() ? view_memory(e.dst_desc, engine, scratch_buffer(Scratch::Dst, e.dst_desc.get_size()))
-                            : user_y;
+    const dnnl::memory dst = e.dst_out.needed() ? views.scratch(Scratch::Dst, e.dst_desc, engine) : user_y;
     args[DNNL_ARG_DST] = dst;
     if (src_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = src_zp_.memory(engine);
     if (dst_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = dst_zp_.memory(engine);
     if (e.scratchpad) args[DNNL_ARG_SCRATCHPAD] = views.scratchpad(e.scratchpad, engine);
-    e.prim.execute(s, args);
+    args.execute(e.prim, s);
     if (e.dst_out.needed()) e.dst_out.apply(dst, user_y, s);
     s.wait();
   });

@@ -227,7 +227,7 @@ QProduct QMatMulKernel::params_at_run(const KernelRun& r, const Tensor& a, const
 }
 
 QMatMulKernel::Entry QMatMulKernel::make_entry(KernelRun& r, int64_t rows) const {
-  const dnnl::engine engine = r.stream().get_engine();
+  const dnnl::engine& engine = r.engine();
   const QProduct& q = *constant_;
   Entry e;
   e.a_desc = plain_desc({rows, k_}, dnnl_type_of(q.a.dtype));
@@ -280,9 +280,9 @@ void QMatMulKernel::run(KernelRun& r) {
   auto e = with_dnnl_errors(node_, [&] { return cache_.get({rows, r.threads()}, [&] { return make_entry(r, rows); }); });
   with_dnnl_errors(node_, [&] {
     dnnl::stream& s = r.stream();
-    const dnnl::engine engine = s.get_engine();
+    const dnnl::engine& engine = r.engine();
     MemoryViews& views = r.views();
-    std::unordered_map<int, dnnl::memory> args;
+    PrimitiveArgs args;
     args[DNNL_ARG_SRC] = views.bind(DNNL_ARG_SRC, e->a_desc, engine, a->raw());
     args[DNNL_ARG_WEIGHTS] = weights_.get(e->b_desc, matrix_desc({k_, n_}, trans_b_, dnnl_dt::s8), engine, s);
     if (!dnnl_bias_.empty()) args[DNNL_ARG_BIAS] = views.bind(DNNL_ARG_BIAS, e->bias_desc, engine, dnnl_bias_.raw());
@@ -290,7 +290,7 @@ void QMatMulKernel::run(KernelRun& r) {
     if (src_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC] = src_zp_.memory(engine);
     if (dst_zp_.value != 0) args[DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST] = dst_zp_.memory(engine);
     if (e->scratchpad) args[DNNL_ARG_SCRATCHPAD] = views.scratchpad(e->scratchpad, engine);
-    e->prim.execute(s, args);
+    args.execute(e->prim, s);
     s.wait();
   });
 }

@@ -136,6 +136,7 @@ class StepRun final : public KernelRun {
   }
   void set_output(size_t i, core::Tensor tensor) override { slot(i) = std::move(tensor); }
   dnnl::stream& stream() override { return frame_.stream_; }
+  const dnnl::engine& engine() const override { return frame_.engine_; }
   int threads() const override { return frame_.threads_; }
   Frame& body_frame(const Plan& body) override { return frame_.nested(body); }
   void checkpoint() override {
@@ -171,6 +172,7 @@ Frame::Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int thr
     : plan_(plan),
       outer_(outer),
       stream_(stream),
+      engine_(outer ? outer->engine_ : stream.get_engine()),
       threads_(threads),
       control_(outer ? outer->control_ : control),
       slots_(plan.num_slots()),

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <dnnl.hpp>
+
 #include "core/graph.h"
 #include "core/priority.h"
 #include "drivers/cpu/kernel.h"
@@ -105,6 +107,7 @@ class Frame {
   const Plan& plan_;
   const Frame* outer_;
   dnnl::stream& stream_;
+  dnnl::engine engine_;  // stream_'s
   int threads_;
   const RunControl* control_;
   std::vector<core::Tensor> slots_;

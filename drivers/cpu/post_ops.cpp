@@ -156,8 +156,8 @@ std::optional<dnnl::post_ops> PostOpChain::to_dnnl(const DnnlDims& dst_dims, boo
   return po;
 }
 
-void PostOpChain::add_args(std::unordered_map<int, dnnl::memory>& args, const DnnlDims& dst_dims,
-                           bool channels_last, KernelRun& run, const dnnl::engine& engine) const {
+void PostOpChain::add_args(PrimitiveArgs& args, const DnnlDims& dst_dims, bool channels_last, KernelRun& run,
+                           const dnnl::engine& engine) const {
   for (size_t i = 0; i < ops_.size(); ++i) {
     if (!ops_[i].binary()) continue;
     const core::Tensor& t = operand(ops_[i], run);

@@ -67,7 +67,7 @@ class PostOpChain {
   // operand does not broadcast onto the output as oneDNN expects.
   std::optional<dnnl::post_ops> to_dnnl(const DnnlDims& dst_dims, bool channels_last, const KernelRun& run) const;
   // Adds the binary operands' memory to a primitive's arguments.
-  void add_args(std::unordered_map<int, dnnl::memory>& args, const DnnlDims& dst_dims, bool channels_last,
+  void add_args(PrimitiveArgs& args, const DnnlDims& dst_dims, bool channels_last,
                 KernelRun& run, const dnnl::engine& engine) const;
   // Applies the chain to `data` (`shape` in memory order), for when the
   // primitive was built without post-ops.

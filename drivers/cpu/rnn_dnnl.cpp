@@ -80,8 +80,8 @@ class DnnlRnnImpl final : public DnnlRnn {
   // Binds the weights, biases and peepholes: the constants prepared at build,
   // or a's in oneDNN order in `w`, `r`, `bias`, `p` (working memory carved
   // for those that are not constant) and reordered in the thread's scratch.
-  void bind_parameters(std::unordered_map<int, dnnl::memory>& args, const Entry& e, const Args& a, float* w, float* r,
-                       float* bias, float* p, dnnl::stream& stream);
+  void bind_parameters(PrimitiveArgs& args, const Entry& e, const Args& a, float* w, float* r, float* bias, float* p,
+                       KernelRun& run);
 
   // W or R ([D, G*H, cols]) in oneDNN gate order ("ldgoi"): the input itself, or `out` filled.
   const float* weights_user(const float* onnx, int64_t directions, int64_t h, int64_t cols, float* out) const;
@@ -266,7 +266,7 @@ std::shared_ptr<const DnnlRnnImpl::Entry> DnnlRnnImpl::entry(const Args& a, bool
                                                              bool in_blocks, KernelRun& r) {
   std::vector<int64_t> key{a.steps,       a.batch,   a.input_size, a.hidden, with_src_iter, with_dst_iter,
                            a.peepholes != nullptr, in_blocks,  r.threads()};
-  const dnnl::engine engine = r.stream().get_engine();
+  const dnnl::engine& engine = r.engine();
   return with_dnnl_errors(node_, [&] {
     return cache_.get(key, [&] {
       try {
@@ -279,26 +279,28 @@ std::shared_ptr<const DnnlRnnImpl::Entry> DnnlRnnImpl::entry(const Args& a, bool
   });
 }
 
-void DnnlRnnImpl::bind_parameters(std::unordered_map<int, dnnl::memory>& args, const Entry& e, const Args& a,
-                                  float* w, float* r, float* bias, float* p, dnnl::stream& stream) {
+void DnnlRnnImpl::bind_parameters(PrimitiveArgs& args, const Entry& e, const Args& a, float* w, float* r, float* bias,
+                                  float* p, KernelRun& run) {
   const int64_t D = a.directions, H = a.hidden;
-  const dnnl::engine engine = stream.get_engine();
-  auto weights = [&](ReorderedConstant& constant, const LayoutChange& change, const dnnl::memory::desc& user_md,
-                     const float* onnx, int64_t cols, float* staged, Scratch slot) {
-    if (!constant.empty()) return constant.get(change.to(), user_md, engine, stream);
+  const dnnl::engine& engine = run.engine();
+  MemoryViews& views = run.views();
+  auto weights = [&](int key, ReorderedConstant& constant, const LayoutChange& change,
+                     const dnnl::memory::desc& user_md, const float* onnx, int64_t cols, float* staged, Scratch slot) {
+    if (!constant.empty()) return constant.get(change.to(), user_md, engine, run.stream());
     const float* user = staged ? weights_user(onnx, D, H, cols, staged) : onnx;
-    return change.apply(view_memory(user_md, engine, user), slot, stream);
+    return change.apply(views.bind(key, user_md, engine, user), slot, run);
   };
-  args[DNNL_ARG_WEIGHTS_LAYER] =
-      weights(weights_layer_, e.weights_layer_reorder, e.weights_layer_user, a.w, a.input_size, w, Scratch::Weights);
-  args[DNNL_ARG_WEIGHTS_ITER] =
-      weights(weights_iter_, e.weights_iter_reorder, e.weights_iter_user, a.r, H, r, Scratch::Src);
+  args[DNNL_ARG_WEIGHTS_LAYER] = weights(DNNL_ARG_WEIGHTS_LAYER, weights_layer_, e.weights_layer_reorder,
+                                         e.weights_layer_user, a.w, a.input_size, w, Scratch::Weights);
+  args[DNNL_ARG_WEIGHTS_ITER] = weights(DNNL_ARG_WEIGHTS_ITER, weights_iter_, e.weights_iter_reorder,
+                                        e.weights_iter_user, a.r, H, r, Scratch::Src);
   if (a.b && bias) bias_user(a.b, D, H, bias);
   if (!a.b) std::fill_n(bias, D * bias_gates() * H, 0.0f);
-  args[DNNL_ARG_BIAS] = view_memory(e.bias, engine, bias ? bias : bias_.data<float>());
+  args[DNNL_ARG_BIAS] = views.bind(DNNL_ARG_BIAS, e.bias, engine, bias ? bias : bias_.data<float>());
   if (a.peepholes) {
     if (p) peepholes_user(a.peepholes, D, H, p);
-    args[DNNL_ARG_WEIGHTS_PEEPHOLE] = view_memory(e.peepholes, engine, p ? p : peepholes_.data<float>());
+    args[DNNL_ARG_WEIGHTS_PEEPHOLE] =
+        views.bind(DNNL_ARG_WEIGHTS_PEEPHOLE, e.peepholes, engine, p ? p : peepholes_.data<float>());
   }
 }
 
@@ -311,7 +313,8 @@ bool DnnlRnnImpl::run(const Args& a, KernelRun& r) {
   const bool want_h = r.output_wanted(kYh), want_c = lstm && r.output_wanted(kYc);
   const bool with_dst_iter = want_h || want_c;
   dnnl::stream& stream = r.stream();
-  const dnnl::engine engine = stream.get_engine();
+  const dnnl::engine& engine = r.engine();
+  MemoryViews& views = r.views();
   const auto e = entry(a, with_src_iter, with_dst_iter, false, r);
   if (!e->prim) return false;
 
@@ -364,24 +367,26 @@ bool DnnlRnnImpl::run(const Args& a, KernelRun& r) {
   };
 
   with_dnnl_errors(node_, [&] {
-    std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC_LAYER] = view_memory(e->src_layer, engine, a.x);
+    PrimitiveArgs args;
+    args[DNNL_ARG_SRC_LAYER] = views.bind(DNNL_ARG_SRC_LAYER, e->src_layer, engine, a.x);
     if (with_src_iter) {
-      args[DNNL_ARG_SRC_ITER] = view_memory(e->src_iter, engine, state_in(a.initial_h, parts.h0));
-      if (lstm) args[DNNL_ARG_SRC_ITER_C] = view_memory(e->src_iter, engine, state_in(a.initial_c, parts.c0));
+      args[DNNL_ARG_SRC_ITER] = views.bind(DNNL_ARG_SRC_ITER, e->src_iter, engine, state_in(a.initial_h, parts.h0));
+      if (lstm)
+        args[DNNL_ARG_SRC_ITER_C] =
+            views.bind(DNNL_ARG_SRC_ITER_C, e->src_iter, engine, state_in(a.initial_c, parts.c0));
     }
-    bind_parameters(args, *e, a, parts.w, parts.r, parts.bias, parts.p, stream);
+    bind_parameters(args, *e, a, parts.w, parts.r, parts.bias, parts.p, r);
     float* dst_layer = parts.y ? parts.y : y;
-    args[DNNL_ARG_DST_LAYER] = view_memory(e->dst_layer, engine, dst_layer);
+    args[DNNL_ARG_DST_LAYER] = views.bind(DNNL_ARG_DST_LAYER, e->dst_layer, engine, dst_layer);
     float* hn = parts.hn ? parts.hn : y_h;
     float* cn = parts.cn ? parts.cn : y_c;
     if (with_dst_iter) {
-      args[DNNL_ARG_DST_ITER] = view_memory(e->dst_iter, engine, hn);
-      if (lstm) args[DNNL_ARG_DST_ITER_C] = view_memory(e->dst_iter, engine, cn);
+      args[DNNL_ARG_DST_ITER] = views.bind(DNNL_ARG_DST_ITER, e->dst_iter, engine, hn);
+      if (lstm) args[DNNL_ARG_DST_ITER_C] = views.bind(DNNL_ARG_DST_ITER_C, e->dst_iter, engine, cn);
     }
     if (e->scratchpad)
-      args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e->scratchpad, engine);
-    e->prim.execute(stream, args);
+      args[DNNL_ARG_SCRATCHPAD] = views.scratchpad(e->scratchpad, engine);
+    args.execute(e->prim, stream);
     stream.wait();
 
     // Y of two directions in layout 0: oneDNN's [T, N, 2, H] to ONNX's [T, 2, N, H].
@@ -455,7 +460,8 @@ bool DnnlRnnImpl::run_in_blocks(const Args& a, KernelRun& r, int64_t block) {
   if (lstm) load(a.initial_c, parts.c[0]);
 
   dnnl::stream& stream = r.stream();
-  const dnnl::engine engine = stream.get_engine();
+  const dnnl::engine& engine = r.engine();
+  MemoryViews& views = r.views();
   const int64_t blocks = (T + block - 1) / block;
   with_dnnl_errors(node_, [&] {
     for (int64_t k = 0; k < blocks; ++k) {
@@ -469,18 +475,20 @@ bool DnnlRnnImpl::run_in_blocks(const Args& a, KernelRun& r, int64_t block) {
         for (int64_t t = first; t < end; ++t)
           for (int64_t n = 0; n < N; ++n)
             std::memcpy(parts.x + ((t - first) * N + n) * I, a.x + (n * T + t) * I, sizeof(float) * I);
-      std::unordered_map<int, dnnl::memory> args;
-      args[DNNL_ARG_SRC_LAYER] = view_memory(e.src_layer, engine, stage_x ? parts.x : a.x + first * N * I);
-      args[DNNL_ARG_DST_LAYER] = view_memory(e.dst_layer, engine, stage_y ? parts.y : y + first * N * H);
-      args[DNNL_ARG_SRC_ITER] = view_memory(e.src_iter, engine, parts.h[k % 2]);
-      args[DNNL_ARG_DST_ITER] = view_memory(e.dst_iter, engine, parts.h[(k + 1) % 2]);
+      PrimitiveArgs args;
+      args[DNNL_ARG_SRC_LAYER] =
+          views.bind(DNNL_ARG_SRC_LAYER, e.src_layer, engine, stage_x ? parts.x : a.x + first * N * I);
+      args[DNNL_ARG_DST_LAYER] =
+          views.bind(DNNL_ARG_DST_LAYER, e.dst_layer, engine, stage_y ? parts.y : y + first * N * H);
+      args[DNNL_ARG_SRC_ITER] = views.bind(DNNL_ARG_SRC_ITER, e.src_iter, engine, parts.h[k % 2]);
+      args[DNNL_ARG_DST_ITER] = views.bind(DNNL_ARG_DST_ITER, e.dst_iter, engine, parts.h[(k + 1) % 2]);
       if (lstm) {
-        args[DNNL_ARG_SRC_ITER_C] = view_memory(e.src_iter, engine, parts.c[k % 2]);
-        args[DNNL_ARG_DST_ITER_C] = view_memory(e.dst_iter, engine, parts.c[(k + 1) % 2]);
+        args[DNNL_ARG_SRC_ITER_C] = views.bind(DNNL_ARG_SRC_ITER_C, e.src_iter, engine, parts.c[k % 2]);
+        args[DNNL_ARG_DST_ITER_C] = views.bind(DNNL_ARG_DST_ITER_C, e.dst_iter, engine, parts.c[(k + 1) % 2]);
       }
-      bind_parameters(args, e, a, nullptr, nullptr, parts.bias, parts.p, stream);
-      if (e.scratchpad) args[DNNL_ARG_SCRATCHPAD] = scratchpad_memory(e.scratchpad, engine);
-      e.prim.execute(stream, args);
+      bind_parameters(args, e, a, nullptr, nullptr, parts.bias, parts.p, r);
+      if (e.scratchpad) args[DNNL_ARG_SCRATCHPAD] = views.scratchpad(e.scratchpad, engine);
+      args.execute(e.prim, stream);
       stream.wait();
       if (y && stage_y)
         for (int64_t t = first; t < end; ++t)

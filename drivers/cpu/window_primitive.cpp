@@ -40,23 +40,21 @@ void execute_window_primitive(KernelRun& r, const core::Node& node, const Window
                               const WindowInputs& in, const PostOpChain& post, const float* x, float* y) {
   with_dnnl_errors(node, [&] {
     dnnl::stream& s = r.stream();
-    const dnnl::engine engine = s.get_engine();
+    const dnnl::engine& engine = r.engine();
     MemoryViews& views = r.views();
-    std::unordered_map<int, dnnl::memory> args;
-    args[DNNL_ARG_SRC] = e.src_in.apply(views.bind(DNNL_ARG_SRC, e.src_user, engine, x), Scratch::Src, s);
+    PrimitiveArgs args;
+    args[DNNL_ARG_SRC] = e.src_in.apply(views.bind(DNNL_ARG_SRC, e.src_user, engine, x), Scratch::Src, r);
     args[DNNL_ARG_WEIGHTS] =
         !in.weights.empty()
             ? in.weights.get(e.weights_desc, e.weights_user, engine, s)
-            : e.weights_in.apply(views.bind(DNNL_ARG_WEIGHTS, e.weights_user, engine, in.w.raw()), Scratch::Weights, s);
+            : e.weights_in.apply(views.bind(DNNL_ARG_WEIGHTS, e.weights_user, engine, in.w.raw()), Scratch::Weights, r);
     if (in.bias) args[DNNL_ARG_BIAS] = views.bind(DNNL_ARG_BIAS, e.bias_desc, engine, in.bias->raw());
     const dnnl::memory user_y = views.bind(DNNL_ARG_DST, e.dst_user, engine, y);
-    const dnnl::memory dst =
-        e.dst_out.needed() ? view_memory(e.dst_desc, engine, scratch_buffer(Scratch::Dst, e.dst_desc.get_size()))
-                           : user_y;
+    const dnnl::memory dst = e.dst_out.needed() ? views.scratch(Scratch::Dst, e.dst_desc, engine) : user_y;
     args[DNNL_ARG_DST] = dst;
     if (e.scratchpad) args[DNNL_ARG_SCRATCHPAD] = views.scratchpad(e.scratchpad, engine);
     if (!e.manual_post_ops) post.add_args(args, e.dst_dims, in.channels_last, r, engine);
-    e.prim.execute(s, args);
+    args.execute(e.prim, s);
     if (e.dst_out.needed()) e.dst_out.apply(dst, user_y, s);
     s.wait();
   });

@@ -31,6 +31,7 @@ class TestRun final : public KernelRun {
   }
   void set_output(size_t i, core::Tensor tensor) override { outputs_.at(i) = std::move(tensor); }
   dnnl::stream& stream() override { return stream_; }
+  const dnnl::engine& engine() const override { return test_engine(); }
   int threads() const override { return threads_; }
   // Subgraph kernels (If, Loop, Scan) run through real plans instead
   // (test_cpu_control_flow.cpp).
