@@ -15,6 +15,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -115,6 +117,32 @@ inline Broadcast plan_broadcast(const std::vector<const core::Shape*>& shapes, c
     b.strides[k].assign(strides[k].begin(), strides[k].end() - 1);
   }
   return b;
+}
+
+// plan_broadcast() as at the node's last run when the shapes are the same
+// again, else planned now and kept in the node's memo (KernelRun::memo()):
+// a plan takes a dozen small allocations, and a node nearly always sees the
+// same shapes run after run. For a kernel that plans one broadcast per run.
+struct BroadcastMemo final : KernelMemo {
+  std::vector<core::Shape> shapes;
+  Broadcast plan;
+};
+
+inline const Broadcast& memo_broadcast(KernelRun& r, std::initializer_list<const core::Shape*> shapes) {
+  std::unique_ptr<KernelMemo>& slot = r.memo();
+  auto* memo = dynamic_cast<BroadcastMemo*>(slot.get());
+  if (!memo) {
+    slot = std::make_unique<BroadcastMemo>();
+    memo = static_cast<BroadcastMemo*>(slot.get());
+  }
+  bool same = memo->shapes.size() == shapes.size();
+  for (size_t k = 0; same && k < shapes.size(); ++k) same = memo->shapes[k] == *shapes.begin()[k];
+  if (!same) {
+    memo->plan = plan_broadcast(std::vector<const core::Shape*>(shapes), r.node());
+    memo->shapes.resize(shapes.size());
+    for (size_t k = 0; k < shapes.size(); ++k) memo->shapes[k] = *shapes.begin()[k];
+  }
+  return memo->plan;
 }
 
 // Calls fn(out_offset, in_offsets, len) over the whole broadcast, in segments

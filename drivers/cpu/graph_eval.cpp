@@ -50,6 +50,7 @@ class EvalRun final : public KernelRun {
     return core::Tensor::allocate(core::DType::U8, {int64_t(bytes)}, false);
   }
   MemoryViews& views() override { return views_; }
+  std::unique_ptr<KernelMemo>& memo() override { return memo_; }
 
  private:
   const core::Node& node_;
@@ -59,6 +60,7 @@ class EvalRun final : public KernelRun {
   int threads_;
   size_t max_elements_;
   MemoryViews views_;
+  std::unique_ptr<KernelMemo> memo_;
 };
 
 }  // namespace

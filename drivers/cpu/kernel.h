@@ -28,6 +28,16 @@ class Plan;
 class Frame;
 class MemoryViews;
 
+// What a kernel keeps from one run of its node to the next in the same
+// frame, derived from the inputs' shapes (a broadcast's loops) and reused
+// while they stay the same. A frame runs one inference at a time, so a memo,
+// unlike the kernel, is never shared by requests running at once. Kernels
+// derive their own type from this.
+class KernelMemo {
+ public:
+  virtual ~KernelMemo() = default;
+};
+
 // What a factory may look at: the node, and what is known before any input
 // arrives (static dtypes/shapes, constant inputs such as weights).
 struct KernelBuild {
@@ -108,6 +118,9 @@ class KernelRun {
   // This node's views of its operands for its oneDNN primitives, kept with
   // the frame between runs (MemoryViews, dnnl_util.h).
   virtual MemoryViews& views() = 0;
+  // This node's memo in the frame, kept between runs like views(); null
+  // until the kernel keeps one.
+  virtual std::unique_ptr<KernelMemo>& memo() = 0;
 };
 
 class Kernel {

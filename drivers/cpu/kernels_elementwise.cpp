@@ -146,13 +146,15 @@ BinarySpec binary_spec(const KernelBuild& build) {
   return spec;
 }
 
-Shape b_shape(const BinarySpec& spec, const Tensor& a, const Tensor& b, const core::Node& node) {
+// B's shape for the broadcast: its own, or one the legacy rules give, made
+// in `legacy` (B's own is not copied: this runs at every inference).
+const Shape& b_shape(const BinarySpec& spec, const Tensor& a, const Tensor& b, const core::Node& node, Shape& legacy) {
   switch (spec.rule) {
     case ShapeRule::LegacyAxis:
-      return legacy_b_shape(a.shape(), b.shape(), spec.axis, node);
+      return legacy = legacy_b_shape(a.shape(), b.shape(), spec.axis, node);
     case ShapeRule::PreluChannel:
       if (b.rank() == 1 && a.rank() >= 2 && b.dim(0) == a.dim(1) && b.dim(0) != 1)
-        return legacy_b_shape(a.shape(), b.shape(), 1, node);
+        return legacy = legacy_b_shape(a.shape(), b.shape(), 1, node);
       return b.shape();
     case ShapeRule::Numpy:
       break;
@@ -191,8 +193,9 @@ std::unique_ptr<Kernel> binary_kernel(const KernelBuild& build, Op op, BinarySpe
     const Tensor* a = r.input(0);
     const Tensor* b = r.input(1);
     same_dtype(r, *a, *b);
-    const Shape sb = b_shape(spec, *a, *b, r.node());
-    const Broadcast bc = plan_broadcast({&a->shape(), &sb}, r.node());
+    Shape legacy;
+    const Shape& sb = b_shape(spec, *a, *b, r.node(), legacy);
+    const Broadcast& bc = memo_broadcast(r, {&a->shape(), &sb});
     const DType dtype = a->dtype();
     if constexpr (half_ok) {
       if (is_half_type(dtype)) {
@@ -335,8 +338,9 @@ std::unique_ptr<Kernel> make_pow(const KernelBuild& build) {
     Tensor wa, wb;  // float32 copies of float16/bfloat16 inputs
     if (is_half_type(a->dtype())) a = &(wa = to_float32(*a));
     if (is_half_type(b->dtype())) b = &(wb = to_float32(*b));
-    const Shape sb = b_shape(spec, *a, *b, r.node());
-    const Broadcast bc = plan_broadcast({&a->shape(), &sb}, r.node());
+    Shape legacy;
+    const Shape& sb = b_shape(spec, *a, *b, r.node(), legacy);
+    const Broadcast& bc = memo_broadcast(r, {&a->shape(), &sb});
     const DType out_dtype = r.input(0)->dtype();
     Tensor tmp;
     Tensor& out = wa.empty() ? r.output(0, out_dtype, bc.out_shape)
@@ -365,7 +369,7 @@ std::unique_ptr<Kernel> make_where(const KernelBuild&) {
     if (c.dtype() != DType::Bool)
       fail(HETERO_INVALID_ARGUMENT, r.node().describe() + ": condition must be bool, not " + core::dtype_name(c.dtype()));
     same_dtype(r, x, y);
-    const Broadcast bc = plan_broadcast({&c.shape(), &x.shape(), &y.shape()}, r.node());
+    const Broadcast& bc = memo_broadcast(r, {&c.shape(), &x.shape(), &y.shape()});
     Tensor& out = r.output(0, x.dtype(), bc.out_shape);
     dispatch_width(x.dtype(), r.node(), [&](auto tag) {
       using T = typename decltype(tag)::type;

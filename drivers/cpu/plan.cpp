@@ -106,9 +106,14 @@ std::shared_ptr<Plan> Plan::compile(const core::Graph& graph, const core::Model&
 
 // The KernelRun a step sees: its inputs from the frame's slots, its outputs
 // into them, buffers from the frame's pool.
+struct Frame::StepState {
+  MemoryViews views;
+  std::unique_ptr<KernelMemo> memo;
+};
+
 class StepRun final : public KernelRun {
  public:
-  StepRun(Frame& frame, const Plan::Step& step, MemoryViews& views) : frame_(frame), step_(step), views_(views) {}
+  StepRun(Frame& frame, const Plan::Step& step, Frame::StepState& state) : frame_(frame), step_(step), state_(state) {}
 
   const core::Node& node() const override { return *step_.node; }
   size_t num_inputs() const override { return step_.inputs.size(); }
@@ -143,7 +148,8 @@ class StepRun final : public KernelRun {
     if (frame_.control_) frame_.control_->at_node_boundary();
   }
   core::Tensor workspace(size_t bytes) override { return frame_.take_buffer(core::DType::U8, {int64_t(bytes)}); }
-  MemoryViews& views() override { return views_; }
+  MemoryViews& views() override { return state_.views; }
+  std::unique_ptr<KernelMemo>& memo() override { return state_.memo; }
 
  private:
   core::Tensor& slot(size_t i) {
@@ -159,7 +165,7 @@ class StepRun final : public KernelRun {
   }
   Frame& frame_;
   const Plan::Step& step_;
-  MemoryViews& views_;
+  Frame::StepState& state_;
   std::vector<core::Tensor> scratch_;
 };
 
@@ -177,7 +183,7 @@ Frame::Frame(const Plan& plan, const Frame* outer, dnnl::stream& stream, int thr
       control_(outer ? outer->control_ : control),
       slots_(plan.num_slots()),
       held_(outer ? outer->held_ : &held_bytes_),
-      views_(std::make_unique<MemoryViews[]>(plan.steps().size())) {
+      step_state_(std::make_unique<StepState[]>(plan.steps().size())) {
   for (size_t s = 0; s < slots_.size(); ++s) {
     const core::Value* v = plan.slot_value(s);
     if (v->constant) slots_[s] = *v->constant;
@@ -291,7 +297,7 @@ std::vector<core::Tensor> Frame::run(const std::vector<core::Tensor>& inputs) {
   if (control_ && steps.empty()) control_->at_node_boundary();
   for (size_t i = 0; i < steps.size(); ++i) {
     if (control_) control_->at_node_boundary();
-    StepRun run(*this, steps[i], views_[i]);
+    StepRun run(*this, steps[i], step_state_[i]);
     steps[i].kernel->run(run);
     for (int s : plan_.last_use_[i]) slots_[s] = core::Tensor();
   }

@@ -125,8 +125,10 @@ class Frame {
   // against RunControl::max_bytes: the outermost frame's count.
   uint64_t held_bytes_ = 0;
   uint64_t* held_ = &held_bytes_;
-  // Each step's views of its operands (KernelRun::views()).
-  std::unique_ptr<MemoryViews[]> views_;
+  // What each step keeps between runs: its views of its operands
+  // (KernelRun::views()) and its kernel's memo (KernelRun::memo()).
+  struct StepState;
+  std::unique_ptr<StepState[]> step_state_;
   // Declared after held_bytes_: their destructors uncount their buffers from it.
   std::vector<std::pair<const Plan*, std::unique_ptr<Frame>>> nested_;
   friend class StepRun;

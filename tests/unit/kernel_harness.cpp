@@ -41,6 +41,7 @@ class TestRun final : public KernelRun {
     return core::Tensor::allocate(core::DType::U8, {int64_t(bytes)}, false);
   }
   MemoryViews& views() override { return views_; }
+  std::unique_ptr<KernelMemo>& memo() override { return memo_; }
 
   std::vector<core::Tensor>& outputs() { return outputs_; }
   size_t checkpoints() const { return checkpoints_; }
@@ -53,6 +54,7 @@ class TestRun final : public KernelRun {
   int threads_;
   size_t checkpoints_ = 0;
   MemoryViews views_;
+  std::unique_ptr<KernelMemo> memo_;
 };
 
 core::Attribute& add_attr(core::Node& node, const std::string& name, core::AttrType type) {
