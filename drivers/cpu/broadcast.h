@@ -25,6 +25,7 @@
 #include "core/tensor.h"
 #include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/dtype_dispatch.h"
+#include "drivers/cpu/kernel_memo.h"
 
 namespace hetero::cpu {
 
@@ -129,20 +130,15 @@ struct BroadcastMemo final : KernelMemo {
 };
 
 inline const Broadcast& memo_broadcast(KernelRun& r, std::initializer_list<const core::Shape*> shapes) {
-  std::unique_ptr<KernelMemo>& slot = r.memo();
-  auto* memo = dynamic_cast<BroadcastMemo*>(slot.get());
-  if (!memo) {
-    slot = std::make_unique<BroadcastMemo>();
-    memo = static_cast<BroadcastMemo*>(slot.get());
-  }
-  bool same = memo->shapes.size() == shapes.size();
-  for (size_t k = 0; same && k < shapes.size(); ++k) same = memo->shapes[k] == *shapes.begin()[k];
+  BroadcastMemo& memo = memo_of<BroadcastMemo>(r);
+  bool same = memo.shapes.size() == shapes.size();
+  for (size_t k = 0; same && k < shapes.size(); ++k) same = memo.shapes[k] == *shapes.begin()[k];
   if (!same) {
-    memo->plan = plan_broadcast(std::vector<const core::Shape*>(shapes), r.node());
-    memo->shapes.resize(shapes.size());
-    for (size_t k = 0; k < shapes.size(); ++k) memo->shapes[k] = *shapes.begin()[k];
+    memo.plan = plan_broadcast(std::vector<const core::Shape*>(shapes), r.node());
+    memo.shapes.resize(shapes.size());
+    for (size_t k = 0; k < shapes.size(); ++k) memo.shapes[k] = *shapes.begin()[k];
   }
-  return memo->plan;
+  return memo.plan;
 }
 
 // Calls fn(out_offset, in_offsets, len) over the whole broadcast, in segments

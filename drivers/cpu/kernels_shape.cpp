@@ -9,6 +9,7 @@
 #include "drivers/cpu/checkpoint_blocks.h"
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
+#include "drivers/cpu/kernel_memo.h"
 #include "drivers/cpu/layout_util.h"
 
 namespace hetero::cpu {
@@ -61,6 +62,12 @@ Shape reshape_target(const Node& node, const Shape& in, const std::vector<int64_
 }
 
 // Axes of Squeeze/Unsqueeze: an attribute before opset 13, input 1 from 13.
+// An output shape derived from the input's shape and its axes (Squeeze, Unsqueeze).
+struct OutShapeMemo final : KernelMemo {
+  MemoKey key;
+  Shape out;
+};
+
 std::vector<int64_t> axes_of(const KernelRun& r, bool from_attr, const std::vector<int64_t>& attr_axes) {
   if (from_attr) return attr_axes;
   const Tensor* t = r.input(1);
@@ -200,22 +207,26 @@ std::unique_ptr<Kernel> make_squeeze(const KernelBuild& b) {
   const std::vector<int64_t> attr_axes = b.node.attr_ints("axes");
   return make_fn_kernel([=](KernelRun& r) {
     const Tensor& x = required_input(r, 0);
-    const std::vector<int64_t> axes = axes_of(r, from_attr, attr_axes);
-    const auto rank = static_cast<int64_t>(x.rank());
-    std::vector<bool> drop(x.rank(), false);
-    if (axes.empty()) {
-      for (size_t i = 0; i < x.rank(); ++i) drop[i] = x.dim(i) == 1;
+    OutShapeMemo& memo = memo_of<OutShapeMemo>(r);
+    if (!memo.key.same(r, {0}, {1})) {
+      const std::vector<int64_t> axes = axes_of(r, from_attr, attr_axes);
+      const auto rank = static_cast<int64_t>(x.rank());
+      std::vector<bool> drop(x.rank(), false);
+      if (axes.empty()) {
+        for (size_t i = 0; i < x.rank(); ++i) drop[i] = x.dim(i) == 1;
+      }
+      for (int64_t a : axes) {
+        const auto i = static_cast<size_t>(normalize_axis(r.node(), a, rank));
+        if (x.dim(i) != 1)
+          bad_input(r.node(), "cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(x.dim(i)));
+        drop[i] = true;
+      }
+      memo.out.clear();
+      for (size_t i = 0; i < x.rank(); ++i)
+        if (!drop[i]) memo.out.push_back(x.dim(i));
+      memo.key.commit();
     }
-    for (int64_t a : axes) {
-      const auto i = static_cast<size_t>(normalize_axis(r.node(), a, rank));
-      if (x.dim(i) != 1)
-        bad_input(r.node(), "cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(x.dim(i)));
-      drop[i] = true;
-    }
-    Shape out;
-    for (size_t i = 0; i < x.rank(); ++i)
-      if (!drop[i]) out.push_back(x.dim(i));
-    r.set_output(0, x.reshaped(out));
+    r.set_output(0, x.reshaped(memo.out));
   });
 }
 
@@ -224,19 +235,23 @@ std::unique_ptr<Kernel> make_unsqueeze(const KernelBuild& b) {
   const std::vector<int64_t> attr_axes = b.node.attr_ints("axes");
   return make_fn_kernel([=](KernelRun& r) {
     const Tensor& x = required_input(r, 0);
-    const std::vector<int64_t> axes = axes_of(r, from_attr, attr_axes);
-    // Axes index the output, whose rank counts the new dims.
-    const auto out_rank = static_cast<int64_t>(x.rank() + axes.size());
-    std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
-    for (int64_t a : axes) {
-      const auto i = static_cast<size_t>(normalize_axis(r.node(), a, out_rank));
-      if (inserted[i]) bad_input(r.node(), "axes repeat axis " + std::to_string(a));
-      inserted[i] = true;
+    OutShapeMemo& memo = memo_of<OutShapeMemo>(r);
+    if (!memo.key.same(r, {0}, {1})) {
+      const std::vector<int64_t> axes = axes_of(r, from_attr, attr_axes);
+      // Axes index the output, whose rank counts the new dims.
+      const auto out_rank = static_cast<int64_t>(x.rank() + axes.size());
+      std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
+      for (int64_t a : axes) {
+        const auto i = static_cast<size_t>(normalize_axis(r.node(), a, out_rank));
+        if (inserted[i]) bad_input(r.node(), "axes repeat axis " + std::to_string(a));
+        inserted[i] = true;
+      }
+      memo.out.clear();
+      size_t next = 0;
+      for (size_t i = 0; i < inserted.size(); ++i) memo.out.push_back(inserted[i] ? 1 : x.dim(next++));
+      memo.key.commit();
     }
-    Shape out;
-    size_t next = 0;
-    for (size_t i = 0; i < inserted.size(); ++i) out.push_back(inserted[i] ? 1 : x.dim(next++));
-    r.set_output(0, x.reshaped(out));
+    r.set_output(0, x.reshaped(memo.out));
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "drivers/cpu/kernel.h"
 #include "drivers/cpu/kernel_factories.h"
+#include "drivers/cpu/kernel_memo.h"
 #include "drivers/cpu/layout_util.h"
 
 namespace hetero::cpu {
@@ -117,8 +118,25 @@ std::unique_ptr<Kernel> make_slice(const KernelBuild& b) {
   const bool from_attrs = b.opset < 10;
   const std::vector<int64_t> a_starts = b.node.attr_ints("starts"), a_ends = b.node.attr_ints("ends"),
                              a_axes = b.node.attr_ints("axes");
+  // The slice at the shapes and starts, ends, axes and steps of the last run.
+  struct SliceMemo final : KernelMemo {
+    MemoKey key;
+    std::vector<SliceDim> dims;
+    Shape out;
+    bool view = false;  // a contiguous region: the output views the input
+    size_t offset = 0;  // ... from this element on
+  };
   return make_fn_kernel([=](KernelRun& r) {
     const Tensor& x = required_input(r, 0);
+    SliceMemo& memo = memo_of<SliceMemo>(r);
+    if (memo.key.same(r, {0}, {1, 2, 3, 4})) {
+      if (memo.view) {
+        r.set_output(0, view_of(x, memo.offset, memo.out));
+      } else {
+        strided_copy(x, r.output(0, x.dtype(), memo.out), memo.dims);
+      }
+      return;
+    }
     const auto rank = static_cast<int64_t>(x.rank());
     std::vector<int64_t> starts, ends, axes, steps;
     if (from_attrs) {
@@ -154,15 +172,19 @@ std::unique_ptr<Kernel> make_slice(const KernelBuild& b) {
       contiguous = dims[k - 1].step == 1 || dims[k - 1].count <= 1;
       for (size_t d = 0; d + 1 < k; ++d) contiguous = contiguous && dims[d].count == 1;
     }
-    if (contiguous || core::shape_numel(out) == 0) {
+    memo.view = contiguous || core::shape_numel(out) == 0;
+    if (memo.view) {
       int64_t offset = 0;
       const std::vector<int64_t> strides = contiguous_strides(x.shape());
       for (size_t d = 0; d < x.rank() && core::shape_numel(out) != 0; ++d) offset += dims[d].start * strides[d];
-      r.set_output(0, view_of(x, static_cast<size_t>(offset), out));
-      return;
+      memo.offset = static_cast<size_t>(offset);
+      r.set_output(0, view_of(x, memo.offset, out));
+    } else {
+      strided_copy(x, r.output(0, x.dtype(), out), dims);
     }
-    Tensor& y = r.output(0, x.dtype(), out);
-    strided_copy(x, y, dims);
+    memo.dims = std::move(dims);
+    memo.out = std::move(out);
+    memo.key.commit();
   });
 }
 

@@ -9,9 +9,7 @@
 #include <numeric>
 #include <random>
 
-#include "core/runtime.h"
 #include "tests/unit/kernel_harness.h"
-#include "tests/unit/model_text.h"
 
 namespace hetero::cpu::testing {
 namespace {
@@ -242,48 +240,6 @@ TEST(CpuElementwise, CastConversionRules) {
   KernelNode from_bf16("CastLike", 15, 2);
   EXPECT_EQ(values<float>(from_bf16.run({bf16, Tensor::allocate(DType::F32, {0})})[0]),
             (std::vector<float>{1.5f, -0.75f}));
-}
-
-// A node keeps its broadcast's loops from one run to the next while its
-// shapes stay (memo_broadcast, drivers/cpu/broadcast.h). One request whose
-// inputs change shape from run to run, and back, gets each run's own answer.
-TEST(CpuElementwise, OneRequestBroadcastsEachRunAtItsOwnShapes) {
-  auto model = test::model_from_text(R"ONNX(
-<ir_version: 8, opset_import: ["" : 13]>
-net (float[N, M] x, float[K] b, bool[M] c) => (float[N, M] y, float[N, M] z) {
-  y = Add (x, b)
-  z = Where (c, x, y)
-}
-)ONNX");
-  auto compiled = test_runtime().compile(*model, "CPU");
-  auto request = compiled->create_infer_request();
-  struct Case {
-    Tensor x, b, c;
-  };
-  const std::vector<Case> cases = {
-      {f32({1, 2, 3, 4, 5, 6}, {2, 3}), f32({10, 20, 30}, {3}), tensor<bool>({true, false, true}, {3})},
-      {f32({1, 2, 3, 4, 5, 6}, {3, 2}), f32({100}, {1}), tensor<bool>({false, true}, {2})},
-      {f32({1, 2, 3, 4, 5, 6}, {2, 3}), f32({10, 20, 30}, {3}), tensor<bool>({true, false, true}, {3})},
-      {f32({1, 2, 3}, {3, 1}), f32({-1}, {1}), tensor<bool>({false}, {1})},
-  };
-  for (size_t run = 0; run < cases.size(); ++run) {
-    SCOPED_TRACE("run " + std::to_string(run));
-    const Case& k = cases[run];
-    request->set_input(0, k.x);
-    request->set_input(1, k.b);
-    request->set_input(2, k.c);
-    request->infer();
-    const size_t cols = static_cast<size_t>(k.x.dim(1));
-    std::vector<float> y, z;
-    for (size_t i = 0; i < k.x.numel(); ++i) {
-      const float sum = k.x.data<float>()[i] + k.b.data<float>()[k.b.numel() == 1 ? 0 : i % cols];
-      y.push_back(sum);
-      z.push_back(k.c.data<bool>()[i % cols] ? k.x.data<float>()[i] : sum);
-    }
-    EXPECT_EQ(request->output(0).shape(), k.x.shape());
-    EXPECT_EQ(floats(request->output(0)), y);
-    EXPECT_EQ(floats(request->output(1)), z);
-  }
 }
 
 }  // namespace
