@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "core/tensor.h"
@@ -19,8 +21,9 @@ namespace hetero::cpu {
 // The node's memo as a `Memo`, made empty at the node's first run.
 template <typename Memo>
 Memo& memo_of(KernelRun& r) {
+  static_assert(std::is_final_v<Memo>, "a memo type is compared exactly");
   std::unique_ptr<KernelMemo>& slot = r.memo();
-  if (auto* memo = dynamic_cast<Memo*>(slot.get())) return *memo;
+  if (slot && typeid(*slot) == typeid(Memo)) return static_cast<Memo&>(*slot);
   slot = std::make_unique<Memo>();
   return static_cast<Memo&>(*slot);
 }
