@@ -286,9 +286,10 @@ std::vector<core::Tensor> Frame::run(const std::vector<core::Tensor>& inputs) {
     fail(HETERO_INVALID_ARGUMENT, "graph '" + plan_.graph().name + "' takes " + std::to_string(in_slots.size()) +
                                       " inputs, got " + std::to_string(inputs.size()));
   // Values still held from an earlier run are dropped; their buffers become
-  // free once the caller lets go of them too.
+  // free once the caller lets go of them too. (Nearly all were dropped at
+  // their last use: an empty slot is passed over without looking up its value.)
   for (size_t s = 0; s < slots_.size(); ++s)
-    if (!plan_.slot_value(s)->is_constant()) slots_[s] = core::Tensor();
+    if (!slots_[s].empty() && !plan_.slot_value(s)->is_constant()) slots_[s] = core::Tensor();
   for (size_t i = 0; i < inputs.size(); ++i) slots_[in_slots[i]] = inputs[i];
 
   const auto& steps = plan_.steps();
