@@ -44,6 +44,8 @@ inline dnnl::memory view_memory(const dnnl::memory::desc& md, const dnnl::engine
   return dnnl::memory(md, engine, const_cast<void*>(data));
 }
 
+enum class Scratch;  // below
+
 // Views of one node's operands for its primitives, kept between runs and
 // re-pointed at each run's tensors (set_data_handle) instead of made anew:
 // making a dnnl::memory costs several allocations inside oneDNN, which with
@@ -51,8 +53,6 @@ inline dnnl::memory view_memory(const dnnl::memory::desc& md, const dnnl::engine
 // (openWakeWord's hey_mycroft). A frame keeps one set per node
 // (KernelRun::views()) and runs one inference at a time, so nothing else
 // re-points a view between its binding and the primitive that reads it.
-enum class Scratch;
-
 class MemoryViews {
  public:
   // The view of `data` as `md` for the argument `key` (DNNL_ARG_*): the same
@@ -108,19 +108,13 @@ enum class Scratch { Pad, Src, Dst, Weights, Extra, Count };
 void* scratch_buffer(Scratch slot, size_t bytes);
 
 // The attributes every primitive of the driver starts from: its scratchpad
-// is the caller's (scratchpad_memory(), at run), so that oneDNN allocates
+// is the caller's (MemoryViews::scratchpad(), at run), so that oneDNN allocates
 // none per primitive; with `post_ops` when given.
 inline dnnl::primitive_attr scratchpad_attr(const dnnl::post_ops* post_ops = nullptr) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (post_ops) attr.set_post_ops(*post_ops);
   return attr;
-}
-
-// A primitive's user-managed scratchpad of `bytes` in the Scratch::Pad buffer.
-inline dnnl::memory scratchpad_memory(size_t bytes, const dnnl::engine& engine) {
-  return view_memory(dnnl::memory::desc({static_cast<int64_t>(bytes)}, dnnl_dt::u8, dnnl_tag::a), engine,
-                     scratch_buffer(Scratch::Pad, bytes));
 }
 
 // Makes the calling thread's OpenMP team `threads` wide (oneDNN reads the
