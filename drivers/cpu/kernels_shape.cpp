@@ -61,13 +61,13 @@ Shape reshape_target(const Node& node, const Shape& in, const std::vector<int64_
   return out;
 }
 
-// Axes of Squeeze/Unsqueeze: an attribute before opset 13, input 1 from 13.
 // An output shape derived from the input's shape and its axes (Squeeze, Unsqueeze).
 struct OutShapeMemo final : KernelMemo {
   MemoKey key;
   Shape out;
 };
 
+// Axes of Squeeze/Unsqueeze: an attribute before opset 13, input 1 from 13.
 std::vector<int64_t> axes_of(const KernelRun& r, bool from_attr, const std::vector<int64_t>& attr_axes) {
   if (from_attr) return attr_axes;
   const Tensor* t = r.input(1);

@@ -104,13 +104,13 @@ std::shared_ptr<Plan> Plan::compile(const core::Graph& graph, const core::Model&
   return plan;
 }
 
-// The KernelRun a step sees: its inputs from the frame's slots, its outputs
-// into them, buffers from the frame's pool.
 struct Frame::StepState {
   MemoryViews views;
   std::unique_ptr<KernelMemo> memo;
 };
 
+// The KernelRun a step sees: its inputs from the frame's slots, its outputs
+// into them, buffers from the frame's pool.
 class StepRun final : public KernelRun {
  public:
   StepRun(Frame& frame, const Plan::Step& step, Frame::StepState& state) : frame_(frame), step_(step), state_(state) {}

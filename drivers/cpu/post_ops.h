@@ -11,7 +11,6 @@
 
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <dnnl.hpp>
@@ -67,8 +66,8 @@ class PostOpChain {
   // operand does not broadcast onto the output as oneDNN expects.
   std::optional<dnnl::post_ops> to_dnnl(const DnnlDims& dst_dims, bool channels_last, const KernelRun& run) const;
   // Adds the binary operands' memory to a primitive's arguments.
-  void add_args(PrimitiveArgs& args, const DnnlDims& dst_dims, bool channels_last,
-                KernelRun& run, const dnnl::engine& engine) const;
+  void add_args(PrimitiveArgs& args, const DnnlDims& dst_dims, bool channels_last, KernelRun& run,
+                const dnnl::engine& engine) const;
   // Applies the chain to `data` (`shape` in memory order), for when the
   // primitive was built without post-ops.
   void apply(float* data, const core::Shape& shape, KernelRun& run) const;
