@@ -45,7 +45,11 @@ void WidthChoice::start_trial() {
 int WidthChoice::next(Clock::time_point now) {
   std::lock_guard lock(mutex_);
   if (chosen_ && now >= retrial_at_) start_trial();
-  const int width = chosen_ ? chosen_ : candidates_[turn_];
+  int width = chosen_ ? chosen_ : candidates_[turn_];
+  // After a cadence's gap the helpers of a wider team are cold.
+  if (chosen_ && !chosen_at_cadence_ && judged_ms_ > 0 && last_ended_ != Clock::time_point{} &&
+      std::chrono::duration<double, std::milli>(now - last_ended_).count() >= kCadenceIdle * judged_ms_)
+    width = after_idle_;
   if (width <= allowed_) return width;
   if (now < probe_at_) return allowed_;
   probe_at_ = now + probe_interval_;  // one probe at a time
@@ -102,26 +106,33 @@ void WidthChoice::judge(Clock::time_point now) {
   for (const auto& s : samples_) medians.push_back(median(s));
   const double best = *std::min_element(medians.begin(), medians.end());
   const bool cadence = at_cadence(idle_, best);
-  const double margin = cadence ? kCadenceGain : 1.05;
-  // Candidates run narrowest first: the first within the margin of the best.
-  int width = threads_;
-  for (size_t k = 0; k < candidates_.size(); ++k)
-    if (medians[k] <= best * margin) {
-      width = candidates_[k];
-      break;
-    }
+  const int width = narrowest_within(medians, cadence ? kCadenceGain : 1.05);
   // The same answer again: the next trial comes twice as late.
   interval_ = width == last_chosen_ ? std::min<Clock::duration>(2 * interval_, kLongestInterval) : kRetrial;
   chosen_ = last_chosen_ = width;
   retrial_at_ = now + interval_;
   chosen_at_cadence_ = cadence;
   judged_ms_ = best;
+  // A wider team gains less at a cadence than flat out, never more: where
+  // it gained less than kCadenceGain flat out, it gains less at a cadence too.
+  after_idle_ = cadence ? width : narrowest_within(medians, kCadenceGain);
+}
+
+int WidthChoice::narrowest_within(const std::vector<double>& medians, double margin) const {
+  const double best = *std::min_element(medians.begin(), medians.end());
+  // Candidates run narrowest first: the first within the margin of the best.
+  for (size_t k = 0; k < candidates_.size(); ++k)
+    if (medians[k] <= best * margin) return candidates_[k];
+  return threads_;
 }
 
 void WidthChoice::watch_pattern(double idle_ms) {
   // Only where the other pattern could change the answer: at a cadence a
   // wider team must gain more, and back to back it need gain less.
-  const bool could_change = chosen_at_cadence_ ? chosen_ < threads_ : chosen_ > 1;
+  // Flat out to a cadence, next() already runs each inference after a gap at
+  // the widest a cadence could keep (after_idle_); a trial there can only
+  // find a narrower one.
+  const bool could_change = chosen_at_cadence_ ? chosen_ < threads_ : after_idle_ > 1;
   if (judged_ms_ <= 0 || !could_change) return;
   recent_idle_.push_back(idle_ms);
   if (recent_idle_.size() < kSamples) return;

@@ -47,6 +47,17 @@
 // second, kept its two threads until the next trial and took 1.98 ms at
 // the median, against 1.83 ms served at that rate from the start.
 //
+// Before that trial could even start, each inference at the cadence woke
+// cold helpers: through heterod, half the embedding's inferences at two
+// threads in the first kSamples gaps took 9-10 ms, against 1.2-1.9 ms one
+// thread wide. A wider team gains less at a cadence than flat out, never
+// more (the embedding: 1.21x flat out, 1.08x at 12.5/s). So where the
+// flat-out trial found the wider team less than kCadenceGain faster, an
+// inference that starts after a cadence's gap (kCadenceIdle times an
+// inference) runs at once at the width a cadence would choose, and no trial
+// is needed when the caller slows down; back to back again, the next
+// inference runs at the chosen width.
+//
 // A busy box overrides the choice. When other work takes the cores, a
 // stream narrows its team (team_width.h), and an inference handed to it for
 // two threads runs on one anyway: the caller then paid the hand-over, two
@@ -100,6 +111,8 @@ class WidthChoice {
   void judge(Clock::time_point now);
   // While a width is chosen: one more gap between two inferences.
   void watch_pattern(double idle_ms);
+  // The narrowest candidate whose median is within `margin` of the fastest.
+  int narrowest_within(const std::vector<double>& medians, double margin) const;
 
   mutable std::mutex mutex_;
   const int threads_;
@@ -118,6 +131,7 @@ class WidthChoice {
   // since, kSamples at a time.
   bool chosen_at_cadence_ = false;
   double judged_ms_ = 0;
+  int after_idle_ = 0;  // the width for an inference after a cadence's gap
   std::vector<double> recent_idle_;
   // The widest the box let an inference run lately, and when to ask for
   // more again while that is narrower than asked.

@@ -22,6 +22,8 @@ struct Caller {
   microseconds idle{0};
   WidthChoice::Clock::time_point now = WidthChoice::Clock::now();
 
+  // The width for an inference started `idle` after the last.
+  int next() { return choice.next(now + idle); }
   void record(int width, int ran, microseconds took) {
     const auto started = now + idle;
     now = started + took;
@@ -89,24 +91,28 @@ TEST(CpuWidthChoice, AtACadenceAWiderTeamMustBeAQuarterFaster) {
 }
 
 TEST(CpuWidthChoice, ACallerThatChangesItsPaceGetsATrialAtOnce) {
+  // Two threads 44% faster flat out: at a cadence that may still pay.
+  const auto fast_wide = [](int w) { return microseconds(w == 1 ? 1300 : 900); };
   const auto embedding = [](int w) { return microseconds(w == 1 ? 1300 : 1170); };
   WidthChoice choice(2, true);
-  run_trial(choice, embedding);
+  run_trial(choice, fast_wide);
   ASSERT_EQ(choice.chosen(), 2) << "flat out";
   // A daemon's client now calls it 12.5 times a second.
   Caller paced{choice, milliseconds(80)};
   for (size_t i = 0; i < WidthChoice::kSamples; ++i) {
     EXPECT_EQ(choice.chosen(), 2) << "judged on kSamples gaps";
-    paced.record(2, 2, microseconds(1170));
+    ASSERT_EQ(paced.next(), 2);
+    paced.record(2, 2, microseconds(900));
   }
   EXPECT_EQ(choice.chosen(), 0) << "a trial runs";
+  // Its helpers wake cold at the cadence: two threads only 10% faster.
   run_trial(choice, embedding, 100, milliseconds(80));
   EXPECT_EQ(choice.chosen(), 1);
   // And back to back again.
   Caller flat_out{choice};
   for (size_t i = 0; i < WidthChoice::kSamples; ++i) flat_out.record(1, 1, microseconds(1300));
   EXPECT_EQ(choice.chosen(), 0);
-  run_trial(choice, embedding);
+  run_trial(choice, fast_wide);
   EXPECT_EQ(choice.chosen(), 2);
 
   // One thread chosen flat out stays one thread at a cadence: no trial.
@@ -116,6 +122,32 @@ TEST(CpuWidthChoice, ACallerThatChangesItsPaceGetsATrialAtOnce) {
   Caller slow{narrow, milliseconds(80)};
   for (size_t i = 0; i < 3 * WidthChoice::kSamples; ++i) slow.record(1, 1, microseconds(570));
   EXPECT_EQ(narrow.chosen(), 1);
+}
+
+TEST(CpuWidthChoice, AfterACadencesGapAWideTeamThatGainedLittleFlatOutRunsNarrow) {
+  // The embedding: two threads 11% faster flat out, short of the quarter a
+  // cadence asks, and a cadence only makes a second thread worth less.
+  const auto embedding = [](int w) { return microseconds(w == 1 ? 1300 : 1170); };
+  WidthChoice choice(2, true);
+  run_trial(choice, embedding);
+  ASSERT_EQ(choice.chosen(), 2) << "flat out";
+  // Called 12.5 times a second from the first call on: one thread each
+  // time, its helper never woken cold, and no trial.
+  Caller paced{choice, milliseconds(80)};
+  for (size_t i = 0; i < 3 * WidthChoice::kSamples; ++i) {
+    ASSERT_EQ(paced.next(), 1) << "inference " << i;
+    paced.record(1, 1, microseconds(1300));
+  }
+  EXPECT_EQ(choice.chosen(), 2) << "still the width for back-to-back calls";
+  // Back to back again: two threads from the next call on.
+  Caller flat_out{choice};
+  for (size_t i = 0; i < 3 * WidthChoice::kSamples; ++i) {
+    ASSERT_EQ(flat_out.next(), 2) << "inference " << i;
+    flat_out.record(2, 2, microseconds(1170));
+  }
+  // A gap shorter than ten inferences is no cadence.
+  Caller thinking{choice, microseconds(5000)};
+  EXPECT_EQ(thinking.next(), 2);
 }
 
 TEST(CpuWidthChoice, ASlowModelStaysAsWideAsCompiledWithoutTrying) {
@@ -136,10 +168,11 @@ TEST(CpuWidthChoice, InferencesTheBusyBoxNarrowedAreNotCounted) {
 }
 
 TEST(CpuWidthChoice, WhileTheBoxNarrowsItsInferencesTheyAskForThatWidth) {
-  // The embedding two threads wide is chosen; then busy processes take the
-  // cores, and the stream runs its inferences one thread wide.
+  // Two threads wide is chosen, and pays even after a gap; then busy
+  // processes take the cores, and the stream runs its inferences one thread
+  // wide.
   WidthChoice choice(2, true);
-  run_trial(choice, [](int w) { return microseconds(w == 1 ? 690 : 570); });
+  run_trial(choice, [](int w) { return microseconds(w == 1 ? 1300 : 900); });
   ASSERT_EQ(choice.chosen(), 2);
   Caller caller{choice};
   caller.record(2, 1, microseconds(1100));
