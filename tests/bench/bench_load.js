@@ -21,7 +21,8 @@
 // With --daemon, each round also runs the model through heterod (started by
 // this script on a temporary socket, serving the model on CPU):
 //   hetero --connect SOCKET bench NAME --time T [--rate R] --json
-// and the daemon's CPU time per inference is read from /proc/PID/stat.
+// and the daemon's CPU time per inference is read from its threads'
+// /proc/PID/task/TID/schedstat.
 //
 //   node bench_load.js [--hetero PATH] [--heterod PATH] [--daemon] [--rounds R] [--time S]
 //                      [--only NAME]... [--condition C]... [--json]
@@ -112,18 +113,22 @@ function percentile(sorted, p) {
   return sorted[rank - 1];
 }
 
+const WARMUP = 3;
+
 // One `hetero bench` run: in process on FILE, or with `daemon` through it
-// on the model it serves (its CPU time from /proc, clock ticks).
+// on the model it serves (its CPU time from /proc).
 function heteroRound(file, args, cond, o, daemon) {
   const cmd = daemon ? ['--connect', daemon.socket, 'bench', daemon.name, ...args.filter((a, i) => !isShapeArg(args, i))]
     : ['bench', file, '--device', 'CPU', '--cache-dir', o.cacheDir, ...args];
-  cmd.push('--warmup', '3', '--time', String(o.time), '--json', '--quiet');
+  cmd.push('--warmup', String(WARMUP), '--time', String(o.time), '--json', '--quiet');
   if (cond.rate) cmd.push('--rate', String(cond.rate));
-  const ticks0 = daemon ? daemonTicks(daemon) : 0;
+  const cpu0 = daemon ? daemonCpuMs(daemon) : 0;
   const r = spawnSync(o.hetero, cmd, { encoding: 'utf8', timeout: 600e3 });
   if (r.status !== 0) throw new Error(`hetero ${cmd.join(' ')}: ${r.signal || r.status}: ${(r.stderr || '').trim().slice(-300)}`);
   const j = JSON.parse(r.stdout);
-  const cpu = daemon ? ((daemonTicks(daemon) - ticks0) * 1e3) / CLOCK_TICKS / j.iterations : j.cpu_ms_per_inference;
+  // The daemon's figure spans the whole client run: its warm-up inferences
+  // count as inferences it served.
+  const cpu = daemon ? (daemonCpuMs(daemon) - cpu0) / (j.iterations + WARMUP) : j.cpu_ms_per_inference;
   return { p50: j.latency_ms.median, p99: j.latency_ms.p99, max: j.latency_ms.max, cpu, count: j.iterations };
 }
 
@@ -132,13 +137,22 @@ function isShapeArg(args, i) {
   return args[i] === '--shape' || (i > 0 && args[i - 1] === '--shape');
 }
 
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout) || 100;
-
-// User and system clock ticks of the daemon process (/proc/PID/stat).
-function daemonTicks(daemon) {
-  const stat = fs.readFileSync(`/proc/${daemon.process.pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[11]) + Number(fields[12]);
+// CPU time (ms) the daemon's threads have run: the first field of each
+// thread's /proc/PID/task/TID/schedstat, in ns. /proc/PID/stat's clock ticks
+// are 10 ms apart, a quarter of what 40 inferences at a cadence take.
+// The threads that serve inferences (the loop, the streams and their
+// OpenMP teams) live as long as the daemon does, so none is missed.
+function daemonCpuMs(daemon) {
+  const tasks = `/proc/${daemon.process.pid}/task`;
+  let ns = 0;
+  for (const tid of fs.readdirSync(tasks)) {
+    try {
+      ns += Number(fs.readFileSync(`${tasks}/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    } catch (e) {
+      if (e.code !== 'ENOENT' && e.code !== 'ESRCH') throw e;  // a thread that ended since the listing
+    }
+  }
+  return ns / 1e6;
 }
 
 // heterod serving `model` (its declared input shapes fixed) on a socket in `dir`.
