@@ -53,8 +53,8 @@
 // thread wide. A plain OpenMP program shows the same on that VM: 30 regions
 // of two threads took 0.14 ms back to back and 9.6 ms after an 80 ms gap,
 // 0.3 ms with the team bound to one CPU each (OMP_PROC_BIND) and 0.39 ms
-// with no spinning. The woken helper queues behind the thread that opened
-// the region, which spins at its barrier. A wider team gains less at a cadence than flat out, never
+// with no spinning: which points to the woken helper queued behind the
+// thread that opened the region, spinning at its barrier. A wider team gains less at a cadence than flat out, never
 // more (the embedding: 1.21x flat out, 1.08x at 12.5/s). So where the
 // flat-out trial found the wider team less than kCadenceGain faster, an
 // inference that starts after a cadence's gap (kCadenceIdle times an
