@@ -52,9 +52,14 @@
 // threads in the first kSamples gaps took 9-10 ms, against 1.2-1.9 ms one
 // thread wide. A plain OpenMP program shows the same on that VM: 30 regions
 // of two threads took 0.14 ms back to back and 9.6 ms after an 80 ms gap,
-// 0.3 ms with the team bound to one CPU each (OMP_PROC_BIND) and 0.39 ms
-// with no spinning: which points to the woken helper queued behind the
-// thread that opened the region, spinning at its barrier. A wider team gains less at a cadence than flat out, never
+// both threads on one vCPU in every region (the other, halted, does not
+// count as idle to the guest's scheduler): the woken helper waits behind
+// the thread that opened the region, spinning at its barrier. Binding the
+// helper to the other vCPU gave 0.3 ms while the host was quiet, but while
+// it was busy the helper then waited for the host to run that vCPU: bound
+// during inferences, the embedding two threads wide at 12.5/s took 2.0-8.4
+// ms on average against 2.1-2.7 unbound, in alternating runs. So the team
+// is not bound, and after a gap a narrower one is the answer. A wider team gains less at a cadence than flat out, never
 // more (the embedding: 1.21x flat out, 1.08x at 12.5/s). So where the
 // flat-out trial found the wider team less than kCadenceGain faster, an
 // inference that starts after a cadence's gap (kCadenceIdle times an
