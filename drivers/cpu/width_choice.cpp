@@ -98,7 +98,19 @@ void WidthChoice::record(int width, int ran, Clock::time_point started, Clock::t
     retrial_at_ = now + interval_;
     return;
   }
-  if (std::all_of(samples_.begin(), samples_.end(), [](const auto& s) { return s.size() >= kSamples; })) judge(now);
+  if (std::all_of(samples_.begin(), samples_.end(), [](const auto& s) { return s.size() >= kSamples; }) ||
+      narrowest_won_early())
+    judge(now);
+}
+
+bool WidthChoice::narrowest_won_early() const {
+  if (samples_[0].size() < kEarlySamples) return false;
+  const double narrowest = median(samples_[0]);
+  if (!at_cadence(idle_, narrowest)) return false;
+  // A wider width must be kCadenceGain faster here; one slower than the
+  // narrowest over kEarlySamples is not going to be.
+  return std::all_of(samples_.begin() + 1, samples_.end(),
+                     [&](const auto& s) { return s.size() >= kEarlySamples && median(s) > narrowest; });
 }
 
 void WidthChoice::judge(Clock::time_point now) {

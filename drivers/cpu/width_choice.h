@@ -47,25 +47,30 @@
 // second, kept its two threads until the next trial and took 1.98 ms at
 // the median, against 1.83 ms served at that rate from the start.
 //
-// Before that trial could even start, each inference at the cadence woke
-// cold helpers: through heterod, half the embedding's inferences at two
-// threads in the first kSamples gaps took 9-10 ms, against 1.2-1.9 ms one
-// thread wide. A plain OpenMP program shows the same on that VM: 30 regions
-// of two threads took 0.14 ms back to back and 9.6 ms after an 80 ms gap,
-// both threads on one vCPU in every region (the other, halted, does not
-// count as idle to the guest's scheduler): the woken helper waits behind
-// the thread that opened the region, spinning at its barrier. Binding the
-// helper to the other vCPU gave 0.3 ms while the host was quiet, but while
-// it was busy the helper then waited for the host to run that vCPU: bound
-// during inferences, the embedding two threads wide at 12.5/s took 2.0-8.4
-// ms on average against 2.1-2.7 unbound, in alternating runs. So the team
-// is not bound, and after a gap a narrower one is the answer. A wider team gains less at a cadence than flat out, never
-// more (the embedding: 1.21x flat out, 1.08x at 12.5/s). So where the
-// flat-out trial found the wider team less than kCadenceGain faster, an
-// inference that starts after a cadence's gap (kCadenceIdle times an
-// inference) runs at once at the width a cadence would choose, and no trial
-// is needed when the caller slows down; back to back again, the next
-// inference runs at the chosen width.
+// Each inference of a wider team after a gap wakes cold helpers, and on a
+// virtual machine that can cost far more than the team gains: through
+// heterod, half the embedding's inferences two threads wide in the first
+// kSamples gaps at 12.5/s took 9-10 ms, against 1.2-1.9 ms one thread wide.
+// A plain OpenMP program shows the same on that VM: 30 regions of two
+// threads took 0.14 ms back to back and 9.6 ms after an 80 ms gap, both
+// threads on one vCPU in every region (the other, halted, does not count as
+// idle to the guest's scheduler): the woken helper waits behind the thread
+// that opened the region, spinning at its barrier. Binding the helper to the
+// other vCPU gave 0.3 ms while the host was quiet, but while it was busy the
+// helper then waited for the host to run that vCPU: bound during
+// inferences, the embedding two threads wide at 12.5/s took 2.0-8.4 ms on
+// average against 2.1-2.7 unbound, in alternating runs. So teams are not
+// bound, and after a gap a narrower team is the answer:
+// - A wider team gains less at a cadence than flat out, never more (the
+//   embedding: 1.21x flat out, 1.08x at 12.5/s). Where the flat-out trial
+//   found it less than kCadenceGain faster, an inference that starts after
+//   a cadence's gap (kCadenceIdle times an inference) runs at once at the
+//   width a cadence would keep, and no trial is needed when the caller
+//   slows down; back to back again, the next inference runs at the chosen
+//   width.
+// - A trial at a cadence ends as soon as every wider width has been slower
+//   than the narrowest over kEarlySamples inferences, since it would have to
+//   be kCadenceGain faster: four inferences on cold helpers, not nine.
 //
 // A busy box overrides the choice. When other work takes the cores, a
 // stream narrows its team (team_width.h), and an inference handed to it for
@@ -96,6 +101,9 @@ class WidthChoice {
   // Timed inferences per candidate width in one trial (the first at each
   // width is not counted: it makes that width's primitives).
   static constexpr size_t kSamples = 8;
+  // At a cadence, where every wider width was slower than the narrowest
+  // over this many, the trial ends there (narrowest_won_early()).
+  static constexpr size_t kEarlySamples = 3;
   static constexpr double kCadenceIdle = 10;
   static constexpr double kCadenceGain = 1.25;
   static constexpr auto kFirstProbe = std::chrono::milliseconds(50);
@@ -118,6 +126,8 @@ class WidthChoice {
  private:
   void start_trial();
   void judge(Clock::time_point now);
+  // At a cadence: every wider width slower than the narrowest so far.
+  bool narrowest_won_early() const;
   // While a width is chosen: one more gap between two inferences.
   void watch_pattern(double idle_ms);
   // The narrowest candidate whose median is within `margin` of the fastest.

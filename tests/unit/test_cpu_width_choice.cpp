@@ -150,6 +150,29 @@ TEST(CpuWidthChoice, AfterACadencesGapAWideTeamThatGainedLittleFlatOutRunsNarrow
   EXPECT_EQ(thinking.next(), 2);
 }
 
+TEST(CpuWidthChoice, AtACadenceATrialEndsOnceTheWiderTeamIsSlower) {
+  // Two threads woken cold after each gap: 9 ms against 1.3 on one.
+  const auto cold_helpers = [](int w) { return microseconds(w == 1 ? 1300 : 9000); };
+  WidthChoice choice(2, true);
+  const auto ran = run_trial(choice, cold_helpers, 100, milliseconds(80));
+  EXPECT_EQ(choice.chosen(), 1);
+  // kEarlySamples counted at each width and one warm-up each, not kSamples.
+  EXPECT_EQ(ran.count(2), WidthChoice::kEarlySamples + 1);
+  EXPECT_EQ(ran.count(1), WidthChoice::kEarlySamples + 1);
+  // Flat out, the trial runs its course whatever the first samples say.
+  WidthChoice flat_out(2, true);
+  const auto flat = run_trial(flat_out, cold_helpers);
+  EXPECT_EQ(flat_out.chosen(), 1);
+  EXPECT_EQ(flat.count(2), WidthChoice::kSamples + 1);
+  // At a cadence, a wider team faster over the first samples is measured in
+  // full: it may yet be a quarter faster.
+  WidthChoice close(2, true);
+  const auto measured = run_trial(close, [](int w) { return microseconds(w == 1 ? 1300 : 1200); }, 100,
+                                  milliseconds(80));
+  EXPECT_EQ(close.chosen(), 1);
+  EXPECT_EQ(measured.count(2), WidthChoice::kSamples + 1);
+}
+
 TEST(CpuWidthChoice, ASlowModelStaysAsWideAsCompiledWithoutTrying) {
   WidthChoice choice(2, true);
   const auto ran = run_trial(choice, [](int) { return microseconds(60000); });
