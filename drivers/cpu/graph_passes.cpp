@@ -12,6 +12,7 @@ void optimize_graph(core::Model& model) {
   passes::fold_constants(model.graph, model.opset(""));
   passes::fuse_layer_norm(model.graph, model.opset(""));
   passes::fold_and_fuse(model.graph, model.opset(""));
+  passes::share_dft(model.graph);
   passes::to_channels_last(model.graph);
   model.opsets[kCpuDomain] = 1;
 }

@@ -17,7 +17,11 @@
 //     weights and bias; the activations, constant and residual Add/Mul that
 //     follow a Conv, ConvTranspose, MatMul or Gemm become oneDNN post-ops of
 //     a hetero.cpu Fused* node (post_ops.h describes the attributes).
-//  4. to_channels_last (graph_layout.cpp): convolutions and the pools,
+//  4. share_dft (graph_dft.cpp): Convs that are short-time Fourier
+//     transforms of one signal with one window (an STFT's real and imaginary
+//     parts) become one hetero.cpu DftConvs node that transforms each frame
+//     once for all of them (conv_dft.h).
+//  5. to_channels_last (graph_layout.cpp): convolutions and the pools,
 //     normalisations and elementwise ops around them keep activations
 //     channels-last (N, spatial..., C), the layout oneDNN's convolutions run
 //     fastest on (8-bit activations between int8 nodes too); hetero.cpu
@@ -46,6 +50,7 @@ void fold_constants(core::Graph& graph, int64_t onnx_opset);
 void to_int8(core::Graph& graph, int64_t onnx_opset);
 void fuse_layer_norm(core::Graph& graph, int64_t onnx_opset);
 void fold_and_fuse(core::Graph& graph, int64_t onnx_opset);
+void share_dft(core::Graph& graph);
 void to_channels_last(core::Graph& graph);
 }  // namespace passes
 

@@ -81,6 +81,9 @@ KernelMaker make_max_pool, make_average_pool, make_lp_pool, make_global_max_pool
 // kernels_conv.cpp: oneDNN convolution (or FFTs, conv_dft.h)
 KernelMaker make_conv;
 
+// kernels_conv_dft.cpp: the short-time Fourier transforms of one signal, one transform per frame (conv_dft.h)
+KernelMaker make_dft_convs;
+
 // kernels_conv_transpose.cpp: oneDNN deconvolution
 KernelMaker make_conv_transpose;
 

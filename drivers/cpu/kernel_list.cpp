@@ -290,6 +290,8 @@ const KernelLine kKernelList[] = {
     {"FusedConvTranspose",    kCpuDomain, 1,  1,       make_conv_transpose},
     {"FusedMatMul",           kCpuDomain, 1,  1,       make_matmul},
     {"FusedGemm",             kCpuDomain, 1,  1,       make_gemm},
+    // Sharing (graph_dft.cpp): the Convs that transform one signal with one window.
+    {"DftConvs",              kCpuDomain, 1,  1,       make_dft_convs},
 
     // Channels-last layout (graph_layout.cpp): the plain kernels reading the channels_last
     // attribute, and the layout changes at the region's borders (kernels_layout.cpp).

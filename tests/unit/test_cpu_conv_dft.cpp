@@ -15,6 +15,7 @@
 #include "drivers/cpu/lane_fft.h"
 #include "drivers/cpu/post_ops.h"
 #include "tests/unit/kernel_harness.h"
+#include "tests/unit/quant_test_util.h"
 
 namespace hetero::cpu::testing {
 namespace {
@@ -223,6 +224,77 @@ TEST(CpuConvDft, KernelMatchesTheConvolution) {
       }
     }
   }
+}
+
+// An STFT's real and imaginary parts as exporters write them: two Convs of
+// one signal with one window, each output written from one transform.
+TEST(CpuConvDft, OneTransformServesTheConvsOfOneSignal) {
+  std::mt19937 rng(12);
+  const int64_t n = 512, stride = 160, length = 16000, frames = (length + 2 * 256 - n) / stride + 1;
+  // The imaginary part over minus the window, as openWakeWord's is (e^{-iωt}).
+  std::vector<DftRow> minus_sines = sines(257);
+  for (DftRow& r : minus_sines) r.negated = true;
+  const core::Tensor real = basis_weights(cosines(257), hann(n)), imag = basis_weights(minus_sines, hann(n));
+  const core::Tensor x = random_f32({2, 1, length}, rng);
+  KernelNode node("DftConvs", 1, 3, 2, kCpuDomain);
+  node.attr_ints("strides", {stride}).attr_ints("pads", {256, 256}).attr_ints("kernel_shape", {n});
+  node.constant(1, real).constant(2, imag);
+  for (int threads : {1, 2}) {
+    const auto y = node.run({x, real, imag}, 2, threads);
+    ASSERT_EQ(y.size(), 2u);
+    for (size_t o = 0; o < 2; ++o) {
+      ASSERT_EQ(y[o].shape(), (core::Shape{2, 257, frames}));
+      EXPECT_TRUE(near(y[o], direct_conv(x, o ? imag : real, {}, stride, 256, frames), 2e-6 * double(n), 1e-5))
+          << "output " << o << ", " << threads << " threads";
+    }
+  }
+  // Weights that are no basis, or another window, are refused, naming the node.
+  KernelNode other("DftConvs", 1, 3, 2, kCpuDomain);
+  other.node->name = "stft";
+  other.attr_ints("strides", {stride}).attr_ints("kernel_shape", {n});
+  std::vector<float> window = hann(n);
+  window[7] *= 1.01f;
+  const core::Tensor skewed = basis_weights(sines(257), window);
+  other.constant(1, real).constant(2, skewed);
+  try {
+    other.run({x, real, skewed}, 2);
+    ADD_FAILURE() << "two windows ran as one";
+  } catch (const Failure& e) {
+    EXPECT_NE(std::string(e.what()).find("stft"), std::string::npos) << e.what();
+  }
+}
+
+// The graph pass: the two Convs of one signal become one node; a Conv of
+// the same signal with another hop stays a Conv; results are the graph's.
+TEST(CpuConvDft, TheRealAndImaginaryPartsBecomeOneNode) {
+  const int64_t n = 64;
+  const std::vector<float> real = values<float>(basis_weights(cosines(33), hann(n)));
+  std::vector<DftRow> minus_sines = sines(33);
+  for (DftRow& r : minus_sines) r.negated = true;
+  const std::vector<float> imag = values<float>(basis_weights(minus_sines, hann(n)));
+  const std::string text =
+      std::string("<ir_version: 8, opset_import: [\"\" : 13]>\n") +
+      "g (float[1,1,400] x) => (float[1,33,22] power, float[1,33,6] coarse) <" +
+      test::initializer("float", "real", {33, 1, n}, real) + ", " +
+      test::initializer("float", "imag", {33, 1, n}, imag) +
+      "> {\n"
+      "  re = Conv <strides = [16], kernel_shape = [64]> (x, real)\n"
+      "  im = Conv <strides = [16], kernel_shape = [64]> (x, imag)\n"
+      "  coarse = Conv <strides = [64], kernel_shape = [64]> (x, real)\n"
+      "  re2 = Mul (re, re)\n"
+      "  im2 = Mul (im, im)\n"
+      "  power = Add (re2, im2)\n"
+      "}\n";
+  const auto ops = optimized_ops(text);
+  EXPECT_EQ(ops.at(std::string(kCpuDomain) + ".DftConvs"), 1);
+  EXPECT_EQ(ops.at("Conv"), 1) << "another hop: frames of its own";
+  std::mt19937 rng(13);
+  const core::Tensor x = random_f32({1, 1, 400}, rng);
+  const auto fast = test::run_text(text, {x});
+  const auto plain = test::run_text(text, {x}, {{"optimize", "false"}});
+  ASSERT_EQ(fast.size(), 2u);
+  for (size_t o = 0; o < 2; ++o)
+    EXPECT_TRUE(near(fast[o], doubles(plain[o]), 1e-3, 1e-5)) << "output " << o;
 }
 
 TEST(CpuConvDft, BadInputsNameTheNode) {
