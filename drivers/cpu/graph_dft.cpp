@@ -88,12 +88,10 @@ void share_dft(core::Graph& graph) {
       weights.push_back(t->conv->input(1));
       outputs.push_back(t->conv->outputs[0]);
     }
-    const std::vector<core::Attribute> attributes = first->attributes;
-    const std::string name = names.node(first->name + "_shared");
-    core::Node* shared = graph.add_node("DftConvs", name);
+    core::Node* shared = graph.add_node("DftConvs", names.node(first->name + "_shared"));
     shared->domain = kCpuDomain;
     shared->opset = 1;
-    shared->attributes = attributes;
+    shared->attributes = first->attributes;
     std::unordered_set<const core::Node*> convs;
     for (const Transform* t : group) convs.insert(t->conv);
     graph.erase_nodes(convs);
